@@ -1,0 +1,80 @@
+/* cache.h: the process-wide bounded block cache, with in-flight coalescing.
+ *
+ * Holds compressed bytes of remote objects in fixed-size, block-aligned
+ * blocks, keyed by (object key, block index), where the object key is an
+ * opaque string the caller builds from bucket, key and ETag. One byte budget
+ * for the whole process; least-recently-used eviction of unpinned blocks; the
+ * retained bytes never exceed the budget. A block that cannot be retained
+ * within the budget (everything else is pinned) is still delivered to the
+ * threads that pinned it and freed at its last release.
+ *
+ * Coalescing: the first thread to look up a missing block becomes its filler
+ * (VT_ROLE_FILL) and must call vt__cache_fill() or vt__cache_fail() exactly
+ * once; threads that look it up meanwhile get VT_ROLE_WAIT and block in
+ * vt__cache_wait(). To avoid deadlock a caller first looks up every block it
+ * needs, fills all the blocks it was given to fill, and only then waits.
+ *
+ * Thread-safety: every function may be called from any thread; one mutex
+ * inside, never held while calling out. */
+#ifndef VT_CACHE_H
+#define VT_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+typedef struct vt_cache vt_cache;
+typedef struct vt_block vt_block;
+
+typedef enum vt_block_role {
+    VT_ROLE_HIT = 0,   /* data is ready */
+    VT_ROLE_FILL = 1,  /* caller must fill or fail it */
+    VT_ROLE_WAIT = 2   /* another thread is filling it: call vt__cache_wait */
+} vt_block_role;
+
+/* budget: max retained bytes; block_size: bytes per block (> 0). */
+vt_cache *vt__cache_new(size_t budget, size_t block_size);
+void vt__cache_free(vt_cache *c);   /* no block may be pinned */
+
+size_t vt__cache_block_size(const vt_cache *c);
+
+/* Find or create block `index` of object `key` and pin it. Never blocks on
+ * I/O. Returns NULL only on allocation failure. */
+vt_block *vt__cache_lookup(vt_cache *c, const char *key, uint64_t index,
+                           vt_block_role *role);
+
+/* Filler: store len bytes (copied) and wake waiters. len may be shorter than
+ * the block size for the last block of an object. */
+void vt__cache_fill(vt_cache *c, vt_block *b, const void *data, size_t len);
+
+/* Filler: the fetch failed; waiters get err and the block is forgotten (a
+ * failure is never cached). */
+void vt__cache_fail(vt_cache *c, vt_block *b, vt_err err);
+
+/* Wait until the block is filled (VT_OK) or failed (that error). */
+vt_err vt__cache_wait(vt_cache *c, vt_block *b);
+
+/* Data of a filled block; valid while pinned. */
+const unsigned char *vt__block_data(const vt_block *b, size_t *len);
+
+/* Unpin. */
+void vt__cache_release(vt_cache *c, vt_block *b);
+
+/* Drop every unpinned block whose key starts with prefix (object replaced). */
+void vt__cache_drop_prefix(vt_cache *c, const char *prefix);
+
+/* Change the budget (evicts down to it). */
+void vt__cache_set_budget(vt_cache *c, size_t budget);
+
+typedef struct vt_cache_stats {
+    size_t budget;
+    size_t retained_bytes;       /* accounted: always <= budget */
+    size_t peak_retained_bytes;
+    size_t transient_bytes;      /* pinned blocks not retained */
+    uint64_t hits, misses, waits, evictions, blocks;
+} vt_cache_stats;
+
+void vt__cache_get_stats(vt_cache *c, vt_cache_stats *out);
+
+#endif

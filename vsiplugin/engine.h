@@ -1,0 +1,92 @@
+/* engine.h: the process-wide HTTP engine.
+ *
+ * One libcurl multi handle, driven by one dedicated I/O thread started on
+ * first use. Any thread submits requests and blocks until its own requests
+ * complete; no curl call is ever made off the I/O thread. Where the server
+ * negotiates h2 by ALPN, all transfers multiplex over one connection
+ * (CURLOPT_PIPEWAIT); otherwise a bounded HTTP/1.1 keep-alive pool is used.
+ *
+ * The engine owns retries (429/500/502/503/504, resets, timeouts, truncated
+ * bodies), with exponential backoff, jitter and Retry-After, and it checks
+ * every range response's byte count against its Content-Range: curl 7.88 can
+ * report a stream cut by RST/GOAWAY as complete. Transfers are never paused:
+ * the write callback always buffers.
+ *
+ * Requests are signed by the caller before submission; a retried request is
+ * re-sent with the same headers (SigV4 signatures stay valid for 15 minutes).
+ *
+ * Lifecycle: the I/O thread stops at vt__engine_shutdown() (called from the
+ * GDAL unload hook and atexit). A fork()ed child never touches the parent's
+ * connections: the child's first request builds a fresh engine. */
+#ifndef VT_ENGINE_H
+#define VT_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+typedef struct vt_http_req {
+    const char *method;          /* "GET", "PUT", "POST", ... */
+    const char *url;             /* absolute URL, already percent-encoded */
+    const char *const *headers;  /* NULL-terminated "Name: value" lines, or NULL */
+    const void *body;            /* request body (POST/PUT) or NULL */
+    size_t body_len;
+    uint64_t expect_len;         /* range GET: exact body length a 206 must carry
+                                    (0: not a range GET, no check) */
+    size_t max_body;             /* keep at most this many body bytes
+                                    (0: 4 MiB); more is a VT_EPROTO error */
+    int max_retries;             /* < 0: GDAL_HTTP_MAX_RETRY (default 3) */
+    double retry_delay;          /* < 0: GDAL_HTTP_RETRY_DELAY in s (default 0.5) */
+    long timeout_ms;             /* whole transfer; 0: GDAL_HTTP_TIMEOUT or none */
+    long connect_timeout_ms;     /* 0: GDAL_HTTP_CONNECTTIMEOUT or 10 s */
+} vt_http_req;
+
+typedef struct vt_http_resp {
+    long status;                 /* final HTTP status; 0 when none was received */
+    unsigned char *body;         /* malloc'd body (NUL-terminated past body_len) */
+    size_t body_len;
+    char *etag;                  /* ETag header value with quotes, or NULL */
+    char *bucket_region;         /* x-amz-bucket-region header, or NULL */
+    char *retry_after;           /* Retry-After header, or NULL */
+    int has_content_range;       /* Content-Range was present and parsed */
+    uint64_t range_first;        /* Content-Range: bytes first-last/total */
+    uint64_t range_last;
+    uint64_t total_size;         /* object size: Content-Range total, or
+                                    Content-Length of a 200 */
+    int attempts;                /* how many times it was sent */
+    int http_version;            /* 1 or 2: protocol of the final attempt */
+    char error[256];             /* curl's or the engine's words on failure */
+} vt_http_resp;
+
+/* Perform one request, blocking the calling thread until it completes (after
+ * retries). Returns VT_OK when an HTTP response was received, whatever its
+ * status (the caller maps 4xx); transport failures and exhausted retries on
+ * transient statuses return VT_ETRANSIENT/VT_ETIMEDOUT/VT_ENETWORK/VT_EPROTO
+ * with resp->status holding the last status seen. *resp is always
+ * initialised; release it with vt__http_resp_clear(). Thread-safe. */
+vt_err vt__engine_perform(const vt_http_req *req, vt_http_resp *resp);
+
+/* Perform n requests concurrently and wait for all of them. errs[i] and
+ * resps[i] as for vt__engine_perform. Returns the first non-OK err or VT_OK. */
+vt_err vt__engine_perform_many(size_t n, const vt_http_req *reqs,
+                               vt_http_resp *resps, vt_err *errs);
+
+void vt__http_resp_clear(vt_http_resp *resp);
+
+typedef struct vt_engine_stats {
+    uint64_t requests;           /* attempts sent (each retry counts) */
+    uint64_t retries;
+    uint64_t bytes_received;     /* body bytes */
+    uint64_t connections;        /* connections opened (CURLINFO_NUM_CONNECTS) */
+    uint64_t in_flight;          /* transfers running now */
+    uint64_t h2_responses;
+} vt_engine_stats;
+
+void vt__engine_get_stats(vt_engine_stats *out);
+
+/* Stop the I/O thread, abort what is in flight (waiters get VT_ESHUTDOWN),
+ * release curl. Idempotent; safe at exit. A later request restarts it. */
+void vt__engine_shutdown(void);
+
+#endif

@@ -1,0 +1,54 @@
+/* s3.h: S3 addressing, request building and error parsing.
+ *
+ * Reads GDAL's own /vsis3/ option names at call time (CPLGetConfigOption):
+ * AWS_S3_ENDPOINT, AWS_HTTPS, AWS_VIRTUAL_HOSTING, AWS_REGION /
+ * AWS_DEFAULT_REGION, AWS_REQUEST_PAYER, AWS_NO_SIGN_REQUEST. Builds signed
+ * GET requests (sigv4.h + creds.h); remembers a bucket's region after a
+ * redirect (x-amz-bucket-region). */
+#ifndef VT_S3_H
+#define VT_S3_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "error.h"
+
+/* Split "bucket/key/with/slashes" into malloc'd bucket and key. A path with
+ * no key ("bucket" or "bucket/") gives an empty key. */
+vt_err vt__s3_split(const char *path, char **bucket, char **key);
+
+/* A built request: vt_http_req pointing into storage owned by this struct. */
+typedef struct vt_s3_request {
+    vt_http_req req;
+    char *url;
+    char **headers;       /* NULL-terminated, malloc'd strings */
+} vt_s3_request;
+
+/* Build a signed GET of bytes [off, off+len) of bucket/key (len 0: whole
+ * object, no Range header). if_match: ETag to pin with If-Match, or NULL.
+ * On error errbuf says why (e.g. no credentials). */
+vt_err vt__s3_build_get(const char *bucket, const char *key, uint64_t off,
+                        uint64_t len, const char *if_match, vt_s3_request *out,
+                        char *errbuf, size_t errlen);
+void vt__s3_request_clear(vt_s3_request *r);
+
+/* Perform a GET with the region-redirect rule: on 301/307/400 carrying
+ * x-amz-bucket-region, remember the region for this bucket and retry once. */
+vt_err vt__s3_get(const char *bucket, const char *key, uint64_t off,
+                  uint64_t len, const char *if_match, vt_http_resp *resp,
+                  char *errbuf, size_t errlen);
+
+/* Pull <Code> and <Message> out of an S3 error body (malloc'd, NULL when
+ * absent). */
+void vt__s3_parse_error(const char *body, size_t len, char **code,
+                        char **message);
+
+/* Map an HTTP status to vt_err (200/206 -> VT_OK). */
+vt_err vt__s3_status_err(long status);
+
+/* Region to use for a bucket: a remembered redirect, else AWS_REGION,
+ * AWS_DEFAULT_REGION, else us-east-1. malloc'd. */
+char *vt__s3_region_for(const char *bucket);
+
+#endif
