@@ -32,8 +32,14 @@ typedef struct vt_http_req {
     const char *const *headers;  /* NULL-terminated "Name: value" lines, or NULL */
     const void *body;            /* request body (POST/PUT) or NULL */
     size_t body_len;
-    uint64_t expect_len;         /* range GET: exact body length a 206 must carry
-                                    (0: not a range GET, no check) */
+    uint64_t expect_len;         /* range GET: length of the range asked for
+                                    (0: not a range GET). A 206 body must be
+                                    exactly its Content-Range's length, and
+                                    equal expect_len unless the range was
+                                    clipped at the object's end
+                                    (range_last + 1 == total_size), where it
+                                    may be shorter; anything else is a
+                                    truncated transfer, retried. */
     size_t max_body;             /* keep at most this many body bytes
                                     (0: 4 MiB); more is a VT_EPROTO error */
     int max_retries;             /* < 0: GDAL_HTTP_MAX_RETRY (default 3) */
