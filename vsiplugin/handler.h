@@ -1,0 +1,15 @@
+/* handler.h: the GDAL VSI plugin callbacks of vsitune (read side).
+ *
+ * handler.c is the GDAL boundary of the read path: it turns GDAL's calls
+ * (stat, open, read, read_multi_range, seek, tell, eof, close, siblings)
+ * into object.c calls, and vt_err values into CPLError messages and errno.
+ * Everything that is not a read goes to GDAL's own S3 handler (router.cpp). */
+#ifndef VT_HANDLER_H
+#define VT_HANDLER_H
+
+#include <cpl_vsi.h>
+
+/* Fill the callbacks of a struct from VSIAllocFilesystemPluginCallbacksStruct. */
+void vt__handler_fill_callbacks(VSIFilesystemPluginCallbacksStruct *cb);
+
+#endif

@@ -1,0 +1,59 @@
+/* object.h: remote objects as vsitune knows them, and reads from them.
+ *
+ * An object is (bucket, key) pinned to the ETag first seen. Its metadata
+ * (size, ETag) lives in a process-wide table with a TTL
+ * (VSITUNE_METADATA_TTL), so re-opening a file costs no request; its bytes
+ * live in the process-wide block cache (cache.h), the header included: the
+ * first stat/open issues one range GET of the first VSITUNE_HEADER_SIZE
+ * bytes (size from Content-Range, no HEAD) and stores them as cache blocks,
+ * so GDAL's dozens of tiny header reads are served from memory.
+ *
+ * Reads go block by block through the cache (hit: copy; another thread
+ * fetching: wait; missing: fetch), missing blocks merged into as few range
+ * GETs as the planner allows, all sent at once through the engine, each
+ * carrying If-Match with the pinned ETag. A read either returns every byte
+ * asked for or fails: never a partial or blank buffer. */
+#ifndef VT_OBJECT_H
+#define VT_OBJECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+typedef struct vt_object vt_object;
+
+/* Find or load the object at path "bucket/key". On success *out holds a
+ * reference (release with vt__object_release). Concurrent loads of one
+ * object issue one request. On failure errbuf says what the server said
+ * (bucket, key, status, S3 Code and Message); *http_status gets the status
+ * (0: none). Failures are never cached. */
+vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
+                       char *errbuf, size_t errlen);
+
+void vt__object_release(vt_object *o);
+
+uint64_t vt__object_size(const vt_object *o);
+const char *vt__object_etag(const vt_object *o);
+
+/* Read n ranges: dst[i] gets len[i] bytes at off[i]; every range must lie
+ * inside the object. readahead: extra bytes to fetch past the end of the last
+ * range when they are missing (0: none). On VT_ECHANGED the object is
+ * dropped from the table so the next open sees the new version. Thread-safe;
+ * may block on network I/O. */
+vt_err vt__object_read(vt_object *o, size_t n, void *const *dst,
+                       const uint64_t *off, const size_t *len,
+                       uint64_t readahead, char *errbuf, size_t errlen);
+
+/* Forget the metadata of path "bucket/key" (it is being written, deleted
+ * or renamed through GDAL's own handler). Open handles keep their copy. */
+void vt__object_forget(const char *path);
+
+/* Forget all metadata (tests; VSICurlClearCache-like). */
+void vt__object_clear_all(void);
+
+/* The process-wide block cache (created on first use, budget
+ * VSITUNE_CACHE_SIZE, block size VSITUNE_BLOCK_SIZE). */
+struct vt_cache *vt__object_cache(void);
+
+#endif

@@ -1,0 +1,71 @@
+/* plugin.c: the GDAL entry point of gdal_vsitune.so.
+ *
+ * GDAL loads gdal_vsitune.so from GDAL_DRIVER_PATH (or <libdir>/gdalplugins)
+ * and calls GDALRegister_vsitune(), the only exported symbol. It installs the
+ * vsitune handler on /vsis3/ (or on /vsitune/ with VSITUNE_TAKEOVER=NO, leaving
+ * stock /vsis3/ alone) and registers a driver named VSITUNE with no open
+ * function: it shows in `gdalinfo --formats` and its unload hook stops the
+ * I/O engine at GDALDestroy. Registration is idempotent (rasterio registers
+ * drivers twice). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cpl_conv.h>
+#include <cpl_error.h>
+#include <gdal.h>
+
+#include "config.h"
+#include "engine.h"
+#include "handler.h"
+#include "router.h"
+
+#define VT_DRIVER_NAME "VSITUNE"
+
+/* GDAL's C++ plugin handler ABI (VSIFilesystemHandler's vtable, used by
+ * router.cpp) is that of the headers we were built against. */
+#define VT_BUILT_MAJOR GDAL_VERSION_MAJOR
+#define VT_BUILT_MINOR GDAL_VERSION_MINOR
+
+static void unload(void)
+{
+    vt__engine_shutdown();
+}
+
+__attribute__((visibility("default"))) void GDALRegister_vsitune(void);
+
+void GDALRegister_vsitune(void)
+{
+    static int done;
+    int runtime = atoi(GDALVersionInfo("VERSION_NUM"));
+    int major = runtime / 1000000, minor = (runtime / 10000) % 100;
+    const char *prefix;
+    VSIFilesystemPluginCallbacksStruct *cb;
+
+    if (done || GDALGetDriverByName(VT_DRIVER_NAME) != NULL)
+        return;
+    done = 1;
+    if (major != VT_BUILT_MAJOR || minor != VT_BUILT_MINOR ||
+        runtime < 3060000) {
+        CPLError(CE_Warning, CPLE_NotSupported,
+                 "vsitune %s was built for GDAL %d.%d and supports only that "
+                 "release (>= 3.6); this process runs GDAL %s. vsitune is not "
+                 "active: /vsis3/ is GDAL's own.",
+                 VT_VERSION, VT_BUILT_MAJOR, VT_BUILT_MINOR,
+                 GDALVersionInfo("RELEASE_NAME"));
+        return;
+    }
+    prefix = vt__cfg_bool("VSITUNE_TAKEOVER", 1) ? "/vsis3/" : "/vsitune/";
+    cb = VSIAllocFilesystemPluginCallbacksStruct();
+    if (cb == NULL)
+        return;
+    vt__handler_fill_callbacks(cb);
+    if (vt__router_install(prefix, cb) != 0) {
+        VSIFreeFilesystemPluginCallbacksStruct(cb);
+        return;
+    }
+    VSIFreeFilesystemPluginCallbacksStruct(cb); /* GDAL keeps a copy */
+
+    vt__router_register_driver(VT_DRIVER_NAME, prefix, VT_VERSION, unload);
+    CPLDebug("VSITUNE", "vsitune %s active on %s (GDAL %s)", VT_VERSION,
+             prefix, GDALVersionInfo("RELEASE_NAME"));
+}

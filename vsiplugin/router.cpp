@@ -1,0 +1,252 @@
+// router.cpp: the one C++ file of vsitune (see router.h for why it exists).
+//
+// VtRouter sits on the prefix and forwards each call either to the vsitune
+// reader (the VSIPluginFilesystemHandler that VSIInstallPluginHandler built
+// from our C callbacks) or to GDAL's own S3 handler. Both are owned by
+// GDAL's VSIFileManager for the life of the process; so is the router.
+#include "router.h"
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include <cpl_error.h>
+#include <cpl_vsi_virtual.h>
+#include <gdal_priv.h>
+
+extern "C" {
+#include "object.h"
+}
+
+namespace {
+
+const char *const kStockPrefix = "/vsis3/";
+
+VSIFilesystemHandler *g_stock = nullptr;  // GDAL's own /vsis3/ handler
+void (*g_on_unload)(void) = nullptr;
+
+void unload_driver(GDALDriver *)
+{
+    if (g_on_unload)
+        g_on_unload();
+}
+
+bool is_read_access(const char *access)
+{
+    return access == nullptr || std::strpbrk(access, "wa+") == nullptr;
+}
+
+class VtRouter final : public VSIFilesystemHandler
+{
+    std::string prefix_;
+    VSIFilesystemHandler *reader_;
+    VSIFilesystemHandler *stock_;
+
+    // "/vsitune/b/k" -> "/vsis3/b/k" for GDAL's handler.
+    std::string stock_name(const char *name) const
+    {
+        if (prefix_ == kStockPrefix)
+            return name;
+        return std::string(kStockPrefix) + (name + prefix_.size());
+    }
+    // The object table knows "b/k": forget it when it is written or removed.
+    void forget(const char *name) const
+    {
+        if (std::strncmp(name, prefix_.c_str(), prefix_.size()) == 0)
+            vt__object_forget(name + prefix_.size());
+    }
+
+  public:
+    VtRouter(const char *prefix, VSIFilesystemHandler *reader,
+             VSIFilesystemHandler *stock)
+        : prefix_(prefix), reader_(reader), stock_(stock)
+    {
+    }
+
+    VSIVirtualHandle *Open(const char *name, const char *access,
+                           bool set_error, CSLConstList options) override
+    {
+        if (is_read_access(access))
+            return reader_->Open(name, access, set_error, options);
+        forget(name);
+        return stock_->Open(stock_name(name).c_str(), access, set_error,
+                            options);
+    }
+    int Stat(const char *name, VSIStatBufL *st, int flags) override
+    {
+        return reader_->Stat(name, st, flags);
+    }
+    char **SiblingFiles(const char *name) override
+    {
+        return reader_->SiblingFiles(name);
+    }
+    int HasOptimizedReadMultiRange(const char *) override { return TRUE; }
+    bool IsLocal(const char *) override { return false; }
+    bool SupportsRead(const char *) override { return true; }
+
+    // Everything else is GDAL's.
+    int Unlink(const char *name) override
+    {
+        forget(name);
+        return stock_->Unlink(stock_name(name).c_str());
+    }
+    int *UnlinkBatch(CSLConstList files) override
+    {
+        for (CSLConstList p = files; p && *p; ++p)
+            forget(*p);
+        return stock_->UnlinkBatch(files);
+    }
+    int Mkdir(const char *name, long mode) override
+    {
+        return stock_->Mkdir(stock_name(name).c_str(), mode);
+    }
+    int Rmdir(const char *name) override
+    {
+        return stock_->Rmdir(stock_name(name).c_str());
+    }
+    int RmdirRecursive(const char *name) override
+    {
+        return stock_->RmdirRecursive(stock_name(name).c_str());
+    }
+    char **ReadDirEx(const char *name, int max_files) override
+    {
+        return stock_->ReadDirEx(stock_name(name).c_str(), max_files);
+    }
+    char **ReadDir(const char *name) override { return ReadDirEx(name, 0); }
+    VSIDIR *OpenDir(const char *name, int depth,
+                    const char *const *options) override
+    {
+        return stock_->OpenDir(stock_name(name).c_str(), depth, options);
+    }
+    int Rename(const char *from, const char *to) override
+    {
+        forget(from);
+        forget(to);
+        return stock_->Rename(stock_name(from).c_str(), stock_name(to).c_str());
+    }
+    int IsCaseSensitive(const char *name) override
+    {
+        return stock_->IsCaseSensitive(name);
+    }
+    GIntBig GetDiskFreeSpace(const char *name) override
+    {
+        return stock_->GetDiskFreeSpace(name);
+    }
+    int SupportsSparseFiles(const char *name) override
+    {
+        return stock_->SupportsSparseFiles(name);
+    }
+    const char *GetActualURL(const char *name) override
+    {
+        return stock_->GetActualURL(stock_name(name).c_str());
+    }
+    const char *GetOptions() override { return stock_->GetOptions(); }
+    char *GetSignedURL(const char *name, CSLConstList options) override
+    {
+        return stock_->GetSignedURL(stock_name(name).c_str(), options);
+    }
+    bool Sync(const char *src, const char *dst, const char *const *options,
+              GDALProgressFunc progress, void *progress_data,
+              char ***outputs) override
+    {
+        forget(dst);
+        return stock_->Sync(src, dst, options, progress, progress_data,
+                            outputs);
+    }
+    char **GetFileMetadata(const char *name, const char *domain,
+                           CSLConstList options) override
+    {
+        return stock_->GetFileMetadata(stock_name(name).c_str(), domain,
+                                       options);
+    }
+    bool SetFileMetadata(const char *name, CSLConstList md, const char *domain,
+                         CSLConstList options) override
+    {
+        return stock_->SetFileMetadata(stock_name(name).c_str(), md, domain,
+                                       options);
+    }
+    bool AbortPendingUploads(const char *name) override
+    {
+        return stock_->AbortPendingUploads(stock_name(name).c_str());
+    }
+    std::string GetStreamingFilename(const std::string &name) const override
+    {
+        return stock_->GetStreamingFilename(name);
+    }
+    bool SupportsSequentialWrite(const char *name, bool tmp) override
+    {
+        return stock_->SupportsSequentialWrite(stock_name(name).c_str(), tmp);
+    }
+    bool SupportsRandomWrite(const char *name, bool tmp) override
+    {
+        return stock_->SupportsRandomWrite(stock_name(name).c_str(), tmp);
+    }
+};
+
+// GetHandler falls back to the local-file handler for an unknown prefix:
+// make sure we got the real /vsis3/ one.
+VSIFilesystemHandler *find_stock()
+{
+    VSIFilesystemHandler *h = VSIFileManager::GetHandler(kStockPrefix);
+    if (h == VSIFileManager::GetHandler("/vsitune-no-such-prefix/"))
+        return nullptr;
+    if (dynamic_cast<VtRouter *>(h) != nullptr)
+        return g_stock;  // already taken over
+    return h;
+}
+
+}  // namespace
+
+extern "C" int vt__router_install(const char *prefix,
+                                  const VSIFilesystemPluginCallbacksStruct *cb)
+{
+    VSIFilesystemHandler *stock = find_stock();
+    if (stock == nullptr) {
+        CPLError(CE_Failure, CPLE_AppDefined,
+                 "vsitune: GDAL's own /vsis3/ handler is not available "
+                 "(GDAL built without curl?); vsitune stays out of the way");
+        return -1;
+    }
+    g_stock = stock;
+    if (dynamic_cast<VtRouter *>(VSIFileManager::GetHandler(prefix)))
+        return 0;  // idempotent: already installed on this prefix
+    // Let GDAL build its plugin handler from our callbacks, take it back,
+    // and put the router in its place.
+    VSIInstallPluginHandler(prefix, cb);
+    VSIFilesystemHandler *reader = VSIFileManager::GetHandler(prefix);
+    VSIFileManager::InstallHandler(prefix, new VtRouter(prefix, reader, stock));
+    return 0;
+}
+
+extern "C" int vt__stock_stat(const char *path, VSIStatBufL *st, int flags)
+{
+    if (g_stock == nullptr) {
+        errno = ENOENT;
+        return -1;
+    }
+    std::string name = std::string(kStockPrefix) + path;
+    return g_stock->Stat(name.c_str(), st, flags);
+}
+
+extern "C" char **vt__stock_read_dir(const char *path, int max_files)
+{
+    if (g_stock == nullptr)
+        return nullptr;
+    std::string name = std::string(kStockPrefix) + path;
+    return g_stock->ReadDirEx(name.c_str(), max_files);
+}
+
+extern "C" void vt__router_register_driver(const char *name, const char *prefix,
+                                           const char *version,
+                                           void (*on_unload)(void))
+{
+    GDALDriver *drv = new GDALDriver();
+    drv->SetDescription(name);
+    drv->SetMetadataItem(GDAL_DMD_LONGNAME,
+                         "vsitune: fewer requests for /vsis3/ reads");
+    drv->SetMetadataItem("VSITUNE_VERSION", version);
+    drv->SetMetadataItem("VSITUNE_PREFIX", prefix);
+    g_on_unload = on_unload;
+    drv->pfnUnloadDriver = unload_driver;
+    GetGDALDriverManager()->RegisterDriver(drv);
+}
