@@ -1,0 +1,92 @@
+/* test_planner.c: block runs and readahead (planner.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "planner.h"
+
+static void test_sort_unique(void **state)
+{
+    uint64_t v[] = {5, 1, 5, 3, 1, 9};
+    size_t n = vt__plan_sort_unique(v, 6);
+    (void)state;
+    assert_int_equal(n, 4);
+    assert_int_equal(v[0], 1);
+    assert_int_equal(v[1], 3);
+    assert_int_equal(v[2], 5);
+    assert_int_equal(v[3], 9);
+    assert_int_equal(vt__plan_sort_unique(v, 0), 0);
+}
+
+static void test_runs_consecutive_and_gaps(void **state)
+{
+    uint64_t idx[] = {2, 3, 4, 6, 10, 11};
+    vt_block_run r[6];
+    size_t n;
+    (void)state;
+    /* no gap allowed: 2-4, 6, 10-11 */
+    n = vt__plan_runs(idx, 6, 0, 100, r);
+    assert_int_equal(n, 3);
+    assert_int_equal(r[0].first, 2);
+    assert_int_equal(r[0].count, 3);
+    assert_int_equal(r[1].first, 6);
+    assert_int_equal(r[1].count, 1);
+    assert_int_equal(r[2].first, 10);
+    assert_int_equal(r[2].count, 2);
+    /* gap of 1 block bridged: 2-6, 10-11 */
+    n = vt__plan_runs(idx, 6, 1, 100, r);
+    assert_int_equal(n, 2);
+    assert_int_equal(r[0].first, 2);
+    assert_int_equal(r[0].count, 5);
+    /* gap of 3 bridges everything */
+    n = vt__plan_runs(idx, 6, 3, 100, r);
+    assert_int_equal(n, 1);
+    assert_int_equal(r[0].count, 10);
+}
+
+static void test_runs_capped(void **state)
+{
+    uint64_t idx[10];
+    vt_block_run r[10];
+    size_t i, n, total = 0;
+    (void)state;
+    for (i = 0; i < 10; i++)
+        idx[i] = i;
+    n = vt__plan_runs(idx, 10, 0, 4, r);
+    assert_int_equal(n, 3);
+    for (i = 0; i < n; i++) {
+        assert_true(r[i].count <= 4);
+        total += r[i].count;
+    }
+    assert_int_equal(total, 10);
+    /* max 0 behaves as 1 */
+    n = vt__plan_runs(idx, 10, 0, 0, r);
+    assert_int_equal(n, 10);
+}
+
+static void test_readahead(void **state)
+{
+    vt_readahead ra = {0, 0};
+    (void)state;
+    assert_int_equal(vt__readahead_update(&ra, 0, 100, 64, 256), 0);
+    assert_int_equal(vt__readahead_update(&ra, 100, 100, 64, 256), 64);
+    assert_int_equal(vt__readahead_update(&ra, 200, 100, 64, 256), 128);
+    assert_int_equal(vt__readahead_update(&ra, 300, 100, 64, 256), 256);
+    assert_int_equal(vt__readahead_update(&ra, 400, 100, 64, 256), 256);
+    /* a jump resets */
+    assert_int_equal(vt__readahead_update(&ra, 9000, 100, 64, 256), 0);
+    assert_int_equal(vt__readahead_update(&ra, 9100, 10, 64, 256), 64);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sort_unique),
+        cmocka_unit_test(test_runs_consecutive_and_gaps),
+        cmocka_unit_test(test_runs_capped),
+        cmocka_unit_test(test_readahead),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
