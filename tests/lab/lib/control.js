@@ -1,0 +1,114 @@
+'use strict';
+// control.js: the lab's JSON control API, what tests and scripts drive the lab with.
+// Plain HTTP on its own 127.0.0.1 port, never behind the delay proxies, never logged.
+//
+//   GET    /info                      lab.json content
+//   GET    /log[?since=SEQ]           {"requests": [...]}
+//   GET    /counts[?endpoint=E]       {"LIST": n, "HEAD": n, "GET_RANGE": n, ..., "bytes": n}
+//   GET    /connections               {"h1": {"accepted": n, "open": n, "delay_ms": d}, ...}
+//   POST   /reset                     clear log, connection counts, faults; delay back to start value
+//   POST   /delay {"ms": N[, "endpoint": E]}        one-way delay (RTT = 2 x ms)
+//   POST   /fault {"kind": K, "count": N, "method": M, "key": S, "request_kind": K,
+//                  "endpoint": E, "seconds": S}
+//   GET    /faults   DELETE /faults
+//   PUT    /object?bucket=B&key=K[&path=/abs/file]   body = object bytes (unless path)
+//   DELETE /object?bucket=B&key=K
+//   POST   /credentials {"akid": A, "secret": S, "token": T[, "expires_at": unix]}
+//   POST   /shutdown
+// Errors answer {"error": "..."} with 400/404/500.
+
+const http = require('http');
+const fs = require('fs');
+
+function readJson(req) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      if (!text.trim()) return resolve({});
+      try { resolve(JSON.parse(text)); } catch (e) { reject(new Error('body is not JSON: ' + e.message)); }
+    });
+    req.on('error', reject);
+  });
+}
+
+function send(res, status, obj) {
+  const body = JSON.stringify(obj);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+class BadRequest extends Error {}
+
+// `lab` is the Lab object of labd.js: { log, faults, proxies, info(), reset(), ... }.
+function createControlServer(lab) {
+  const routes = {
+    'GET /info': async () => lab.info(),
+    'GET /log': async (req, url) => ({ requests: lab.log.list(url.searchParams.get('since')) }),
+    'GET /counts': async (req, url) => lab.log.counts(url.searchParams.get('endpoint')),
+    'GET /connections': async () => lab.connections(),
+    'POST /reset': async () => { lab.reset(); return { ok: true }; },
+    'POST /delay': async (req) => {
+      const b = await readJson(req);
+      if (!(Number(b.ms) >= 0)) throw new BadRequest('delay needs "ms" >= 0');
+      lab.setDelay(Number(b.ms), b.endpoint || null);
+      return lab.connections();
+    },
+    'POST /fault': async (req) => {
+      const b = await readJson(req);
+      try { return { ok: true, rule: lab.faults.add(b) }; } catch (e) { throw new BadRequest(e.message); }
+    },
+    'GET /faults': async () => ({ rules: lab.faults.list() }),
+    'DELETE /faults': async () => { lab.faults.clear(); return { ok: true }; },
+    'PUT /object': async (req, url) => {
+      const bucket = url.searchParams.get('bucket');
+      const key = url.searchParams.get('key');
+      const file = url.searchParams.get('path');
+      if (!bucket || !key) throw new BadRequest('PUT /object needs bucket and key');
+      let body;
+      let length;
+      if (file) {
+        let st;
+        try { st = fs.statSync(file); } catch (e) { throw new BadRequest(`cannot read ${file}: ${e.code}`); }
+        body = fs.createReadStream(file);
+        length = st.size;
+        req.resume();
+      } else {
+        body = req;
+        length = Number(req.headers['content-length']);
+        if (!Number.isFinite(length)) throw new BadRequest('PUT /object needs a Content-Length');
+      }
+      return lab.putObject(bucket, key, body, length);
+    },
+    'DELETE /object': async (req, url) => {
+      const bucket = url.searchParams.get('bucket');
+      const key = url.searchParams.get('key');
+      if (!bucket || !key) throw new BadRequest('DELETE /object needs bucket and key');
+      return lab.deleteObject(bucket, key);
+    },
+    'POST /credentials': async (req) => {
+      const b = await readJson(req);
+      if (!b.akid || !b.secret) throw new BadRequest('credentials need "akid" and "secret"');
+      lab.addCredential(String(b.akid), String(b.secret), b.token ? String(b.token) : null,
+        b.expires_at ? Number(b.expires_at) : null);
+      return { ok: true };
+    },
+    'POST /shutdown': async () => { setImmediate(() => lab.shutdown(0)); return { ok: true }; },
+  };
+
+  return http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://127.0.0.1');
+    const route = routes[`${req.method} ${url.pathname}`];
+    if (!route) {
+      req.resume();
+      return send(res, 404, { error: `no such control endpoint: ${req.method} ${url.pathname}` });
+    }
+    route(req, url).then((out) => send(res, 200, out), (err) => {
+      req.resume();
+      send(res, err instanceof BadRequest ? 400 : 500, { error: err.message });
+    });
+  });
+}
+
+module.exports = { createControlServer };

@@ -1,0 +1,148 @@
+'use strict';
+// delayproxy.js: a TCP proxy that adds a one-way delay to every chunk, both ways.
+//
+// The kernel here has no netem, so this is the lab's only source of latency: each
+// chunk read from one side is written to the other side `delay` ms later, in the
+// order read (RTT = 2 x one-way delay). TLS handshakes and HTTP exchanges therefore
+// pay real round trips. What is NOT delayed: the TCP three-way handshake itself
+// (the kernel completes connect() to this proxy at once), so a new connection costs
+// the client one RTT less than on a real network.
+//
+// It also counts, per endpoint, the TCP connections accepted and currently open:
+// the lab's "connections accepted by the front". FIN and RST are propagated as
+// such (a reset upstream becomes a reset to the client), after the same delay.
+
+const net = require('net');
+
+const HIGH_WATER = 4 * 1024 * 1024; // bytes queued in one direction before pausing the reader
+
+class DelayProxy {
+  // name: endpoint name; target: { host, port }; delayMs: initial one-way delay.
+  constructor(name, target, delayMs) {
+    this.name = name;
+    this.target = target;
+    this.delayMs = delayMs || 0;
+    this.accepted = 0;
+    this.open = 0;
+    this.sockets = new Set();
+    this.server = net.createServer({ allowHalfOpen: true, noDelay: true },
+      (c) => this.onConnection(c));
+  }
+
+  // Resolves with the port bound on host (port 0 = pick a free one).
+  listen(host, port) {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port || 0, host, () => {
+        this.server.removeListener('error', reject);
+        this.port = this.server.address().port;
+        resolve(this.port);
+      });
+    });
+  }
+
+  setDelay(ms) { this.delayMs = Math.max(0, Number(ms) || 0); }
+
+  resetCounts() { this.accepted = 0; }
+
+  stats() { return { accepted: this.accepted, open: this.open, delay_ms: this.delayMs }; }
+
+  close() {
+    for (const s of this.sockets) s.destroy();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  onConnection(client) {
+    this.accepted++;
+    this.open++;
+    this.sockets.add(client);
+    client.setNoDelay(true);
+    const upstream = net.connect({ host: this.target.host, port: this.target.port,
+      allowHalfOpen: true, noDelay: true });
+    this.sockets.add(upstream);
+    client.once('close', () => { this.open--; this.sockets.delete(client); });
+    upstream.once('close', () => this.sockets.delete(upstream));
+    const delay = () => this.delayMs;
+    pump(client, upstream, delay);
+    pump(upstream, client, delay);
+  }
+}
+
+// Move bytes from src to dst, each chunk `delay()` ms after it was read.
+// Ordering holds even when the delay shrinks mid-stream: the queue is FIFO and a
+// chunk never overtakes one queued before it.
+function pump(src, dst, delay) {
+  const queue = [];
+  let queued = 0;
+  let timer = null;
+  let srcDone = false;
+  let waitingDrain = false;
+
+  const throttle = () => {
+    const stop = queued > HIGH_WATER || waitingDrain;
+    if (stop && !src.isPaused()) src.pause();
+    else if (!stop && src.isPaused() && !srcDone) src.resume();
+  };
+
+  const flush = () => {
+    timer = null;
+    const now = Date.now();
+    while (queue.length && queue[0].due <= now) {
+      const item = queue.shift();
+      if (item.kind === 'data') {
+        queued -= item.buf.length;
+        if (dst.destroyed) continue;
+        if (!dst.write(item.buf) && !waitingDrain) {
+          waitingDrain = true;
+          dst.once('drain', () => { waitingDrain = false; throttle(); });
+        }
+      } else if (item.kind === 'end') {
+        if (!dst.destroyed) dst.end();
+      } else if (item.kind === 'reset') {
+        if (!dst.destroyed) {
+          if (typeof dst.resetAndDestroy === 'function' && dst.readyState !== 'opening') {
+            dst.resetAndDestroy();
+          } else {
+            dst.destroy();
+          }
+        }
+      }
+    }
+    throttle();
+    schedule();
+  };
+
+  function schedule() {
+    if (timer || !queue.length) return;
+    const wait = Math.max(0, queue[0].due - Date.now());
+    timer = setTimeout(flush, wait);
+  }
+
+  const push = (item) => {
+    item.due = Date.now() + delay();
+    queue.push(item);
+    if (item.due <= Date.now() && !timer && queue.length === 1) {
+      flush(); // no delay configured: forward at once
+    } else {
+      schedule();
+    }
+  };
+
+  src.on('data', (buf) => {
+    queued += buf.length;
+    push({ kind: 'data', buf });
+    throttle();
+  });
+  src.on('end', () => { srcDone = true; push({ kind: 'end' }); });
+  // An error (ECONNRESET, ECONNREFUSED) or a close without FIN is passed on as a
+  // reset, so a client sees what the server did.
+  src.on('error', () => {});
+  src.on('close', () => {
+    if (!srcDone) {
+      srcDone = true;
+      push({ kind: 'reset' });
+    }
+  });
+}
+
+module.exports = { DelayProxy };

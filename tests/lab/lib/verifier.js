@@ -1,0 +1,295 @@
+'use strict';
+// verifier.js: the HTTP server in front of s3rver. For every request it
+//   1. classifies and logs it (reqlog.js),
+//   2. checks its SigV4 signature (sigcheck.js) or allows it anonymously
+//      (bucket `public`, reads only), answering S3's XML errors otherwise,
+//   3. applies a pending fault (faults.js), then
+//   4. proxies it to s3rver without its credentials (s3rver would otherwise try its
+//      own partial checks), implements If-Match (s3rver 3.7 ignores it) and counts
+//      the body bytes actually sent.
+// One http.Server per endpoint, all sharing this handler, so the log knows which
+// endpoint (h1, h2, h1tls) a request came through.
+
+const http = require('http');
+const crypto = require('crypto');
+const { verify } = require('./sigcheck');
+const { kindOf } = require('./reqlog');
+const { STATUS_FAULTS } = require('./faults');
+
+const PUBLIC_BUCKET = 'public';
+// Request headers never forwarded to s3rver.
+const DROP = new Set(['authorization', 'x-amz-security-token', 'if-match', 'connection',
+  'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'via',
+  'x-forwarded-for', 'x-forwarded-proto', 'forwarded', 'host']);
+
+function xmlEscape(s) {
+  return String(s).replace(/[<>&'"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;',
+    "'": '&apos;', '"': '&quot;' })[c]);
+}
+
+function requestId() { return crypto.randomBytes(8).toString('hex').toUpperCase(); }
+
+// Answer an S3-style XML error. Returns nothing; the log entry is completed by
+// the 'close' listener installed in handle().
+function sendError(req, res, status, code, message, resource, extraHeaders) {
+  const body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>' + xmlEscape(code) +
+    '</Code><Message>' + xmlEscape(message) + '</Message><Resource>' + xmlEscape(resource) +
+    '</Resource><RequestId>' + requestId() + '</RequestId></Error>';
+  const headers = Object.assign({ 'content-type': 'application/xml',
+    'content-length': Buffer.byteLength(body), 'x-amz-request-id': requestId() },
+  extraHeaders || {});
+  res.writeHead(status, headers);
+  if (req.method === 'HEAD') {
+    res.end();
+  } else {
+    res._labBytes += Buffer.byteLength(body);
+    res.end(body);
+  }
+}
+
+function decodePath(rawPath) {
+  // "/bucket/key/with%20space" -> ['bucket', 'key/with space'] (null on bad escapes)
+  const p = rawPath.replace(/^\/+/, '');
+  const slash = p.indexOf('/');
+  const rawBucket = slash < 0 ? p : p.slice(0, slash);
+  const rawKey = slash < 0 ? '' : p.slice(slash + 1);
+  try {
+    return [decodeURIComponent(rawBucket), decodeURIComponent(rawKey)];
+  } catch (e) {
+    return null;
+  }
+}
+
+function stripQuotes(etag) {
+  return String(etag || '').replace(/^W\//, '').replace(/^"|"$/g, '');
+}
+
+class Verifier {
+  // lab: { log, faults, lookupCredential(akid), region, s3rver: { host, port } }
+  constructor(lab) {
+    this.lab = lab;
+    this.agent = new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 64 });
+    this.servers = [];
+    this.pendingTimers = new Set();
+  }
+
+  // Start an http.Server for `endpoint` on 127.0.0.1; resolves with its port.
+  listen(endpoint) {
+    const server = http.createServer((req, res) => {
+      this.handle(endpoint, req, res).catch((err) => {
+        if (!res.headersSent) {
+          sendError(req, res, 500, 'InternalError', 'lab verifier: ' + err.message, req.url);
+        } else {
+          res.destroy();
+        }
+      });
+    });
+    server.keepAliveTimeout = 30000;
+    server.headersTimeout = 35000;
+    server.requestTimeout = 0;
+    this.servers.push(server);
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve(server.address().port));
+    });
+  }
+
+  close() {
+    for (const t of this.pendingTimers) clearTimeout(t);
+    this.agent.destroy();
+    return Promise.all(this.servers.map((s) => new Promise((resolve) => {
+      s.close(() => resolve());
+      if (typeof s.closeAllConnections === 'function') s.closeAllConnections();
+    })));
+  }
+
+  async handle(endpoint, req, res) {
+    const url = req.url || '/';
+    const q = url.indexOf('?');
+    const rawPath = q < 0 ? url : url.slice(0, q);
+    const rawQuery = q < 0 ? '' : url.slice(q + 1);
+    const decoded = decodePath(rawPath);
+    const [bucket, key] = decoded || [null, null];
+    const range = req.headers.range || null;
+    const entry = this.lab.log.begin({
+      endpoint, method: req.method, path: rawPath, query: rawQuery, range,
+      if_match: req.headers['if-match'] || null, bucket, key,
+      kind: kindOf(req.method, key, !!range), user_agent: req.headers['user-agent'] || null,
+    });
+    const t0 = process.hrtime.bigint();
+    res._labBytes = 0;
+    res.once('close', () => {
+      entry.status = res.statusCode;
+      entry.bytes_sent = res._labBytes;
+      entry.done = true;
+      entry.dur_ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    });
+
+    if (!decoded) {
+      entry.sig = 'bad';
+      entry.error = 'InvalidURI';
+      return sendError(req, res, 400, 'InvalidURI', 'Could not parse the specified URI.', rawPath);
+    }
+
+    // 1. authentication
+    if (req.headers.authorization) {
+      const v = await verify({ method: req.method, rawPath, rawQuery, headers: req.headers },
+        (akid) => this.lab.lookupCredential(akid), this.lab.region);
+      entry.sig = v.verdict;
+      entry.akid = v.akid;
+      if (v.verdict !== 'ok') {
+        entry.error = v.code;
+        return sendError(req, res, v.status, v.code, v.message, rawPath, v.extraHeaders);
+      }
+    } else if (/[?&]X-Amz-(Algorithm|Signature)=/i.test('?' + rawQuery)) {
+      entry.sig = 'bad';
+      entry.error = 'AccessDenied';
+      return sendError(req, res, 403, 'AccessDenied',
+        'The lab does not verify presigned (query-string) signatures.', rawPath);
+    } else {
+      entry.sig = 'anonymous';
+      if (bucket !== PUBLIC_BUCKET || (req.method !== 'GET' && req.method !== 'HEAD')) {
+        entry.error = 'AccessDenied';
+        return sendError(req, res, 403, 'AccessDenied', 'Access Denied', rawPath);
+      }
+    }
+
+    // 2. faults
+    const fault = this.lab.faults.take(req.method, key, entry.kind, endpoint);
+    if (fault) {
+      entry.fault = fault.kind;
+      const sf = STATUS_FAULTS[fault.kind];
+      if (sf) {
+        entry.error = sf.code;
+        const extra = fault.kind === 'throttle' ? { 'retry-after': String(fault.seconds) } : {};
+        req.resume();
+        return sendError(req, res, sf.status, sf.code, sf.message, rawPath, extra);
+      }
+    }
+
+    // 3. proxy to s3rver
+    return this.forward(req, res, rawPath, rawQuery, entry, fault);
+  }
+
+  forward(req, res, rawPath, rawQuery, entry, fault) {
+    const headers = {};
+    for (const [k, v] of Object.entries(req.headers)) {
+      if (!DROP.has(k)) headers[k] = v;
+    }
+    headers.host = `127.0.0.1:${this.lab.s3rver.port}`;
+    // Keep the path bytes as received; drop a presigned query (handled above).
+    const path = rawPath + (rawQuery ? '?' + rawQuery : '');
+    return new Promise((resolve) => {
+      const up = http.request({ host: this.lab.s3rver.host, port: this.lab.s3rver.port,
+        method: req.method, path, headers, agent: this.agent }, (ures) => {
+        this.relay(req, res, ures, entry, fault);
+        resolve();
+      });
+      up.on('error', (err) => {
+        if (!res.headersSent) {
+          entry.error = 'InternalError';
+          sendError(req, res, 502, 'InternalError', 'lab: s3rver unreachable: ' + err.message, rawPath);
+        } else {
+          res.destroy();
+        }
+        resolve();
+      });
+      res.once('close', () => { if (!up.writableEnded || !res.writableFinished) up.destroy(); });
+      req.pipe(up);
+    });
+  }
+
+  relay(req, res, ures, entry, fault) {
+    const ifMatch = req.headers['if-match'];
+    if (ifMatch && (ures.statusCode === 200 || ures.statusCode === 206)) {
+      const want = ifMatch.split(',').map((s) => stripQuotes(s.trim()));
+      if (!want.includes('*') && !want.includes(stripQuotes(ures.headers.etag))) {
+        ures.resume();
+        entry.error = 'PreconditionFailed';
+        return sendError(req, res, 412, 'PreconditionFailed',
+          'At least one of the pre-conditions you specified did not hold', entry.path);
+      }
+    }
+    const headers = Object.assign({}, ures.headers);
+    delete headers.connection;
+    delete headers['keep-alive'];
+    delete headers['transfer-encoding'];
+    res.writeHead(ures.statusCode, headers);
+
+    const length = Number(ures.headers['content-length']);
+    const isBodyFault = !!fault && !STATUS_FAULTS[fault.kind] && req.method !== 'HEAD';
+    // A body fault sends half the body, then acts.
+    const cut = isBodyFault ? (Number.isFinite(length) ? Math.floor(length / 2) : 0) : Infinity;
+    const errBody = ures.statusCode >= 400 ? [] : null;
+    let sent = 0;
+    let acted = !isBodyFault; // the fault has been applied (or there is none)
+    let stalled = false;
+    let upstreamEnded = false;
+    let tail = []; // chunks held back during a stall
+
+    const write = (chunk) => {
+      if (!chunk.length) return;
+      res._labBytes += chunk.length;
+      sent += chunk.length;
+      if (errBody && sent <= 4096) errBody.push(chunk);
+      if (!res.write(chunk)) {
+        ures.pause();
+        res.once('drain', () => { if (!stalled) ures.resume(); });
+      }
+    };
+    const finish = () => {
+      if (errBody) {
+        const m = /<Code>([^<]*)<\/Code>/.exec(Buffer.concat(errBody).toString('utf8'));
+        if (m) entry.error = m[1];
+      }
+      res.end();
+    };
+    const act = () => {
+      acted = true;
+      const sock = res.socket;
+      if (fault.kind === 'reset') {
+        ures.destroy();
+        res.write('', () => {
+          if (sock && typeof sock.resetAndDestroy === 'function') sock.resetAndDestroy();
+          else res.destroy();
+        });
+      } else if (fault.kind === 'truncated') {
+        ures.destroy();
+        res.write('', () => { if (sock) sock.end(); res.destroy(); });
+      } else if (fault.kind === 'stall') {
+        stalled = true;
+        ures.pause();
+        if (fault.seconds === null) return; // until the client gives up
+        const t = setTimeout(() => {
+          this.pendingTimers.delete(t);
+          stalled = false;
+          if (res.destroyed) return;
+          for (const c of tail) write(c);
+          tail = [];
+          if (upstreamEnded) finish();
+          else ures.resume();
+        }, fault.seconds * 1000);
+        this.pendingTimers.add(t);
+      }
+    };
+
+    if (isBodyFault && cut === 0) act();
+    ures.on('data', (chunk) => {
+      if (stalled) { tail.push(chunk); return; }
+      if (acted) { write(chunk); return; }
+      const room = cut - sent;
+      if (chunk.length < room) { write(chunk); return; }
+      write(chunk.subarray(0, room));
+      if (fault.kind === 'stall' && chunk.length > room) tail.push(chunk.subarray(room));
+      act();
+    });
+    ures.on('end', () => {
+      upstreamEnded = true;
+      if (stalled || (isBodyFault && fault.kind !== 'stall')) return;
+      finish();
+    });
+    ures.on('error', () => res.destroy());
+  }
+}
+
+module.exports = { Verifier, sendError };
