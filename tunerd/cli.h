@@ -1,0 +1,53 @@
+/* cli.h: tunerd's command line: option parsing, commands, exit statuses.
+ *
+ * main.c only calls vt_cli_main; the parser is separate so unit tests can
+ * check what each bad input turns into without spawning a process. */
+#ifndef VT_TUNERD_CLI_H
+#define VT_TUNERD_CLI_H
+
+#include <stddef.h>
+
+#include "emit.h"
+#include "sizing.h"
+
+/* Exit statuses; documented in `tunerd --help` and docs/tuning.md. */
+enum {
+    VT_EXIT_OK = 0,
+    VT_EXIT_INTERNAL = 1,  /* write error, out of memory */
+    VT_EXIT_USAGE = 2,     /* bad option or value, contradictory request */
+    VT_EXIT_TOOSMALL = 3,  /* the tier cannot hold the minimum ledger */
+    VT_EXIT_PROFILE = 4,   /* a platform profile file is missing or invalid */
+    VT_EXIT_DETECT = 5,    /* memory or CPUs could not be determined */
+    VT_EXIT_NOEXEC = 126,  /* exec: command found but not executable */
+    VT_EXIT_NOTFOUND = 127 /* exec: command not found */
+};
+
+typedef struct vt_cli_opts {
+    const char *command;     /* profile | detect | exec | check-profiles */
+    long memory_mb;          /* 0 = not given */
+    double cpus;             /* 0 = not given */
+    const char *platform;    /* NULL = detect / default */
+    vt_workload workload;
+    int workers;             /* 0 = derive */
+    vt_format format;
+    int plugin;              /* default 1; --no-plugin clears it */
+    const char *profiles_dir;
+    const char *plugin_dir;
+    const char *sys_root;
+    const char *proc_root;
+    int json;                /* detect --json */
+    int verbose;             /* exec -v: say what was set and kept */
+    int fail_open;           /* exec --fail-open: run the command even if sizing fails */
+    char **cmd;              /* exec: argv after "--" (NULL-terminated) */
+    int help, version;
+} vt_cli_opts;
+
+/* Parses argv into *o (always initialised). Returns VT_EXIT_OK, or
+ * VT_EXIT_USAGE with one line naming the problem and the valid values in
+ * err. argv is borrowed: o->cmd points into it. */
+int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen);
+
+/* Runs tunerd; returns the exit status (or does not return: exec). */
+int vt_cli_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,85 @@
+/* sizing.h: the sizing model: memory tier + vCPU -> workers, caches, ledger.
+ *
+ * Pure arithmetic over a vt_platform and the user's request, no I/O, so the
+ * known-answer tests (docs/tuning.md's table) run it directly. The model and
+ * its sources are written down in docs/tuning.md; the constants below are
+ * the model's coefficients and are quoted there. */
+#ifndef VT_TUNERD_SIZING_H
+#define VT_TUNERD_SIZING_H
+
+#include <stddef.h>
+
+#include "platform.h"
+
+/* Coefficients (MB unless stated). See docs/tuning.md "The ledger". */
+#define VT_SIZE_RUNTIME_MB 128      /* python + numpy + rasterio + libgdal, per process */
+#define VT_SIZE_ARRAYS_BATCH_MB 64  /* working arrays per batch worker */
+#define VT_SIZE_ARRAYS_TILE_MB 16   /* working arrays per tile thread */
+#define VT_SIZE_CACHE_PCT 20        /* block cache budget, % of the tier, divided */
+#define VT_SIZE_CACHE_GRANULE_MB 32
+#define VT_SIZE_RANGE_PCT 5         /* range cache budget, % of the tier, divided */
+#define VT_SIZE_RANGE_GRANULE_MB 16
+#define VT_SIZE_RANGE_MAX_MB 64     /* the plugin's default VSITUNE_CACHE_SIZE */
+#define VT_SIZE_HEADROOM_PCT 10
+#define VT_SIZE_HEADROOM_MIN_MB 32
+#define VT_SIZE_TILE_THREADS 4      /* the GIL plateau (seed 000) */
+#define VT_SIZE_MAX_MEMORY_MB (1024L * 1024) /* 1 TiB: anything above is a typo */
+
+typedef enum vt_workload {
+    VT_WORKLOAD_BATCH = 0, /* CPU work after the read: processes */
+    VT_WORKLOAD_TILES = 1  /* I/O-bound tile serving: threads */
+} vt_workload;
+
+/* Return codes of vt_sizing_compute; equal to tunerd's exit statuses. */
+typedef enum vt_size_rc {
+    VT_SIZE_OK = 0,
+    VT_SIZE_EINPUT = 2,    /* request contradicts the platform (memory, cpus, workers) */
+    VT_SIZE_ETOOSMALL = 3  /* the tier cannot hold the minimum ledger */
+} vt_size_rc;
+
+typedef struct vt_sizing_in {
+    const vt_platform *plat;
+    long memory_mb;
+    double cpus;        /* 0 = not given (then derived per the platform rule) */
+    int cpus_from_option; /* 1 when --cpus was given (for error wording) */
+    vt_workload workload;
+    int workers;        /* 0 = derive; else the process count asked for */
+    int plugin;         /* 1 = vsitune plugin, 0 = stock GDAL */
+} vt_sizing_in;
+
+#define VT_LEDGER_MAX 8
+
+typedef struct vt_ledger_row {
+    const char *item;   /* static text */
+    long each_mb;
+    int count;
+    long total_mb;
+} vt_ledger_row;
+
+typedef struct vt_sizing {
+    double vcpu;             /* vCPU available to the whole tier */
+    const char *vcpu_source; /* static text: how vcpu was decided */
+    int whole_cpus;          /* max(1, floor(vcpu)) */
+    int processes;           /* worker processes (1 = no pool) */
+    int threads;             /* threads per process */
+    const char *kind;        /* inline | processes | threads | processes-of-threads */
+    const char *start_method;
+    long cachemax_mb;        /* GDAL_CACHEMAX per process */
+    long range_cache_mb;     /* VSITUNE_CACHE_SIZE / CPL_VSIL_CURL_CACHE_SIZE per process */
+    int gdal_num_threads;
+    vt_ledger_row rows[VT_LEDGER_MAX];
+    int n_rows;
+    long total_mb;           /* sum of the ledger */
+    long free_mb;            /* memory_mb - total_mb (>= 0 on success) */
+    int max_workers;         /* upper bound of valid --workers */
+} vt_sizing;
+
+/* Runs the model. On VT_SIZE_OK, *out holds the result; otherwise err holds
+ * one line naming the problem with the numbers or valid values. `out` is
+ * always initialised. No allocation, no I/O, thread-safe. */
+vt_size_rc vt_sizing_compute(const vt_sizing_in *in, vt_sizing *out,
+                             char *err, size_t errlen);
+
+const char *vt_workload_name(vt_workload w);
+
+#endif
