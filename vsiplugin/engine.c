@@ -1,0 +1,380 @@
+/* engine.c: the engine's public face (engine.h): submission, waiting,
+ * lifecycle (lazy start, shutdown, fork) and options. The I/O thread itself
+ * lives in engine_io.c; the pure decisions in engine_retry.c.
+ *
+ * State: g_eng, the one live engine, guarded by vt__eng_lock (the only lock
+ * of the engine; never held while calling out, except for the non-blocking
+ * curl_multi_wakeup). A caller builds one transfer per request, queues them
+ * all under the lock, wakes the I/O thread and waits on its batch's
+ * condition variable; the I/O thread fills the responses and signals.
+ *
+ * Lifecycle: the first request starts the thread (and registers atexit and
+ * pthread_atfork handlers once). vt__engine_shutdown() detaches g_eng under
+ * the lock, so a request arriving meanwhile starts a fresh engine, then
+ * stops and joins the old one. Across fork() the I/O thread is parked
+ * outside libcurl (prepare handler); the child forgets the parent's engine
+ * without touching its handles or sockets (they leak in the child, which is
+ * what keeps the parent's TLS connections intact) and builds its own on its
+ * first request. */
+#include "engine_int.h"
+#include "engine_retry.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <cpl_conv.h>
+#include <cpl_error.h>
+#include <cpl_string.h>
+
+#ifndef VT_VERSION
+#define VT_VERSION "dev"
+#endif
+
+/* Defaults, documented in docs/configuration.md. GDAL's own retry delay is
+ * 30 s; ours is 0.5 s because it is the base of an exponential, jittered
+ * backoff and a tile server cannot wait 30 s for a 503. */
+#define DEF_MAX_RETRY 3
+#define DEF_RETRY_DELAY 0.5
+#define DEF_CONNECT_TIMEOUT_S 10.0
+#define DEF_LOW_SPEED_TIME 10L
+#define DEF_LOW_SPEED_LIMIT 1L
+#define DEF_MAX_CONNECTIONS 16L
+#define DEF_MAX_STREAMS 100L
+
+pthread_mutex_t vt__eng_lock = PTHREAD_MUTEX_INITIALIZER;
+_Atomic uint64_t vt__eng_st_requests, vt__eng_st_retries, vt__eng_st_bytes,
+    vt__eng_st_connections, vt__eng_st_in_flight, vt__eng_st_h2;
+
+static struct vt_engine *g_eng;           /* lock */
+static pthread_once_t g_hooks_once = PTHREAD_ONCE_INIT;
+
+/* ---- fork -------------------------------------------------------------- */
+
+/* prepare: runs in the forking thread. Keeps the lock across fork() and,
+ * if an engine runs, waits until its thread is parked outside libcurl. */
+static void atfork_prepare(void)
+{
+    struct vt_engine *e;
+
+    pthread_mutex_lock(&vt__eng_lock);
+    e = g_eng;
+    if (!e || e->dead)
+        return;
+    e->fork_hold = 1;
+    if (e->ready)
+        curl_multi_wakeup(e->multi);
+    while (!e->parked && !e->dead)
+        pthread_cond_wait(&e->park_cv, &vt__eng_lock);
+}
+
+static void atfork_parent(void)
+{
+    if (g_eng) {
+        g_eng->fork_hold = 0;
+        pthread_cond_broadcast(&g_eng->resume_cv);
+    }
+    pthread_mutex_unlock(&vt__eng_lock);
+}
+
+/* child: the I/O thread does not exist here. Forget (leak) the parent's
+ * engine: its curl handles, sockets and TLS state belong to the parent. */
+static void atfork_child(void)
+{
+    g_eng = NULL;
+    /* Stats describe this process: the child starts from zero. */
+    atomic_store(&vt__eng_st_requests, 0);
+    atomic_store(&vt__eng_st_retries, 0);
+    atomic_store(&vt__eng_st_bytes, 0);
+    atomic_store(&vt__eng_st_connections, 0);
+    atomic_store(&vt__eng_st_in_flight, 0);
+    atomic_store(&vt__eng_st_h2, 0);
+    pthread_mutex_unlock(&vt__eng_lock);
+}
+
+static void install_hooks(void)
+{
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    atexit(vt__engine_shutdown);
+}
+
+/* ---- options ----------------------------------------------------------- */
+
+static double cfg_num(const char *name, double def, double lo, double hi)
+{
+    const char *v = CPLGetConfigOption(name, NULL);
+    char *end;
+    double d;
+
+    if (!v || !*v)
+        return def;
+    d = CPLStrtod(v, &end);
+    if (end == v || d < lo || d > hi) {
+        CPLError(CE_Warning, CPLE_AppDefined,
+                 "vsitune: ignoring %s=%s (expected a number in [%g, %g])",
+                 name, v, lo, hi);
+        return def;
+    }
+    return d;
+}
+
+static char *cfg_dup(const char *name)
+{
+    const char *v = CPLGetConfigOption(name, NULL);
+
+    return v && *v ? strdup(v) : NULL;
+}
+
+static vt_err read_opts(struct vt_eng_opts *o)
+{
+    const char *ver = CPLGetConfigOption("GDAL_HTTP_VERSION", NULL);
+
+    memset(o, 0, sizeof(*o));
+    o->max_retries = (int)cfg_num("GDAL_HTTP_MAX_RETRY", DEF_MAX_RETRY, 0, 100);
+    o->retry_delay = cfg_num("GDAL_HTTP_RETRY_DELAY", DEF_RETRY_DELAY, 0, 60);
+    o->timeout_ms = (long)(cfg_num("GDAL_HTTP_TIMEOUT", 0, 0, 86400) * 1000);
+    o->connect_timeout_ms = (long)(cfg_num("GDAL_HTTP_CONNECTTIMEOUT",
+                                           DEF_CONNECT_TIMEOUT_S, 0.001,
+                                           3600) * 1000);
+    o->low_speed_time = (long)cfg_num("GDAL_HTTP_LOW_SPEED_TIME",
+                                      DEF_LOW_SPEED_TIME, 0, 86400);
+    o->low_speed_limit = (long)cfg_num("GDAL_HTTP_LOW_SPEED_LIMIT",
+                                       DEF_LOW_SPEED_LIMIT, 0, 1e9);
+    o->http_version = CURL_HTTP_VERSION_2TLS;
+    if (ver && (strcmp(ver, "1.0") == 0 || strcmp(ver, "1.1") == 0))
+        o->http_version = CURL_HTTP_VERSION_1_1;
+    else if (ver && EQUAL(ver, "2PRIOR_KNOWLEDGE"))
+        o->http_version = CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
+    o->unsafe_ssl = CPLTestBool(CPLGetConfigOption("GDAL_HTTP_UNSAFESSL", "NO"));
+    o->cainfo = cfg_dup("CURL_CA_BUNDLE");
+    if (!o->cainfo)
+        o->cainfo = cfg_dup("SSL_CERT_FILE");
+    o->useragent = cfg_dup("GDAL_HTTP_USERAGENT");
+    if (!o->useragent)
+        o->useragent = strdup("vsitune/" VT_VERSION);
+    o->proxy = cfg_dup("GDAL_HTTP_PROXY");
+    return o->useragent ? VT_OK : VT_ENOMEM;
+}
+
+static void free_opts(struct vt_eng_opts *o)
+{
+    free(o->cainfo);
+    free(o->useragent);
+    free(o->proxy);
+}
+
+/* ---- start / stop -------------------------------------------------------- */
+
+static void engine_free(struct vt_engine *e)
+{
+    pthread_cond_destroy(&e->park_cv);
+    pthread_cond_destroy(&e->resume_cv);
+    free(e);
+}
+
+/* Return the live engine, starting one if needed. Lock held. The new thread
+ * blocks on the lock until the caller waits, then drains the queue. */
+static struct vt_engine *engine_get_locked(vt_err *err)
+{
+    struct vt_engine *e = g_eng;
+
+    *err = VT_OK;
+    if (e && e->dead) {
+        /* Its thread exited without needing the lock again: join is safe. */
+        g_eng = NULL;
+        pthread_join(e->thread, NULL);
+        engine_free(e);
+        e = NULL;
+    }
+    if (e)
+        return e;
+    pthread_once(&g_hooks_once, install_hooks);
+    e = calloc(1, sizeof(*e));
+    if (!e) {
+        *err = VT_ENOMEM;
+        return NULL;
+    }
+    pthread_cond_init(&e->park_cv, NULL);
+    pthread_cond_init(&e->resume_cv, NULL);
+    e->max_conns = (long)cfg_num("VSITUNE_MAX_CONNECTIONS",
+                                 DEF_MAX_CONNECTIONS, 1, 1024);
+    e->max_streams = (long)cfg_num("VSITUNE_MAX_STREAMS", DEF_MAX_STREAMS, 1,
+                                   1000);
+    if (pthread_create(&e->thread, NULL, vt__eng_io_main, e) != 0) {
+        engine_free(e);
+        *err = VT_ENOMEM;
+        return NULL;
+    }
+    g_eng = e;
+    return e;
+}
+
+void vt__engine_shutdown(void)
+{
+    struct vt_engine *e;
+
+    pthread_mutex_lock(&vt__eng_lock);
+    e = g_eng;
+    g_eng = NULL;
+    if (e) {
+        e->stopping = 1;
+        pthread_cond_broadcast(&e->resume_cv);
+        if (e->ready && !e->dead)
+            curl_multi_wakeup(e->multi);
+    }
+    pthread_mutex_unlock(&vt__eng_lock);
+    if (!e)
+        return;
+    if (pthread_equal(pthread_self(), e->thread)) {
+        pthread_detach(e->thread); /* cannot happen: curl never calls us */
+        return;
+    }
+    pthread_join(e->thread, NULL);
+    engine_free(e);
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+static void find_range(struct vt_eng_xfer *x)
+{
+    const char *const *h = x->req->headers;
+
+    for (; h && *h; h++) {
+        if (EQUALN(*h, "Range:", 6)) {
+            x->has_req_range = vt__parse_range_request(*h + 6, &x->req_first,
+                                                       &x->req_last) == VT_OK;
+            return;
+        }
+    }
+}
+
+static void log_request(const vt_http_req *req, const vt_http_resp *resp,
+                        vt_err err)
+{
+    CPLDebug("VSITUNE", "%s %s -> %ld, %zu bytes, HTTP/%d, %d attempt(s)%s%s",
+             req->method ? req->method : "GET", req->url, resp->status,
+             resp->body_len, resp->http_version, resp->attempts,
+             err == VT_OK ? "" : ": ", err == VT_OK ? "" : resp->error);
+}
+
+vt_err vt__engine_perform_many(size_t n, const vt_http_req *reqs,
+                               vt_http_resp *resps, vt_err *errs)
+{
+    struct vt_eng_opts opts;
+    struct vt_eng_batch batch;
+    struct vt_eng_xfer *xs = NULL, *head = NULL, *tail = NULL;
+    struct vt_engine *e;
+    vt_err ret = VT_OK, err = VT_OK;
+    size_t queued = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        memset(&resps[i], 0, sizeof(resps[i]));
+        errs[i] = VT_ENOMEM;
+    }
+    if (n == 0)
+        return VT_OK;
+    if (read_opts(&opts) != VT_OK || !(xs = calloc(n, sizeof(*xs)))) {
+        ret = VT_ENOMEM;
+        goto out;
+    }
+    pthread_cond_init(&batch.cv, NULL);
+    batch.pending = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct vt_eng_xfer *x = &xs[i];
+        const vt_http_req *r = &reqs[i];
+
+        errs[i] = VT_OK;
+        if (!r->url || !*r->url) {
+            errs[i] = VT_EINVAL;
+            snprintf(resps[i].error, sizeof(resps[i].error), "no URL");
+            continue;
+        }
+        x->req = r;
+        x->resp = &resps[i];
+        x->err = &errs[i];
+        x->batch = &batch;
+        x->content_length = -1;
+        x->opts = opts;
+        if (r->max_retries >= 0)
+            x->opts.max_retries = r->max_retries;
+        if (r->retry_delay >= 0)
+            x->opts.retry_delay = r->retry_delay;
+        if (r->timeout_ms > 0)
+            x->opts.timeout_ms = r->timeout_ms;
+        if (r->connect_timeout_ms > 0)
+            x->opts.connect_timeout_ms = r->connect_timeout_ms;
+        find_range(x);
+        if (tail)
+            tail->next = x;
+        else
+            head = x;
+        tail = x;
+        queued++;
+    }
+
+    pthread_mutex_lock(&vt__eng_lock);
+    e = queued ? engine_get_locked(&err) : NULL;
+    if (e) {
+        batch.pending = queued;
+        if (e->q_tail)
+            e->q_tail->next = head;
+        else
+            e->q_head = head;
+        e->q_tail = tail;
+        if (e->ready)
+            curl_multi_wakeup(e->multi);
+        while (batch.pending > 0)
+            pthread_cond_wait(&batch.cv, &vt__eng_lock);
+    }
+    pthread_mutex_unlock(&vt__eng_lock);
+    pthread_cond_destroy(&batch.cv);
+
+    for (size_t i = 0; i < n; i++) {
+        if (!xs[i].req)
+            continue;
+        if (!e) {
+            errs[i] = err;
+            snprintf(resps[i].error, sizeof(resps[i].error),
+                     "could not start the I/O engine");
+        }
+        log_request(&reqs[i], &resps[i], errs[i]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (errs[i] != VT_OK) {
+            ret = errs[i];
+            break;
+        }
+    }
+out:
+    free(xs);
+    free_opts(&opts);
+    return ret;
+}
+
+vt_err vt__engine_perform(const vt_http_req *req, vt_http_resp *resp)
+{
+    vt_err err;
+
+    vt__engine_perform_many(1, req, resp, &err);
+    return err;
+}
+
+void vt__http_resp_clear(vt_http_resp *resp)
+{
+    if (!resp)
+        return;
+    free(resp->body);
+    free(resp->etag);
+    free(resp->bucket_region);
+    free(resp->retry_after);
+    memset(resp, 0, sizeof(*resp));
+}
+
+void vt__engine_get_stats(vt_engine_stats *out)
+{
+    out->requests = atomic_load(&vt__eng_st_requests);
+    out->retries = atomic_load(&vt__eng_st_retries);
+    out->bytes_received = atomic_load(&vt__eng_st_bytes);
+    out->connections = atomic_load(&vt__eng_st_connections);
+    out->in_flight = atomic_load(&vt__eng_st_in_flight);
+    out->h2_responses = atomic_load(&vt__eng_st_h2);
+}

@@ -1,0 +1,105 @@
+/* engine_int.h: what engine.c (submission, lifecycle) and engine_io.c (the
+ * I/O thread) share. Not for other modules: they use engine.h.
+ *
+ * Locking: one mutex, vt__eng_lock, guards the submission queue, the flags
+ * marked "lock" below and every batch's pending count. Fields marked "io"
+ * are touched by the I/O thread only. Fields marked "const" are written by
+ * the submitter before the request is queued and only read afterwards. */
+#ifndef VT_ENGINE_INT_H
+#define VT_ENGINE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <curl/curl.h>
+
+#include "engine.h"
+
+/* Per-request options, read from GDAL config at submission time (so config
+ * changed at run time applies to the next request). Strings are malloc'd by
+ * the submitter and freed by it after the batch completes. */
+struct vt_eng_opts {
+    int max_retries;
+    double retry_delay;         /* s, base of the exponential backoff */
+    long timeout_ms;            /* 0: none */
+    long connect_timeout_ms;
+    long low_speed_time;        /* s */
+    long low_speed_limit;       /* bytes/s */
+    long http_version;          /* CURL_HTTP_VERSION_* */
+    int unsafe_ssl;
+    char *cainfo;               /* NULL: curl's default */
+    char *useragent;
+    char *proxy;                /* NULL: curl's default (environment) */
+};
+
+/* A group of requests one thread waits for; lives on the waiter's stack. */
+struct vt_eng_batch {
+    pthread_cond_t cv;          /* signalled (lock held) when pending hits 0 */
+    size_t pending;             /* lock */
+};
+
+struct vt_eng_xfer {
+    const vt_http_req *req;     /* const: the caller's request */
+    vt_http_resp *resp;         /* const pointer; filled by io at the end */
+    vt_err *err;                /* const pointer; set by io at the end */
+    struct vt_eng_batch *batch; /* const */
+    struct vt_eng_opts opts;    /* const: the batch's options with this
+                                   request's overrides; its strings belong
+                                   to the submitter's copy */
+    int has_req_range;          /* const: a "Range: bytes=a-b" header */
+    uint64_t req_first, req_last;
+    struct vt_eng_xfer *next;   /* lock while queued, io afterwards */
+
+    /* io: one attempt's state */
+    CURL *easy;
+    struct curl_slist *hdrs;
+    struct vt_eng_xfer *prev;   /* active list links (next is shared) */
+    unsigned char *buf;
+    size_t len, cap;
+    int overflow;
+    long hdr_status;            /* from the status line seen last */
+    long long content_length;   /* -1: none */
+    char *etag, *region, *retry_after, *content_range;
+    int attempts;
+    double due;                 /* monotonic s: when to (re)send */
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+struct vt_engine {
+    pthread_t thread;
+    pthread_cond_t park_cv;     /* io parked for fork / dead */
+    pthread_cond_t resume_cv;   /* fork over */
+    long max_conns;             /* const (read before the thread starts) */
+    long max_streams;           /* const */
+
+    /* lock */
+    struct vt_eng_xfer *q_head, *q_tail;
+    int ready;                  /* multi exists: curl_multi_wakeup allowed */
+    int dead;                   /* thread failed to start curl and exited */
+    int stopping;
+    int fork_hold;
+    int parked;
+
+    /* io (multi is also read by wakers once ready is set) */
+    CURLM *multi;
+    CURLSH *share;
+    CURL *free_easy[32];
+    int n_free;
+    struct vt_eng_xfer *timers;  /* sorted by due */
+    struct vt_eng_xfer *active;  /* in the multi handle */
+    uint64_t rng;
+};
+
+extern pthread_mutex_t vt__eng_lock;
+
+/* Process-wide counters (atomic, survive engine restarts). */
+extern _Atomic uint64_t vt__eng_st_requests, vt__eng_st_retries,
+    vt__eng_st_bytes, vt__eng_st_connections, vt__eng_st_in_flight,
+    vt__eng_st_h2;
+
+/* The I/O thread's body (engine_io.c). arg: the struct vt_engine, owned by
+ * engine.c, which joins the thread and frees it. */
+void *vt__eng_io_main(void *arg);
+
+#endif

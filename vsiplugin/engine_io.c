@@ -1,0 +1,716 @@
+/* engine_io.c: the engine's I/O thread, the only code that calls libcurl.
+ *
+ * One thread owns one curl multi handle. It takes submitted transfers off
+ * the queue (engine.c puts them there and calls curl_multi_wakeup), drives
+ * them with curl_multi_perform/curl_multi_poll, checks every response
+ * (status, byte count against Content-Range and Content-Length), retries
+ * transient failures after a backoff kept as a due time in a timer list (the
+ * thread never sleeps: the poll timeout is the next due time), and hands the
+ * final outcome to the waiting thread under vt__eng_lock.
+ *
+ * HTTP/2 discipline (why transfers never stall each other): the write
+ * callback always accepts and buffers every byte (never CURL_WRITEFUNC_PAUSE,
+ * so no stream keeps unconsumed DATA that holds back the connection window),
+ * a transfer is only ever ended by curl itself (done, error, timeout) and then
+ * removed from the multi handle properly, a low-speed limit bounds every
+ * stall, and a transfer that stalled on a multiplexed connection shuts that
+ * connection's socket down, so curl retires it and every stream on it is
+ * retried onto a fresh connection instead of queuing behind a dead one. */
+#include "engine_int.h"
+#include "engine_retry.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_MAX_BODY ((size_t)4 << 20)
+#define IDLE_POLL_MS 1000
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int ieq_n(const char *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int ca = (unsigned char)a[i], cb = (unsigned char)b[i];
+        if (ca >= 'A' && ca <= 'Z')
+            ca += 'a' - 'A';
+        if (cb >= 'A' && cb <= 'Z')
+            cb += 'a' - 'A';
+        if (ca != cb)
+            return 0;
+    }
+    return 1;
+}
+
+/* Forget one attempt's response (before a retry, or at the end). */
+static void reset_attempt(struct vt_eng_xfer *x)
+{
+    x->len = 0;
+    x->overflow = 0;
+    x->hdr_status = 0;
+    x->content_length = -1;
+    free(x->etag);
+    free(x->region);
+    free(x->retry_after);
+    free(x->content_range);
+    x->etag = x->region = x->retry_after = x->content_range = NULL;
+    x->errbuf[0] = '\0';
+}
+
+/* Header callback (I/O thread). A status line starts a new response (1xx,
+ * or h2's synthesised "HTTP/2 200"), so parsed headers are reset there. */
+static size_t on_header(char *buf, size_t size, size_t n, void *ud)
+{
+    struct vt_eng_xfer *x = ud;
+    size_t len = size * n, name_len, vlen;
+    const char *colon, *v;
+    char **slot = NULL;
+
+    if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0) {
+        const char *sp = memchr(buf, ' ', len);
+        reset_attempt(x);
+        if (sp)
+            x->hdr_status = strtol(sp + 1, NULL, 10);
+        return len;
+    }
+    colon = memchr(buf, ':', len);
+    if (!colon)
+        return len;
+    name_len = (size_t)(colon - buf);
+    v = colon + 1;
+    vlen = len - name_len - 1;
+    while (vlen && (*v == ' ' || *v == '\t')) {
+        v++;
+        vlen--;
+    }
+    while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' ||
+                    v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+        vlen--;
+    if (name_len == 4 && ieq_n(buf, "etag", 4))
+        slot = &x->etag;
+    else if (name_len == 19 && ieq_n(buf, "x-amz-bucket-region", 19))
+        slot = &x->region;
+    else if (name_len == 11 && ieq_n(buf, "retry-after", 11))
+        slot = &x->retry_after;
+    else if (name_len == 13 && ieq_n(buf, "content-range", 13))
+        slot = &x->content_range;
+    else if (name_len == 14 && ieq_n(buf, "content-length", 14)) {
+        char tmp[32];
+        if (vlen && vlen < sizeof(tmp)) {
+            char *end;
+            memcpy(tmp, v, vlen);
+            tmp[vlen] = '\0';
+            long long cl = strtoll(tmp, &end, 10);
+            if (*end == '\0' && cl >= 0)
+                x->content_length = cl;
+        }
+        return len;
+    }
+    if (slot) {
+        char *s = malloc(vlen + 1);
+        if (!s)
+            return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
+        memcpy(s, v, vlen);
+        s[vlen] = '\0';
+        free(*slot);
+        *slot = s;
+    }
+    return len;
+}
+
+/* Write callback (I/O thread). Never pauses: either the bytes fit the bound
+ * and are kept, or the transfer is failed. Bodies of error statuses are cut
+ * at the bound without failing (only their start is ever shown). */
+static size_t on_write(char *data, size_t size, size_t n, void *ud)
+{
+    struct vt_eng_xfer *x = ud;
+    size_t len = size * n, limit;
+    int is_error = x->hdr_status >= 300;
+
+    limit = x->req->max_body ? x->req->max_body : DEFAULT_MAX_BODY;
+    if (x->hdr_status == 206 && x->req->expect_len &&
+        x->req->expect_len < (uint64_t)limit)
+        limit = (size_t)x->req->expect_len;
+    if (len > limit - x->len) {
+        if (is_error) {
+            len = limit - x->len; /* keep the start, drop the rest */
+            if (len == 0)
+                return size * n;
+        } else {
+            x->overflow = 1;
+            return 0;
+        }
+    }
+    if (x->len + len + 1 > x->cap) {
+        size_t want = x->cap ? x->cap : 16384;
+        unsigned char *nb;
+        if (x->hdr_status == 206 && x->req->expect_len &&
+            x->req->expect_len + 1 > want)
+            want = (size_t)x->req->expect_len + 1;
+        while (want < x->len + len + 1)
+            want *= 2;
+        if (want > limit + 1)
+            want = limit + 1;
+        nb = realloc(x->buf, want);
+        if (!nb)
+            return 0;
+        x->buf = nb;
+        x->cap = want;
+    }
+    memcpy(x->buf + x->len, data, len);
+    x->len += len;
+    return size * n;
+}
+
+/* Hand the final outcome to the waiter. After the unlock, x (and its batch)
+ * may be gone: the waiter frees them. */
+static void complete(struct vt_eng_xfer *x, vt_err err, int http_version)
+{
+    vt_http_resp *r = x->resp;
+    vt_content_range cr;
+
+    r->status = x->hdr_status;
+    r->attempts = x->attempts;
+    r->http_version = http_version;
+    if (x->hdr_status > 0) {
+        if (!x->buf)
+            x->buf = malloc(1);
+        if (x->buf) {
+            x->buf[x->len] = '\0';
+            r->body = x->buf;
+            r->body_len = x->len;
+            x->buf = NULL;
+        }
+    }
+    r->etag = x->etag;
+    r->bucket_region = x->region;
+    r->retry_after = x->retry_after;
+    x->etag = x->region = x->retry_after = NULL;
+    if (x->content_range &&
+        vt__parse_content_range(x->content_range, &cr) == VT_OK &&
+        cr.has_range) {
+        r->has_content_range = 1;
+        r->range_first = cr.first;
+        r->range_last = cr.last;
+        if (cr.has_total)
+            r->total_size = cr.total;
+    } else if (x->hdr_status == 200 && x->content_length >= 0) {
+        r->total_size = (uint64_t)x->content_length;
+    }
+    if (err != VT_OK && r->error[0] == '\0') {
+        snprintf(r->error, sizeof(r->error), "%s",
+                 x->errbuf[0] ? x->errbuf : vt_strerror(err));
+    }
+    free(x->buf);
+    x->buf = NULL;
+    reset_attempt(x);
+    curl_slist_free_all(x->hdrs);
+    x->hdrs = NULL;
+
+    pthread_mutex_lock(&vt__eng_lock);
+    *x->err = err;
+    if (--x->batch->pending == 0)
+        pthread_cond_signal(&x->batch->cv);
+    pthread_mutex_unlock(&vt__eng_lock);
+}
+
+static void fail(struct vt_eng_xfer *x, vt_err err, const char *why)
+{
+    snprintf(x->resp->error, sizeof(x->resp->error), "%s", why);
+    complete(x, err, 0);
+}
+
+static void timer_insert(struct vt_engine *e, struct vt_eng_xfer *x)
+{
+    struct vt_eng_xfer **pp = &e->timers;
+
+    while (*pp && (*pp)->due <= x->due)
+        pp = &(*pp)->next;
+    x->next = *pp;
+    *pp = x;
+}
+
+static void active_add(struct vt_engine *e, struct vt_eng_xfer *x)
+{
+    x->prev = NULL;
+    x->next = e->active;
+    if (e->active)
+        e->active->prev = x;
+    e->active = x;
+}
+
+static void active_del(struct vt_engine *e, struct vt_eng_xfer *x)
+{
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        e->active = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    x->next = x->prev = NULL;
+}
+
+static void release_easy(struct vt_engine *e, CURL *easy)
+{
+    if (e->n_free < (int)(sizeof(e->free_easy) / sizeof(e->free_easy[0])))
+        e->free_easy[e->n_free++] = easy;
+    else
+        curl_easy_cleanup(easy);
+}
+
+static vt_err build_headers(struct vt_eng_xfer *x)
+{
+    const char *const *h = x->req->headers;
+
+    for (; h && *h; h++) {
+        struct curl_slist *n = curl_slist_append(x->hdrs, *h);
+        if (!n)
+            return VT_ENOMEM;
+        x->hdrs = n;
+    }
+    return VT_OK;
+}
+
+static CURLcode set_options(struct vt_engine *e, struct vt_eng_xfer *x)
+{
+    const struct vt_eng_opts *o = &x->opts;
+    const char *method = x->req->method ? x->req->method : "GET";
+    CURL *c = x->easy;
+    CURLcode rc = CURLE_OK;
+
+#define SET(opt, val)                                                       \
+    do {                                                                    \
+        if (rc == CURLE_OK)                                                 \
+            rc = curl_easy_setopt(c, opt, val);                             \
+    } while (0)
+    SET(CURLOPT_URL, x->req->url);
+    SET(CURLOPT_PRIVATE, (void *)x);
+    SET(CURLOPT_NOSIGNAL, 1L);
+    SET(CURLOPT_SHARE, e->share);
+    SET(CURLOPT_HTTP_VERSION, o->http_version);
+    SET(CURLOPT_PIPEWAIT, 1L);
+    SET(CURLOPT_TCP_KEEPALIVE, 1L);
+    SET(CURLOPT_HTTPHEADER, x->hdrs);
+    SET(CURLOPT_HEADERFUNCTION, on_header);
+    SET(CURLOPT_HEADERDATA, (void *)x);
+    SET(CURLOPT_WRITEFUNCTION, on_write);
+    SET(CURLOPT_WRITEDATA, (void *)x);
+    SET(CURLOPT_ERRORBUFFER, x->errbuf);
+    SET(CURLOPT_CONNECTTIMEOUT_MS, o->connect_timeout_ms);
+    if (o->timeout_ms > 0)
+        SET(CURLOPT_TIMEOUT_MS, o->timeout_ms);
+    if (o->low_speed_time > 0 && o->low_speed_limit > 0) {
+        SET(CURLOPT_LOW_SPEED_TIME, o->low_speed_time);
+        SET(CURLOPT_LOW_SPEED_LIMIT, o->low_speed_limit);
+    }
+    if (o->unsafe_ssl) {
+        SET(CURLOPT_SSL_VERIFYPEER, 0L);
+        SET(CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (o->cainfo)
+        SET(CURLOPT_CAINFO, o->cainfo);
+    if (o->useragent)
+        SET(CURLOPT_USERAGENT, o->useragent);
+    if (o->proxy)
+        SET(CURLOPT_PROXY, o->proxy);
+
+    if (strcmp(method, "GET") == 0) {
+        SET(CURLOPT_HTTPGET, 1L);
+    } else if (strcmp(method, "HEAD") == 0) {
+        SET(CURLOPT_NOBODY, 1L);
+    } else {
+        if (x->req->body || strcmp(method, "POST") == 0 ||
+            strcmp(method, "PUT") == 0) {
+            SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->req->body_len);
+            SET(CURLOPT_POSTFIELDS, x->req->body ? x->req->body : "");
+        }
+        if (strcmp(method, "POST") != 0)
+            SET(CURLOPT_CUSTOMREQUEST, method);
+    }
+#undef SET
+    return rc;
+}
+
+/* Send one attempt of x now. On failure x is completed. */
+static void start(struct vt_engine *e, struct vt_eng_xfer *x)
+{
+    CURLcode rc;
+
+    if (!x->hdrs && x->req->headers && build_headers(x) != VT_OK) {
+        fail(x, VT_ENOMEM, "out of memory building headers");
+        return;
+    }
+    if (e->n_free > 0) {
+        x->easy = e->free_easy[--e->n_free];
+        curl_easy_reset(x->easy);
+    } else {
+        x->easy = curl_easy_init();
+    }
+    if (!x->easy) {
+        fail(x, VT_ENOMEM, "curl_easy_init failed");
+        return;
+    }
+    reset_attempt(x);
+    rc = set_options(e, x);
+    if (rc != CURLE_OK) {
+        vt_err err = rc == CURLE_OUT_OF_MEMORY ? VT_ENOMEM : VT_EINVAL;
+        char why[128];
+        snprintf(why, sizeof(why), "curl option rejected: %s",
+                 curl_easy_strerror(rc));
+        curl_easy_cleanup(x->easy);
+        x->easy = NULL;
+        fail(x, err, why);
+        return;
+    }
+    if (curl_multi_add_handle(e->multi, x->easy) != CURLM_OK) {
+        curl_easy_cleanup(x->easy);
+        x->easy = NULL;
+        fail(x, VT_ENOMEM, "curl_multi_add_handle failed");
+        return;
+    }
+    x->attempts++;
+    active_add(e, x);
+    atomic_fetch_add(&vt__eng_st_requests, 1);
+    atomic_fetch_add(&vt__eng_st_in_flight, 1);
+}
+
+/* What one finished attempt means. */
+struct verdict {
+    vt_err err;
+    int transient;   /* worth another attempt */
+    int kill_conn;   /* the connection stalled: retire it */
+    char why[CURL_ERROR_SIZE + 64];
+};
+
+static void judge_curl(CURLcode rc, struct vt_eng_xfer *x, struct verdict *v)
+{
+    v->transient = 1;
+    switch (rc) {
+    case CURLE_WRITE_ERROR:
+        if (x->overflow) {
+            v->err = VT_EPROTO;
+            v->transient = 0;
+            snprintf(v->why, sizeof(v->why),
+                     "response body larger than expected (status %ld)",
+                     x->hdr_status);
+            return;
+        }
+        v->err = VT_ENOMEM;
+        v->transient = 0;
+        break;
+    case CURLE_OPERATION_TIMEDOUT:
+        v->err = VT_ETIMEDOUT;
+        v->kill_conn = 1;
+        break;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_SSL_CONNECT_ERROR:
+        v->err = VT_ENETWORK;
+        break;
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_AGAIN:
+        v->err = VT_ETRANSIENT;
+        break;
+    case CURLE_OUT_OF_MEMORY:
+        v->err = VT_ENOMEM;
+        v->transient = 0;
+        break;
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+        v->err = VT_EINVAL;
+        v->transient = 0;
+        break;
+    default: /* certificate problems and the like: retrying won't help */
+        v->err = VT_ENETWORK;
+        v->transient = 0;
+        break;
+    }
+    snprintf(v->why, sizeof(v->why), "%s", x->errbuf[0] ? x->errbuf
+                                                         : curl_easy_strerror(rc));
+}
+
+static void judge_status(struct vt_eng_xfer *x, struct verdict *v)
+{
+    long st = x->hdr_status;
+    vt_content_range cr;
+    int is_head = x->req->method && strcmp(x->req->method, "HEAD") == 0;
+
+    v->err = VT_OK;
+    v->transient = 0;
+    if (vt__status_is_transient(st)) {
+        v->err = VT_ETRANSIENT;
+        v->transient = 1;
+        snprintf(v->why, sizeof(v->why), "HTTP %ld", st);
+        return;
+    }
+    if (st < 200 || st >= 300 || is_head)
+        return;
+    if (x->content_length >= 0 && (long long)x->len < x->content_length) {
+        v->err = VT_EPROTO;
+        v->transient = 1;
+        snprintf(v->why, sizeof(v->why),
+                 "truncated body: %zu of %lld bytes (Content-Length)", x->len,
+                 x->content_length);
+        return;
+    }
+    if (st != 206)
+        return;
+    if (!x->content_range ||
+        vt__parse_content_range(x->content_range, &cr) != VT_OK ||
+        !cr.has_range) {
+        v->err = VT_EPROTO;
+        snprintf(v->why, sizeof(v->why), "206 with bad Content-Range: %.120s",
+                 x->content_range ? x->content_range : "(none)");
+        return;
+    }
+    if ((uint64_t)x->len != cr.last - cr.first + 1) {
+        v->err = VT_EPROTO;
+        v->transient = 1; /* a stream cut short that curl called complete */
+        snprintf(v->why, sizeof(v->why),
+                 "truncated body: %zu bytes for Content-Range %.80s", x->len,
+                 x->content_range);
+        return;
+    }
+    if ((x->req->expect_len && cr.last - cr.first + 1 != x->req->expect_len) ||
+        (x->has_req_range && cr.first != x->req_first)) {
+        v->err = VT_EPROTO;
+        snprintf(v->why, sizeof(v->why),
+                 "Content-Range %.80s does not match the requested range",
+                 x->content_range);
+    }
+}
+
+/* Shut down the socket of the connection x last used, so curl retires it and
+ * fails (and we retry) whatever else was stuck on it. Only for multiplexed
+ * connections: curl already closes an HTTP/1.1 connection after a timeout. */
+static void kill_connection(struct vt_eng_xfer *x, long httpver)
+{
+    curl_socket_t s = CURL_SOCKET_BAD;
+
+    if (httpver != CURL_HTTP_VERSION_2_0)
+        return;
+    if (curl_easy_getinfo(x->easy, CURLINFO_ACTIVESOCKET, &s) == CURLE_OK &&
+        s != CURL_SOCKET_BAD)
+        shutdown(s, SHUT_RDWR);
+}
+
+static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
+{
+    struct vt_eng_xfer *x;
+    struct verdict v = {VT_OK, 0, 0, ""};
+    long httpver = 0, nconn = 0, status = 0;
+    char *priv = NULL;
+    int ver;
+
+    curl_easy_getinfo(easy, CURLINFO_PRIVATE, &priv);
+    x = (struct vt_eng_xfer *)priv;
+    curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &httpver);
+    curl_easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &nconn);
+    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+    if (status > 0)
+        x->hdr_status = status;
+    atomic_fetch_add(&vt__eng_st_connections, (uint64_t)nconn);
+    atomic_fetch_sub(&vt__eng_st_in_flight, 1);
+    atomic_fetch_add(&vt__eng_st_bytes, (uint64_t)x->len);
+    if (httpver == CURL_HTTP_VERSION_2_0 && x->hdr_status > 0)
+        atomic_fetch_add(&vt__eng_st_h2, 1);
+    ver = httpver == CURL_HTTP_VERSION_2_0 ? 2 : 1;
+
+    if (rc != CURLE_OK)
+        judge_curl(rc, x, &v);
+    else
+        judge_status(x, &v);
+    if (v.kill_conn)
+        kill_connection(x, httpver);
+
+    active_del(e, x);
+    curl_multi_remove_handle(e->multi, easy);
+    x->easy = NULL;
+    release_easy(e, easy);
+
+    if (v.transient && x->attempts <= x->opts.max_retries) {
+        double delay = vt__backoff_delay(x->opts.retry_delay, x->attempts,
+                                         VT_BACKOFF_CAP, vt__rand01(&e->rng));
+        if (x->retry_after) {
+            double ra = vt__parse_retry_after(x->retry_after, time(NULL),
+                                              VT_RETRY_AFTER_CAP);
+            if (ra > delay)
+                delay = ra;
+        }
+        x->due = now_s() + delay;
+        atomic_fetch_add(&vt__eng_st_retries, 1);
+        timer_insert(e, x);
+        return;
+    }
+    /* A failed transfer hands back no partial bytes; a transient status whose
+     * retries ran out keeps its (error document) body for the caller. */
+    if (v.err != VT_OK &&
+        !(rc == CURLE_OK && vt__status_is_transient(x->hdr_status)))
+        x->len = 0;
+    if (v.err != VT_OK)
+        snprintf(x->resp->error, sizeof(x->resp->error), "%.200s%s", v.why,
+                 v.transient ? " (retries exhausted)" : "");
+    complete(x, v.err, ver);
+}
+
+/* Fail everything this engine holds with VT_ESHUTDOWN (on stop). */
+static void abort_all(struct vt_engine *e, struct vt_eng_xfer *incoming)
+{
+    struct vt_eng_xfer *x, *next;
+
+    while ((x = e->active)) {
+        active_del(e, x);
+        curl_multi_remove_handle(e->multi, x->easy);
+        curl_easy_cleanup(x->easy);
+        x->easy = NULL;
+        atomic_fetch_sub(&vt__eng_st_in_flight, 1);
+        fail(x, VT_ESHUTDOWN, "I/O engine shut down");
+    }
+    for (x = e->timers; x; x = next) {
+        next = x->next;
+        fail(x, VT_ESHUTDOWN, "I/O engine shut down");
+    }
+    e->timers = NULL;
+    for (x = incoming; x; x = next) {
+        next = x->next;
+        fail(x, VT_ESHUTDOWN, "I/O engine shut down");
+    }
+}
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init_once(void)
+{
+    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static int init_curl(struct vt_engine *e)
+{
+    pthread_once(&curl_once, curl_init_once);
+    if (curl_init_rc != CURLE_OK)
+        return -1;
+    e->multi = curl_multi_init();
+    e->share = curl_share_init();
+    if (!e->multi || !e->share)
+        return -1;
+    /* TLS sessions resumed across easy handles; DNS answers shared. The
+     * share is used by this thread only, so it needs no lock callbacks. */
+    curl_share_setopt(e->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_share_setopt(e->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_multi_setopt(e->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(e->multi, CURLMOPT_MAX_HOST_CONNECTIONS, e->max_conns);
+    curl_multi_setopt(e->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
+                      e->max_conns * 4);
+    curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, e->max_conns * 4);
+    curl_multi_setopt(e->multi, CURLMOPT_MAX_CONCURRENT_STREAMS,
+                      e->max_streams);
+    e->rng = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^
+             (uint64_t)(uintptr_t)e;
+    if (e->rng == 0)
+        e->rng = 0x9e3779b97f4a7c15ULL;
+    return 0;
+}
+
+void *vt__eng_io_main(void *arg)
+{
+    struct vt_engine *e = arg;
+    struct vt_eng_xfer *incoming = NULL, *x, *next;
+    int ok = init_curl(e) == 0;
+
+    pthread_mutex_lock(&vt__eng_lock);
+    if (!ok) {
+        e->dead = 1;
+        incoming = e->q_head;
+        e->q_head = e->q_tail = NULL;
+        pthread_cond_broadcast(&e->park_cv);
+        pthread_mutex_unlock(&vt__eng_lock);
+        for (x = incoming; x; x = next) {
+            next = x->next;
+            fail(x, VT_ENOMEM, "could not start libcurl");
+        }
+        incoming = NULL;
+        goto out;
+    }
+    e->ready = 1;
+    pthread_mutex_unlock(&vt__eng_lock);
+
+    for (;;) {
+        int running = 0, stop, msgs;
+        long timeout_ms = IDLE_POLL_MS;
+        double now;
+        CURLMsg *m;
+
+        pthread_mutex_lock(&vt__eng_lock);
+        while (e->fork_hold && !e->stopping) {
+            e->parked = 1;
+            pthread_cond_broadcast(&e->park_cv);
+            pthread_cond_wait(&e->resume_cv, &vt__eng_lock);
+        }
+        e->parked = 0;
+        incoming = e->q_head;
+        e->q_head = e->q_tail = NULL;
+        stop = e->stopping;
+        pthread_mutex_unlock(&vt__eng_lock);
+        if (stop)
+            break;
+
+        now = now_s();
+        for (x = incoming; x; x = next) {
+            next = x->next;
+            x->due = now;
+            timer_insert(e, x);
+        }
+        incoming = NULL;
+        while (e->timers && e->timers->due <= now) {
+            x = e->timers;
+            e->timers = x->next;
+            x->next = NULL;
+            start(e, x);
+        }
+
+        curl_multi_perform(e->multi, &running);
+        while ((m = curl_multi_info_read(e->multi, &msgs))) {
+            if (m->msg == CURLMSG_DONE)
+                finished(e, m->easy_handle, m->data.result);
+        }
+
+        if (e->timers) {
+            double wait = (e->timers->due - now_s()) * 1000.0;
+            timeout_ms = wait <= 0 ? 0 : (long)wait + 1;
+            if (timeout_ms > IDLE_POLL_MS)
+                timeout_ms = IDLE_POLL_MS;
+        }
+        if (timeout_ms > 0)
+            curl_multi_poll(e->multi, NULL, 0, (int)timeout_ms, NULL);
+    }
+
+out:
+    abort_all(e, incoming);
+    for (int i = 0; i < e->n_free; i++)
+        curl_easy_cleanup(e->free_easy[i]);
+    e->n_free = 0;
+    if (e->multi)
+        curl_multi_cleanup(e->multi);
+    if (e->share)
+        curl_share_cleanup(e->share);
+    e->multi = NULL;
+    e->share = NULL;
+    return NULL;
+}

@@ -1,0 +1,60 @@
+/* engine_retry.h: the engine's pure decisions, kept apart from libcurl so the
+ * unit tests can drive them without a network.
+ *
+ * Parsers of response headers the engine trusts only after checking
+ * (Content-Range, Retry-After, a request's own Range header), the backoff
+ * schedule, and the table of which outcomes are worth a retry. No I/O, no
+ * global state, no allocation: every function here is reentrant. */
+#ifndef VT_ENGINE_RETRY_H
+#define VT_ENGINE_RETRY_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "error.h"
+
+/* Retry-After values above this are clamped (seconds). */
+#define VT_RETRY_AFTER_CAP 30.0
+/* Exponential backoff never waits longer than this (seconds). */
+#define VT_BACKOFF_CAP 20.0
+
+typedef struct vt_content_range {
+    int has_range;      /* "bytes first-last/..." (0 when only the total is given) */
+    uint64_t first;
+    uint64_t last;      /* inclusive */
+    int has_total;      /* total known (not "*") */
+    uint64_t total;
+} vt_content_range;
+
+/* Parse a Content-Range value ("bytes 0-99/1000", "bytes 0-99/" "*",
+ * "bytes *" "/1000"); unit name case-insensitive, surrounding blanks allowed.
+ * Rejects first > last, last >= total, numbers that overflow 64 bits and
+ * trailing garbage. Returns VT_OK or VT_EINVAL; *out zeroed on failure. */
+vt_err vt__parse_content_range(const char *s, vt_content_range *out);
+
+/* Parse a request Range value of one closed range ("bytes=10-19").
+ * Open-ended and multi-range forms are VT_EINVAL (the engine does not check
+ * those). */
+vt_err vt__parse_range_request(const char *s, uint64_t *first, uint64_t *last);
+
+/* Parse Retry-After: delta-seconds or an IMF-fixdate HTTP date
+ * ("Sun, 06 Nov 1994 08:49:37 GMT"), relative to now (UTC seconds). Returns
+ * the delay in seconds clamped to [0, cap], or -1 when s is unparsable. */
+double vt__parse_retry_after(const char *s, time_t now, double cap);
+
+/* Parse an IMF-fixdate into UTC seconds since the epoch; -1 on garbage. */
+int64_t vt__parse_http_date(const char *s);
+
+/* Full-jitter exponential backoff: a delay uniformly spread over
+ * [0, min(cap, base * 2^(attempt-1))], where attempt is 1 for the first
+ * retry and u01 a uniform random number in [0, 1). base <= 0 gives 0. */
+double vt__backoff_delay(double base, int attempt, double cap, double u01);
+
+/* 1 when an HTTP status is transient (429, 500, 502, 503, 504). */
+int vt__status_is_transient(long status);
+
+/* One xorshift64* step: a cheap PRNG for jitter (not for secrets). *state
+ * must be non-zero; returns a uniform number in [0, 1). */
+double vt__rand01(uint64_t *state);
+
+#endif
