@@ -1,0 +1,362 @@
+/* test_s3.c: S3 addressing, request building and error parsing (s3.c,
+ * xmlscan.c), without a network: what vt__s3_build_get would send (URL,
+ * headers, signature over exactly the path sent), the status mapping, and
+ * the error-body scanner fed well-formed, truncated and random bytes.
+ * vt__s3_get's region redirect needs a server: tests/integration covers it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cpl_conv.h>
+
+#include "creds.h"
+#include "s3.h"
+#include "sigv4.h"
+#include "xmlscan.h"
+
+static const char *all_opts[] = {
+    "AWS_S3_ENDPOINT", "AWS_HTTPS", "AWS_VIRTUAL_HOSTING", "AWS_REGION",
+    "AWS_DEFAULT_REGION", "AWS_REQUEST_PAYER", "AWS_NO_SIGN_REQUEST",
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+    "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ROLE_ARN",
+    "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI", NULL};
+
+/* Every option this test touches set to "" (which masks the environment),
+ * then the test's own keys. */
+static int setup(void **state)
+{
+    (void)state;
+    for (int i = 0; all_opts[i]; i++)
+        CPLSetConfigOption(all_opts[i], "");
+    CPLSetConfigOption("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials");
+    CPLSetConfigOption("AWS_CONFIG_FILE", "/nonexistent/config");
+    CPLSetConfigOption("AWS_EC2_METADATA_DISABLED", "YES");
+    CPLSetConfigOption("AWS_ACCESS_KEY_ID", "AKIDTEST");
+    CPLSetConfigOption("AWS_SECRET_ACCESS_KEY", "SECRETTEST");
+    vt__creds_reset();
+    return 0;
+}
+
+/* The value of header name in a built request, or NULL. */
+static const char *hdr(const vt_s3_request *r, const char *name)
+{
+    size_t n = strlen(name);
+    for (char **h = r->headers; *h; h++)
+        if (!strncasecmp(*h, name, n) && (*h)[n] == ':')
+            return *h + n + 2;
+    return NULL;
+}
+
+/* Recompute the signature from what the request carries (the URL's path,
+ * its headers minus Authorization) and compare with its Authorization. */
+static void check_signature(const vt_s3_request *r, const char *region)
+{
+    const char *auth = hdr(r, "Authorization");
+    const char *hs[16];
+    size_t n = 0;
+    assert_non_null(auth);
+    for (char **h = r->headers; *h; h++)
+        if (strncasecmp(*h, "Authorization:", 14))
+            hs[n++] = *h;
+    hs[n] = NULL;
+    const char *path = strchr(strstr(r->url, "://") + 3, '/');
+    vt_sigv4_input in = {
+        .method = "GET", .path = path, .headers = hs,
+        .payload_hash = hdr(r, "x-amz-content-sha256"),
+        .amz_date = hdr(r, "x-amz-date"), .region = region, .service = "s3",
+        .access_key = "AKIDTEST", .secret_key = "SECRETTEST",
+    };
+    vt_sigv4_output out;
+    assert_int_equal(vt__sigv4_sign(&in, &out), VT_OK);
+    assert_string_equal(out.authorization, auth);
+    vt__sigv4_output_clear(&out);
+}
+
+static void test_split(void **state)
+{
+    (void)state;
+    char *b, *k;
+    assert_int_equal(vt__s3_split("bucket/dir/k.tif", &b, &k), VT_OK);
+    assert_string_equal(b, "bucket");
+    assert_string_equal(k, "dir/k.tif");
+    free(b);
+    free(k);
+    assert_int_equal(vt__s3_split("bucket", &b, &k), VT_OK);
+    assert_string_equal(b, "bucket");
+    assert_string_equal(k, "");
+    free(b);
+    free(k);
+    assert_int_equal(vt__s3_split("bucket/", &b, &k), VT_OK);
+    assert_string_equal(k, "");
+    free(b);
+    free(k);
+    assert_int_equal(vt__s3_split("", &b, &k), VT_EINVAL);
+    assert_null(b);
+    assert_null(k);
+    assert_int_equal(vt__s3_split("/", &b, &k), VT_EINVAL);
+    assert_int_equal(vt__s3_split(NULL, &b, &k), VT_EINVAL);
+}
+
+static void test_status_err(void **state)
+{
+    (void)state;
+    static const struct {
+        long st;
+        vt_err e;
+    } t[] = {{200, VT_OK}, {206, VT_OK}, {301, VT_EREDIRECT}, {307, VT_EREDIRECT},
+             {400, VT_EHTTP}, {403, VT_EACCESS}, {404, VT_ENOTFOUND},
+             {409, VT_EHTTP}, {412, VT_ECHANGED}, {416, VT_ERANGE},
+             {429, VT_ETRANSIENT}, {500, VT_ETRANSIENT}, {503, VT_ETRANSIENT},
+             {599, VT_ETRANSIENT}, {304, VT_EHTTP}, {0, VT_EHTTP}};
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+        assert_int_equal(vt__s3_status_err(t[i].st), t[i].e);
+}
+
+static void test_parse_error(void **state)
+{
+    (void)state;
+    char *code, *msg;
+    const char *x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>"
+                    "NoSuchKey</Code><Message>The specified key does not exist: "
+                    "a&amp;b &lt;c&gt; &#233;&#x4E2D;</Message><Key>k</Key></Error>";
+    vt__s3_parse_error(x, strlen(x), &code, &msg);
+    assert_string_equal(code, "NoSuchKey");
+    assert_string_equal(msg, "The specified key does not exist: a&b <c> \xc3\xa9\xe4\xb8\xad");
+    free(code);
+    free(msg);
+    /* Length-bounded: a body cut inside the message gives no message. */
+    vt__s3_parse_error(x, (size_t)(strstr(x, "</Message>") - x) + 3, &code, &msg);
+    assert_string_equal(code, "NoSuchKey");
+    assert_null(msg);
+    free(code);
+    /* Look-alike tags are not matched; attributes and empty elements are. */
+    const char *y = "<CodeX>no</CodeX><Code a=\"1\">yes</Code><Message/>";
+    vt__s3_parse_error(y, strlen(y), &code, &msg);
+    assert_string_equal(code, "yes");
+    assert_string_equal(msg, "");
+    free(code);
+    free(msg);
+    static const char *bad[] = {"", "<", "<Code", "<Code>", "<Code>abc",
+                                "<Code>abc</Cod", "</Code><Code", "&#;<Code>&#xFFFFFFFFF;</Code>",
+                                "<Code \xff", "<Message>&#0;</Message>"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        vt__s3_parse_error(bad[i], strlen(bad[i]), &code, &msg);
+        assert_true(code == NULL || strlen(code) < 32);
+        free(code);
+        free(msg);
+    }
+    vt__s3_parse_error(NULL, 0, &code, &msg);
+    assert_null(code);
+    assert_null(msg);
+    /* Over the cap: refused rather than copied. */
+    size_t big = VT_XML_MAX_VALUE + 100;
+    char *huge = malloc(big + 32);
+    memcpy(huge, "<Code>", 6);
+    memset(huge + 6, 'A', big);
+    memcpy(huge + 6 + big, "</Code>", 7);
+    vt__s3_parse_error(huge, big + 13, &code, &msg);
+    assert_null(code);
+    free(huge);
+}
+
+/* Random and mutated bytes (deterministic generator): no crash, no read out
+ * of bounds (the buffers are exactly len long; run under ASan in CI). */
+static void test_parse_error_garbage(void **state)
+{
+    (void)state;
+    uint32_t seed = 12345;
+    const char *frags[] = {"<Code>", "</Code>", "<Message>", "</Message>", "&amp;",
+                           "&#x41;", "&", "<", ">", "/", "Code", " a=b"};
+    for (int iter = 0; iter < 20000; iter++) {
+        size_t len = (seed = seed * 1103515245u + 12345u) % 96;
+        char *buf = malloc(len ? len : 1);
+        size_t i = 0;
+        while (i < len) {
+            seed = seed * 1103515245u + 12345u;
+            if ((seed >> 16) % 3 == 0) {
+                const char *f = frags[(seed >> 8) % (sizeof(frags) / sizeof(frags[0]))];
+                size_t fl = strlen(f);
+                if (fl > len - i)
+                    fl = len - i;
+                memcpy(buf + i, f, fl);
+                i += fl;
+            } else {
+                buf[i++] = (char)(seed >> 20);
+            }
+        }
+        char *code, *msg;
+        vt__s3_parse_error(buf, len, &code, &msg);
+        if (code)
+            assert_true(strlen(code) <= len);
+        if (msg)
+            assert_true(strlen(msg) <= len);
+        free(code);
+        free(msg);
+        free(buf);
+    }
+}
+
+static void test_build_virtual_host(void **state)
+{
+    (void)state;
+    vt_s3_request r;
+    char err[256];
+    assert_int_equal(vt__s3_build_get("my-bucket", "dir/a b+c%#?\xc3\xa9.tif", 100, 10,
+                                      NULL, &r, err, sizeof(err)),
+                     VT_OK);
+    assert_string_equal(r.url, "https://my-bucket.s3.amazonaws.com/dir/"
+                               "a%20b%2Bc%25%23%3F%C3%A9.tif");
+    assert_string_equal(hdr(&r, "Host"), "my-bucket.s3.amazonaws.com");
+    assert_string_equal(hdr(&r, "Range"), "bytes=100-109");
+    assert_string_equal(hdr(&r, "x-amz-content-sha256"),
+                        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    assert_null(hdr(&r, "x-amz-security-token"));
+    assert_ptr_equal(r.req.url, r.url);
+    assert_int_equal(r.req.expect_len, 10);
+    assert_string_equal(r.req.method, "GET");
+    const char *auth = hdr(&r, "Authorization");
+    assert_non_null(strstr(auth, "Credential=AKIDTEST/"));
+    assert_non_null(strstr(auth, "/us-east-1/s3/aws4_request, SignedHeaders="
+                                 "host;range;x-amz-content-sha256;x-amz-date, "));
+    check_signature(&r, "us-east-1");
+    vt__s3_request_clear(&r);
+    assert_null(r.url);
+}
+
+static void test_build_path_style(void **state)
+{
+    (void)state;
+    vt_s3_request r;
+    char err[256];
+    /* Dots: path style, like GDAL. */
+    assert_int_equal(vt__s3_build_get("my.bucket", "k", 0, 0, NULL, &r, err,
+                                      sizeof(err)), VT_OK);
+    assert_string_equal(r.url, "https://s3.amazonaws.com/my.bucket/k");
+    assert_null(hdr(&r, "Range"));
+    assert_int_equal(r.req.expect_len, 0);
+    check_signature(&r, "us-east-1");
+    vt__s3_request_clear(&r);
+    /* Uppercase / underscore: not DNS-compatible. */
+    assert_int_equal(vt__s3_build_get("My_Bucket", "k", 0, 1, NULL, &r, err,
+                                      sizeof(err)), VT_OK);
+    assert_string_equal(r.url, "https://s3.amazonaws.com/My_Bucket/k");
+    vt__s3_request_clear(&r);
+    /* Explicit option, custom endpoint with scheme and port, region. */
+    CPLSetConfigOption("AWS_VIRTUAL_HOSTING", "FALSE");
+    CPLSetConfigOption("AWS_S3_ENDPOINT", "http://localhost:9000/");
+    CPLSetConfigOption("AWS_REGION", "eu-west-3");
+    assert_int_equal(vt__s3_build_get("bucket", "a/b", 5, 5, NULL, &r, err,
+                                      sizeof(err)), VT_OK);
+    assert_string_equal(r.url, "http://localhost:9000/bucket/a/b");
+    assert_string_equal(hdr(&r, "Host"), "localhost:9000");
+    assert_non_null(strstr(hdr(&r, "Authorization"), "/eu-west-3/s3/aws4_request"));
+    check_signature(&r, "eu-west-3");
+    vt__s3_request_clear(&r);
+    /* IP literal endpoints are always path style. */
+    CPLSetConfigOption("AWS_VIRTUAL_HOSTING", "");
+    CPLSetConfigOption("AWS_S3_ENDPOINT", "127.0.0.1:9000");
+    CPLSetConfigOption("AWS_HTTPS", "NO");
+    assert_int_equal(vt__s3_build_get("bucket", "k", 0, 1, NULL, &r, err,
+                                      sizeof(err)), VT_OK);
+    assert_string_equal(r.url, "http://127.0.0.1:9000/bucket/k");
+    vt__s3_request_clear(&r);
+    /* No endpoint, non-default region: regional endpoint. */
+    CPLSetConfigOption("AWS_S3_ENDPOINT", "");
+    CPLSetConfigOption("AWS_HTTPS", "");
+    assert_int_equal(vt__s3_build_get("bucket", "k", 0, 1, NULL, &r, err,
+                                      sizeof(err)), VT_OK);
+    assert_string_equal(r.url, "https://bucket.s3.eu-west-3.amazonaws.com/k");
+    vt__s3_request_clear(&r);
+    /* A bad endpoint is a clear error, not a malformed URL. */
+    CPLSetConfigOption("AWS_S3_ENDPOINT", "host/with/path");
+    assert_int_equal(vt__s3_build_get("bucket", "k", 0, 1, NULL, &r, err,
+                                      sizeof(err)), VT_EINVAL);
+    assert_non_null(strstr(err, "AWS_S3_ENDPOINT"));
+    assert_null(r.url);
+}
+
+static void test_build_headers(void **state)
+{
+    (void)state;
+    vt_s3_request r;
+    char err[256];
+    CPLSetConfigOption("AWS_SESSION_TOKEN", "TOKEN/+=");
+    CPLSetConfigOption("AWS_REQUEST_PAYER", "requester");
+    assert_int_equal(vt__s3_build_get("bucket", "k", 0, 16384, "\"abc\"", &r, err,
+                                      sizeof(err)), VT_OK);
+    assert_string_equal(hdr(&r, "x-amz-security-token"), "TOKEN/+=");
+    assert_string_equal(hdr(&r, "x-amz-request-payer"), "requester");
+    assert_string_equal(hdr(&r, "If-Match"), "\"abc\"");
+    assert_string_equal(hdr(&r, "Range"), "bytes=0-16383");
+    assert_non_null(strstr(hdr(&r, "Authorization"),
+                           "SignedHeaders=host;if-match;range;x-amz-content-sha256;"
+                           "x-amz-date;x-amz-request-payer;x-amz-security-token, "));
+    check_signature(&r, "us-east-1");
+    vt__s3_request_clear(&r);
+    /* A header value with a line break is refused. */
+    assert_int_equal(vt__s3_build_get("bucket", "k", 0, 1, "\"a\"\r\nX: y", &r, err,
+                                      sizeof(err)), VT_EINVAL);
+    assert_true(err[0] != '\0');
+    /* Anonymous: nothing signed. */
+    CPLSetConfigOption("AWS_NO_SIGN_REQUEST", "YES");
+    assert_int_equal(vt__s3_build_get("bucket", "k", 0, 1, NULL, &r, err,
+                                      sizeof(err)), VT_OK);
+    assert_null(hdr(&r, "Authorization"));
+    assert_null(hdr(&r, "x-amz-security-token"));
+    assert_string_equal(hdr(&r, "x-amz-request-payer"), "requester");
+    vt__s3_request_clear(&r);
+}
+
+static void test_no_credentials(void **state)
+{
+    (void)state;
+    vt_s3_request r;
+    char err[512];
+    CPLSetConfigOption("AWS_ACCESS_KEY_ID", "");
+    CPLSetConfigOption("AWS_SECRET_ACCESS_KEY", "");
+    assert_int_equal(vt__s3_build_get("bucket", "k", 0, 1, NULL, &r, err,
+                                      sizeof(err)), VT_ECREDS);
+    assert_non_null(strstr(err, "no AWS credentials found"));
+    assert_non_null(strstr(err, "AWS_NO_SIGN_REQUEST"));
+    assert_null(r.url);
+    assert_null(r.headers);
+}
+
+static void test_region_for(void **state)
+{
+    (void)state;
+    char *r = vt__s3_region_for("b");
+    assert_string_equal(r, "us-east-1");
+    free(r);
+    CPLSetConfigOption("AWS_DEFAULT_REGION", "ap-south-1");
+    r = vt__s3_region_for("b");
+    assert_string_equal(r, "ap-south-1");
+    free(r);
+    CPLSetConfigOption("AWS_REGION", "eu-north-1");
+    r = vt__s3_region_for("b");
+    assert_string_equal(r, "eu-north-1");
+    free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_split, setup),
+        cmocka_unit_test_setup(test_status_err, setup),
+        cmocka_unit_test_setup(test_parse_error, setup),
+        cmocka_unit_test_setup(test_parse_error_garbage, setup),
+        cmocka_unit_test_setup(test_build_virtual_host, setup),
+        cmocka_unit_test_setup(test_build_path_style, setup),
+        cmocka_unit_test_setup(test_build_headers, setup),
+        cmocka_unit_test_setup(test_no_credentials, setup),
+        cmocka_unit_test_setup(test_region_for, setup),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

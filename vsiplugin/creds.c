@@ -1,0 +1,720 @@
+/* creds.c: the AWS credentials provider chain and its refresh (creds.h).
+ *
+ * Why: users already have credentials set up for the AWS CLI and GDAL; we
+ * find them in the same places and order, without an AWS SDK. Environment
+ * keys are read on every call (cheap, and --config changes apply at once).
+ * Everything else is found once, cached process-wide, and refreshed ahead of
+ * expiry.
+ *
+ * Locking (state.lock, a leaf lock): held only to read or swap the cached
+ * credentials, never across a file read or an HTTP call. One thread at a
+ * time runs the chain (state.refreshing); while it does, other threads keep
+ * the still-valid credentials, and only threads with nothing usable wait on
+ * state.cond. All HTTP goes through vt__engine_perform. */
+#include "creds.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <cpl_conv.h>
+#include <cpl_string.h>
+#include <openssl/crypto.h>
+
+#include "creds_parse.h"
+#include "engine.h"
+#include "sigv4.h"
+#include "xmlscan.h"
+
+#define REFRESH_AHEAD 300      /* s before expiry: refresh in the background */
+#define EXPIRY_SLACK 10        /* s before expiry: stop using them at all */
+#define MIN_REFRESH_INTERVAL 5 /* s between two refreshes of valid creds */
+#define FILE_CAP (1024 * 1024) /* shared files and token files */
+#define IMDS_TIMEOUT_MS 1000
+#define IMDS_DEFAULT "http://169.254.169.254"
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    vt_creds cur;      /* owned; meaningful when have */
+    int have;
+    char *fingerprint; /* options cur was found with (malloc'd) */
+    int refreshing;    /* a thread is running the chain */
+    time_t next_try;   /* no refresh of still-valid creds before this */
+    unsigned gen;      /* bumped by vt__creds_reset */
+} state = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+/* Config option or environment (CPLGetConfigOption), NULL when unset/empty.
+ * The pointer is only good until the next config change: copy it. */
+static const char *opt(const char *name)
+{
+    const char *v = CPLGetConfigOption(name, NULL);
+    return (v && *v) ? v : NULL;
+}
+
+static void put(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    if (!len)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}
+
+/* Append "; text" to a note buffer (what each provider said). */
+static void note(char *buf, size_t len, const char *fmt, ...)
+{
+    size_t used = strlen(buf);
+    va_list ap;
+    if (used + 3 >= len)
+        return;
+    if (used) {
+        memcpy(buf + used, "; ", 3);
+        used += 2;
+    }
+    va_start(ap, fmt);
+    vsnprintf(buf + used, len - used, fmt, ap);
+    va_end(ap);
+}
+
+void vt__creds_clear(vt_creds *c)
+{
+    if (!c)
+        return;
+    if (c->secret_key)
+        OPENSSL_cleanse(c->secret_key, strlen(c->secret_key));
+    free(c->access_key);
+    free(c->secret_key);
+    free(c->session_token);
+    memset(c, 0, sizeof(*c));
+}
+
+/* Deep copy (dst is overwritten, not cleared). VT_ENOMEM leaves dst empty. */
+static vt_err creds_copy(vt_creds *dst, const vt_creds *src)
+{
+    memset(dst, 0, sizeof(*dst));
+    dst->access_key = src->access_key ? strdup(src->access_key) : NULL;
+    dst->secret_key = src->secret_key ? strdup(src->secret_key) : NULL;
+    dst->session_token = src->session_token ? strdup(src->session_token) : NULL;
+    dst->expiration = src->expiration;
+    dst->source = src->source;
+    dst->anonymous = src->anonymous;
+    if ((src->access_key && !dst->access_key) ||
+        (src->secret_key && !dst->secret_key) ||
+        (src->session_token && !dst->session_token)) {
+        vt__creds_clear(dst);
+        return VT_ENOMEM;
+    }
+    return VT_OK;
+}
+
+/* Read a whole (small) file: malloc'd, NUL-terminated; NULL with errno set
+ * when it cannot be read or is larger than FILE_CAP (EFBIG). */
+static char *read_small_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t n = 0;
+    if (!f)
+        return NULL;
+    buf = malloc(FILE_CAP + 1);
+    if (!buf) {
+        errno = ENOMEM;
+        goto out;
+    }
+    n = fread(buf, 1, FILE_CAP + 1, f);
+    if (ferror(f) || n > FILE_CAP) {
+        free(buf);
+        buf = NULL;
+        errno = ferror(f) ? EIO : EFBIG;
+        goto out;
+    }
+    buf[n] = '\0';
+    *len = n;
+out:
+    fclose(f);
+    return buf;
+}
+
+/* A token read from a file or option: trimmed, no line breaks inside. */
+static char *clean_token(const char *s, size_t n)
+{
+    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' ||
+                 s[n - 1] == '\t'))
+        n--;
+    while (n && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')) {
+        s++;
+        n--;
+    }
+    if (n == 0 || memchr(s, '\n', n) || memchr(s, '\r', n) || memchr(s, '\0', n))
+        return NULL;
+    return strndup(s, n);
+}
+
+/* ---- provider: environment / GDAL config ------------------------------ */
+
+static int from_env(vt_creds *out)
+{
+    const char *ak = opt("AWS_ACCESS_KEY_ID"), *sk = opt("AWS_SECRET_ACCESS_KEY");
+    const char *tok = opt("AWS_SESSION_TOKEN");
+    if (!ak || !sk)
+        return 0;
+    vt_creds c = {.access_key = (char *)ak, .secret_key = (char *)sk,
+                  .session_token = (char *)tok, .source = "environment"};
+    return creds_copy(out, &c) == VT_OK ? 1 : -1;
+}
+
+/* ---- provider: shared credentials / config files ---------------------- */
+
+struct profile_hint {  /* web identity settings found in the profile */
+    char *role_arn;
+    char *token_file;
+    char *session_name;
+};
+
+static void hint_clear(struct profile_hint *h)
+{
+    free(h->role_arn);
+    free(h->token_file);
+    free(h->session_name);
+    memset(h, 0, sizeof(*h));
+}
+
+static void home_path(char *buf, size_t len, const char *opt_name,
+                      const char *leaf)
+{
+    const char *o = opt(opt_name), *home = opt("HOME");
+    if (o)
+        snprintf(buf, len, "%s", o);
+    else
+        snprintf(buf, len, "%s/.aws/%s", home ? home : "", leaf);
+}
+
+/* 1: found (out filled); 0: not there (notes say why); -1: error (errbuf). */
+static int from_profile(vt_creds *out, struct profile_hint *hint, char *notes,
+                        size_t nlen, char *errbuf, size_t errlen)
+{
+    char cpath[1024], fpath[1024], sect[300];
+    const char *explicit_name = opt("AWS_PROFILE");
+    if (!explicit_name)
+        explicit_name = opt("AWS_DEFAULT_PROFILE");
+    const char *name = explicit_name ? explicit_name : "default";
+    char *ctext = NULL, *ftext = NULL;
+    size_t clen = 0, flen = 0;
+    int found_section = 0, rc = 0;
+    char *ak = NULL, *sk = NULL, *tok = NULL;
+
+    home_path(cpath, sizeof(cpath), "AWS_SHARED_CREDENTIALS_FILE", "credentials");
+    home_path(fpath, sizeof(fpath), "AWS_CONFIG_FILE", "config");
+    ctext = read_small_file(cpath, &clen);
+    ftext = read_small_file(fpath, &flen);
+
+    if (ctext) {
+        ak = vt__ini_get(ctext, clen, name, "aws_access_key_id");
+        sk = vt__ini_get(ctext, clen, name, "aws_secret_access_key");
+        tok = vt__ini_get(ctext, clen, name, "aws_session_token");
+        found_section = ak || sk || tok ||
+                        vt__ini_has_section(ctext, clen, name);
+    }
+    if (ftext) {
+        /* In the config file a profile is "[profile NAME]" ("[default]"
+         * for the default one; "[NAME]" accepted too). */
+        const char *sections[2] = {sect, name};
+        snprintf(sect, sizeof(sect), "profile %s", name);
+        for (int i = 0; i < 2; i++) {
+            const char *s = sections[i];
+            if (!vt__ini_has_section(ftext, flen, s))
+                continue;
+            found_section = 1;
+            if (!ak && !sk) {
+                ak = vt__ini_get(ftext, flen, s, "aws_access_key_id");
+                sk = vt__ini_get(ftext, flen, s, "aws_secret_access_key");
+                free(tok);
+                tok = vt__ini_get(ftext, flen, s, "aws_session_token");
+            }
+            if (!hint->role_arn) {
+                hint->role_arn = vt__ini_get(ftext, flen, s, "role_arn");
+                hint->token_file = vt__ini_get(ftext, flen, s, "web_identity_token_file");
+                hint->session_name = vt__ini_get(ftext, flen, s, "role_session_name");
+            }
+            break;
+        }
+    }
+    if (ak && sk && *ak && *sk) {
+        vt_creds c = {.access_key = ak, .secret_key = sk,
+                      .session_token = (tok && *tok) ? tok : NULL,
+                      .source = "profile"};
+        rc = creds_copy(out, &c) == VT_OK ? 1 : -1;
+        if (rc < 0)
+            put(errbuf, errlen, "out of memory");
+        goto out;
+    }
+    if (ak || sk) {
+        put(errbuf, errlen,
+            "AWS profile '%s' has only one of aws_access_key_id and "
+            "aws_secret_access_key (%s, %s)", name, cpath, fpath);
+        rc = -1;
+        goto out;
+    }
+    if (explicit_name && !found_section) {
+        put(errbuf, errlen, "AWS profile '%s' (AWS_PROFILE) not found in %s or %s",
+            name, cpath, fpath);
+        rc = -1;
+        goto out;
+    }
+    note(notes, nlen, "no keys for profile '%s' in %s%s or %s%s", name, cpath,
+         ctext ? "" : " (absent)", fpath, ftext ? "" : " (absent)");
+out:
+    free(ak);
+    if (sk) {
+        memset(sk, 0, strlen(sk));
+        free(sk);
+    }
+    free(tok);
+    free(ctext);
+    free(ftext);
+    return rc;
+}
+
+/* ---- HTTP helper ------------------------------------------------------ */
+
+/* One request through the engine; 0 on a 200, -1 otherwise with errbuf
+ * naming what and why. resp must be cleared by the caller either way. */
+static int fetch(const char *what, const char *method, const char *url,
+                 const char *const *headers, const char *body, long timeout_ms,
+                 int retries, vt_http_resp *resp, char *errbuf, size_t errlen)
+{
+    vt_http_req rq = {
+        .method = method, .url = url, .headers = headers, .body = body,
+        .body_len = body ? strlen(body) : 0, .max_body = 256 * 1024,
+        .max_retries = retries, .retry_delay = -1, .timeout_ms = timeout_ms,
+        .connect_timeout_ms = timeout_ms,
+    };
+    vt_err err = vt__engine_perform(&rq, resp);
+    if (err) {
+        put(errbuf, errlen, "%s: %s %s: %s%s%s", what, method, url,
+            vt_strerror(err), resp->error[0] ? ": " : "", resp->error);
+        return -1;
+    }
+    if (resp->status != 200) {
+        char *code = NULL, *msg = NULL;
+        if (resp->body) {
+            code = vt__xml_tag((const char *)resp->body, resp->body_len, "Code");
+            msg = vt__xml_tag((const char *)resp->body, resp->body_len, "Message");
+            if (!code)
+                code = vt__json_get_string((const char *)resp->body,
+                                           resp->body_len, "code");
+            if (!msg)
+                msg = vt__json_get_string((const char *)resp->body,
+                                          resp->body_len, "message");
+        }
+        put(errbuf, errlen, "%s: %s %s: HTTP %ld%s%s%s%s", what, method, url,
+            resp->status, code ? " " : "", code ? code : "", msg ? ": " : "",
+            msg ? msg : "");
+        free(code);
+        free(msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- provider: web identity (STS AssumeRoleWithWebIdentity) ----------- */
+
+/* STS endpoint: AWS_STS_ENDPOINT or GDAL's CPL_AWS_STS_ROOT_URL, else the
+ * regional endpoint (AWS_STS_REGIONAL_ENDPOINTS=regional, the default) or
+ * the global one (=legacy). Into buf. */
+static void sts_url(char *buf, size_t len)
+{
+    const char *e = opt("AWS_STS_ENDPOINT");
+    if (!e)
+        e = opt("CPL_AWS_STS_ROOT_URL");
+    if (e) {
+        snprintf(buf, len, "%s%s", strstr(e, "://") ? "" : "https://", e);
+        return;
+    }
+    const char *mode = opt("AWS_STS_REGIONAL_ENDPOINTS");
+    const char *region = opt("AWS_REGION");
+    if (!region)
+        region = opt("AWS_DEFAULT_REGION");
+    if ((mode && !strcasecmp(mode, "legacy")) || !region)
+        snprintf(buf, len, "https://sts.amazonaws.com/");
+    else
+        snprintf(buf, len, "https://sts.%s.amazonaws.com/", region);
+}
+
+static int from_web_identity(vt_creds *out, const char *role_arn,
+                             const char *token_file, const char *session_name,
+                             char *errbuf, size_t errlen)
+{
+    int rc = -1;
+    size_t tlen = 0;
+    char *raw = read_small_file(token_file, &tlen);
+    char *token = NULL, *e_role = NULL, *e_tok = NULL, *e_name = NULL;
+    char *body = NULL, url[1024], sname[64];
+    vt_http_resp resp;
+    memset(&resp, 0, sizeof(resp));
+
+    if (!raw || !(token = clean_token(raw, tlen))) {
+        put(errbuf, errlen, "web identity: cannot read a token from %s (%s)",
+            token_file, raw ? "empty or malformed" : strerror(errno));
+        goto out;
+    }
+    if (!session_name) {
+        snprintf(sname, sizeof(sname), "vsitune-session-%lld",
+                 (long long)time(NULL));
+        session_name = sname;
+    }
+    e_role = vt__uri_encode(role_arn, 0);
+    e_tok = vt__uri_encode(token, 0);
+    e_name = vt__uri_encode(session_name, 0);
+    if (!e_role || !e_tok || !e_name)
+        goto oom;
+    size_t blen = strlen(e_role) + strlen(e_tok) + strlen(e_name) + 128;
+    body = malloc(blen);
+    if (!body)
+        goto oom;
+    snprintf(body, blen,
+             "Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=%s"
+             "&RoleSessionName=%s&WebIdentityToken=%s", e_role, e_name, e_tok);
+    sts_url(url, sizeof(url));
+    const char *headers[] = {
+        "Content-Type: application/x-www-form-urlencoded; charset=utf-8",
+        "Accept: application/xml", NULL};
+    if (fetch("web identity (STS AssumeRoleWithWebIdentity)", "POST", url,
+              headers, body, 10000, -1, &resp, errbuf, errlen))
+        goto out;
+    if (vt__creds_parse_sts_xml((const char *)resp.body, resp.body_len, out)) {
+        put(errbuf, errlen, "web identity: %s answered without usable "
+            "<Credentials>", url);
+        goto out;
+    }
+    out->source = "web-identity";
+    rc = 1;
+    goto out;
+oom:
+    put(errbuf, errlen, "web identity: out of memory");
+out:
+    vt__http_resp_clear(&resp);
+    free(raw);
+    free(token);
+    free(e_role);
+    free(e_tok);
+    free(e_name);
+    free(body);
+    return rc;
+}
+
+/* ---- provider: container credentials (ECS, EKS Pod Identity, Lambda) -- */
+
+static int from_container(vt_creds *out, const char *url, char *errbuf,
+                          size_t errlen)
+{
+    int rc = -1;
+    char *auth = NULL, *line = NULL, *raw = NULL;
+    const char *tf = opt("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
+    const char *tv = opt("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+    vt_http_resp resp;
+    memset(&resp, 0, sizeof(resp));
+
+    if (tf) { /* the file wins: EKS rotates it */
+        size_t n = 0;
+        raw = read_small_file(tf, &n);
+        if (!raw || !(auth = clean_token(raw, n))) {
+            put(errbuf, errlen, "container credentials: cannot read a token "
+                "from %s (%s)", tf, raw ? "empty or malformed" : strerror(errno));
+            goto out;
+        }
+    } else if (tv) {
+        auth = clean_token(tv, strlen(tv));
+        if (!auth) {
+            put(errbuf, errlen, "container credentials: "
+                "AWS_CONTAINER_AUTHORIZATION_TOKEN holds a line break");
+            goto out;
+        }
+    }
+    const char *headers[2] = {NULL, NULL};
+    if (auth) {
+        size_t n = strlen(auth) + 32;
+        line = malloc(n);
+        if (!line) {
+            put(errbuf, errlen, "out of memory");
+            goto out;
+        }
+        snprintf(line, n, "Authorization: %s", auth);
+        headers[0] = line;
+    }
+    if (fetch("container credentials", "GET", url, headers, NULL, 2000, 2,
+              &resp, errbuf, errlen))
+        goto out;
+    if (vt__creds_parse_json((const char *)resp.body, resp.body_len, out)) {
+        put(errbuf, errlen, "container credentials: %s answered without "
+            "AccessKeyId/SecretAccessKey", url);
+        goto out;
+    }
+    out->source = "container";
+    rc = 1;
+out:
+    vt__http_resp_clear(&resp);
+    free(raw);
+    free(auth);
+    free(line);
+    return rc;
+}
+
+/* ---- provider: EC2 instance metadata (IMDSv2) ------------------------- */
+
+static int from_imds(vt_creds *out, char *notes, size_t nlen)
+{
+    int rc = 0;
+    char base[512], url[1024], tokhdr[256], err[1536] = "";
+    char *token = NULL, *role = NULL;
+    const char *ep = opt("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+    vt_http_resp resp;
+    memset(&resp, 0, sizeof(resp));
+
+    snprintf(base, sizeof(base), "%s", ep ? ep : IMDS_DEFAULT);
+    size_t bl = strlen(base);
+    while (bl && base[bl - 1] == '/')
+        base[--bl] = '\0';
+
+    const char *put_hdrs[] = {"X-aws-ec2-metadata-token-ttl-seconds: 21600", NULL};
+    snprintf(url, sizeof(url), "%s/latest/api/token", base);
+    if (fetch("EC2 instance metadata", "PUT", url, put_hdrs, "",
+              IMDS_TIMEOUT_MS, 0, &resp, err, sizeof(err)))
+        goto out;
+    token = clean_token((const char *)resp.body, resp.body_len);
+    vt__http_resp_clear(&resp);
+    if (!token || strlen(token) > 200) {
+        snprintf(err, sizeof(err), "EC2 instance metadata: %s gave no token", url);
+        goto out;
+    }
+    snprintf(tokhdr, sizeof(tokhdr), "X-aws-ec2-metadata-token: %s", token);
+    const char *hdrs[] = {tokhdr, NULL};
+    snprintf(url, sizeof(url), "%s/latest/meta-data/iam/security-credentials/", base);
+    if (fetch("EC2 instance metadata", "GET", url, hdrs, NULL, IMDS_TIMEOUT_MS,
+              0, &resp, err, sizeof(err)))
+        goto out;
+    role = vt__imds_first_role((const char *)resp.body, resp.body_len);
+    vt__http_resp_clear(&resp);
+    if (!role) {
+        snprintf(err, sizeof(err), "EC2 instance metadata: no IAM role attached");
+        goto out;
+    }
+    snprintf(url, sizeof(url), "%s/latest/meta-data/iam/security-credentials/%s",
+             base, role);
+    if (fetch("EC2 instance metadata", "GET", url, hdrs, NULL, IMDS_TIMEOUT_MS,
+              0, &resp, err, sizeof(err)))
+        goto out;
+    if (vt__creds_parse_json((const char *)resp.body, resp.body_len, out)) {
+        snprintf(err, sizeof(err), "EC2 instance metadata: role '%s' gave no "
+                 "usable credentials", role);
+        goto out;
+    }
+    out->source = "imds";
+    rc = 1;
+out:
+    if (rc == 0)
+        note(notes, nlen, "%s", err);
+    vt__http_resp_clear(&resp);
+    free(token);
+    free(role);
+    return rc;
+}
+
+/* ---- the chain -------------------------------------------------------- */
+
+/* Run every provider after the environment, in order. No lock held. */
+static vt_err run_chain(vt_creds *out, char *errbuf, size_t errlen)
+{
+    char notes[1024] = "";
+    struct profile_hint hint = {0};
+    vt_err err = VT_ECREDS;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    rc = from_profile(out, &hint, notes, sizeof(notes), errbuf, errlen);
+    if (rc)
+        goto done;
+
+    const char *role = opt("AWS_ROLE_ARN"), *tfile = opt("AWS_WEB_IDENTITY_TOKEN_FILE");
+    const char *sname = opt("AWS_ROLE_SESSION_NAME");
+    if (!role || !tfile) {
+        role = hint.role_arn;
+        tfile = hint.token_file;
+        sname = hint.session_name;
+    }
+    if (role && tfile) {
+        rc = from_web_identity(out, role, tfile, sname, errbuf, errlen);
+        goto done;
+    }
+    note(notes, sizeof(notes), "no AWS_ROLE_ARN + AWS_WEB_IDENTITY_TOKEN_FILE");
+
+    int refused = 0;
+    char *curl = vt__container_url(opt("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"),
+                                   opt("AWS_CONTAINER_CREDENTIALS_FULL_URI"),
+                                   &refused);
+    if (refused) {
+        put(errbuf, errlen, "container credentials: AWS_CONTAINER_CREDENTIALS_"
+            "FULL_URI must be https or http to a loopback/ECS/EKS address");
+        rc = -1;
+        goto done;
+    }
+    if (curl) {
+        rc = from_container(out, curl, errbuf, errlen);
+        free(curl);
+        goto done;
+    }
+    note(notes, sizeof(notes), "no AWS_CONTAINER_CREDENTIALS_RELATIVE_URI/FULL_URI");
+
+    const char *dis = opt("AWS_EC2_METADATA_DISABLED");
+    if (dis && CPLTestBool(dis)) {
+        note(notes, sizeof(notes), "EC2 instance metadata disabled");
+    } else {
+        rc = from_imds(out, notes, sizeof(notes));
+        if (rc)
+            goto done;
+    }
+    put(errbuf, errlen, "no AWS credentials found: no AWS_ACCESS_KEY_ID + "
+        "AWS_SECRET_ACCESS_KEY; %s (set AWS_NO_SIGN_REQUEST=YES for public "
+        "buckets)", notes);
+done:
+    hint_clear(&hint);
+    if (rc == 1)
+        err = VT_OK;
+    else
+        vt__creds_clear(out);
+    return err;
+}
+
+/* The options the cached credentials depend on, joined (malloc'd). */
+static char *fingerprint(void)
+{
+    static const char *names[] = {
+        "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SHARED_CREDENTIALS_FILE",
+        "AWS_CONFIG_FILE", "HOME", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_ROLE_SESSION_NAME", "AWS_STS_ENDPOINT", "CPL_AWS_STS_ROOT_URL",
+        "AWS_STS_REGIONAL_ENDPOINTS", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+        "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+        "AWS_EC2_METADATA_SERVICE_ENDPOINT", "AWS_EC2_METADATA_DISABLED"};
+    size_t n = 1;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const char *v = opt(names[i]);
+        n += (v ? strlen(v) : 0) + 1;
+    }
+    char *fp = malloc(n), *p = fp;
+    if (!fp)
+        return NULL;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const char *v = opt(names[i]);
+        size_t l = v ? strlen(v) : 0;
+        memcpy(p, v ? v : "", l);
+        p[l] = '\x1f';
+        p += l + 1;
+    }
+    *p = '\0';
+    return fp;
+}
+
+vt_err vt__creds_get(vt_creds *out, char *errbuf, size_t errlen)
+{
+    vt_err err = VT_OK;
+    char *fp = NULL;
+    vt_creds fresh = {0};
+    char cerr[1024] = "";
+
+    memset(out, 0, sizeof(*out));
+    if (errlen)
+        errbuf[0] = '\0';
+    const char *nosign = opt("AWS_NO_SIGN_REQUEST");
+    if (nosign && CPLTestBool(nosign)) {
+        out->anonymous = 1;
+        out->source = "anonymous";
+        return VT_OK;
+    }
+    int env = from_env(out);
+    if (env)
+        return env > 0 ? VT_OK : VT_ENOMEM;
+    fp = fingerprint();
+    if (!fp)
+        return VT_ENOMEM;
+
+    pthread_mutex_lock(&state.lock);
+    for (;;) {
+        time_t now = time(NULL);
+        int same = state.have && !strcmp(state.fingerprint, fp);
+        int usable = same && (state.cur.expiration == 0 ||
+                              now < state.cur.expiration - EXPIRY_SLACK);
+        int fresh_enough = usable && (state.cur.expiration == 0 ||
+                                      now < state.cur.expiration - REFRESH_AHEAD ||
+                                      now < state.next_try);
+        if (fresh_enough || (usable && state.refreshing)) {
+            err = creds_copy(out, &state.cur);
+            pthread_mutex_unlock(&state.lock);
+            goto out;
+        }
+        if (!state.refreshing)
+            break;
+        pthread_cond_wait(&state.cond, &state.lock); /* nothing usable yet */
+    }
+    state.refreshing = 1;
+    unsigned gen = state.gen;
+    pthread_mutex_unlock(&state.lock);
+
+    vt_err cerr_code = run_chain(&fresh, cerr, sizeof(cerr)); /* no lock */
+
+    pthread_mutex_lock(&state.lock);
+    state.refreshing = 0;
+    pthread_cond_broadcast(&state.cond);
+    time_t now = time(NULL);
+    if (gen == state.gen) {
+        state.next_try = now + MIN_REFRESH_INTERVAL;
+        if (cerr_code == VT_OK) {
+            vt__creds_clear(&state.cur);
+            state.cur = fresh;
+            memset(&fresh, 0, sizeof(fresh));
+            free(state.fingerprint);
+            state.fingerprint = fp;
+            fp = NULL;
+            state.have = 1;
+        }
+    }
+    int same = state.have && state.fingerprint && fp == NULL;
+    if (cerr_code == VT_OK) {
+        err = creds_copy(out, same ? &state.cur : &fresh);
+    } else if (state.have && state.fingerprint && fp &&
+               !strcmp(state.fingerprint, fp) &&
+               (state.cur.expiration == 0 ||
+                now < state.cur.expiration - EXPIRY_SLACK)) {
+        /* The refresh failed but what we hold is still good: keep it. */
+        CPLDebug("VSITUNE", "credentials refresh failed, keeping current "
+                 "ones: %s", cerr);
+        err = creds_copy(out, &state.cur);
+    } else {
+        err = VT_ECREDS;
+        put(errbuf, errlen, "%s", cerr);
+    }
+    pthread_mutex_unlock(&state.lock);
+out:
+    vt__creds_clear(&fresh);
+    free(fp);
+    return err;
+}
+
+void vt__creds_reset(void)
+{
+    pthread_mutex_lock(&state.lock);
+    vt__creds_clear(&state.cur);
+    free(state.fingerprint);
+    state.fingerprint = NULL;
+    state.have = 0;
+    state.next_try = 0;
+    state.gen++;
+    pthread_mutex_unlock(&state.lock);
+}

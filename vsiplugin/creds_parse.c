@@ -1,0 +1,401 @@
+/* creds_parse.c: pure parsers for the credentials providers (creds_parse.h).
+ *
+ * Kept apart from creds.c (which does the file and network I/O and the
+ * locking) so every format we accept from outside, shared files, STS XML,
+ * container/IMDS JSON, is unit-tested and fuzzable without a network. */
+#include "creds_parse.h"
+
+#include <ctype.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "xmlscan.h"
+
+#define JSON_MAX_VALUE 8192
+
+static int is_sp(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' ||
+           c == '\v';
+}
+
+/* Trim [*s, *e) in place (pointers move). */
+static void trim(const char **s, const char **e)
+{
+    while (*s < *e && is_sp(**s))
+        (*s)++;
+    while (*e > *s && is_sp((*e)[-1]))
+        (*e)--;
+}
+
+char *vt__ini_get(const char *text, size_t len, const char *section,
+                  const char *key)
+{
+    const char *p = text, *end = text + len;
+    int in_section = 0;
+    char *found = NULL;
+    size_t slen = section ? strlen(section) : 0, klen = key ? strlen(key) : 0;
+
+    if (!text || !slen || !klen)
+        return NULL;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        const char *s = p, *e = le;
+        int indented = (s < e && (*s == ' ' || *s == '\t'));
+        p = nl ? nl + 1 : end;
+        trim(&s, &e);
+        if (s == e || *s == '#' || *s == ';')
+            continue;
+        if (*s == '[') {
+            const char *rb = memchr(s, ']', (size_t)(e - s));
+            if (!rb)
+                continue;
+            const char *ns = s + 1, *ne = rb;
+            trim(&ns, &ne);
+            in_section = ((size_t)(ne - ns) == slen && !memcmp(ns, section, slen));
+            continue;
+        }
+        /* Indented lines continue a nested value (e.g. "s3 =\n  x = y"):
+         * never a top-level key. */
+        if (!in_section || indented)
+            continue;
+        const char *eq = memchr(s, '=', (size_t)(e - s));
+        if (!eq)
+            continue;
+        const char *ks = s, *ke = eq, *vs = eq + 1, *ve = e;
+        trim(&ks, &ke);
+        trim(&vs, &ve);
+        if ((size_t)(ke - ks) != klen || strncasecmp(ks, key, klen))
+            continue;
+        char *v = strndup(vs, (size_t)(ve - vs));
+        if (v) {
+            free(found);
+            found = v;
+        }
+    }
+    return found;
+}
+
+int vt__ini_has_section(const char *text, size_t len, const char *section)
+{
+    const char *p = text, *end = text + len;
+    size_t slen = section ? strlen(section) : 0;
+    if (!text || !slen)
+        return 0;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *s = p, *e = nl ? nl : end;
+        p = nl ? nl + 1 : end;
+        trim(&s, &e);
+        if (s == e || *s != '[')
+            continue;
+        const char *rb = memchr(s, ']', (size_t)(e - s));
+        if (!rb)
+            continue;
+        const char *ns = s + 1, *ne = rb;
+        trim(&ns, &ne);
+        if ((size_t)(ne - ns) == slen && !memcmp(ns, section, slen))
+            return 1;
+    }
+    return 0;
+}
+
+static int digits(const char *s, int n, int *out)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)s[i]))
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+int vt__parse_iso8601(const char *s, time_t *out)
+{
+    int Y, M, D, h, m, sec, oh = 0, om = 0;
+    struct tm tm;
+    if (!s || strlen(s) < 19 || digits(s, 4, &Y) || s[4] != '-' ||
+        digits(s + 5, 2, &M) || s[7] != '-' || digits(s + 8, 2, &D) ||
+        (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+        digits(s + 11, 2, &h) || s[13] != ':' || digits(s + 14, 2, &m) ||
+        s[16] != ':' || digits(s + 17, 2, &sec))
+        return -1;
+    const char *p = s + 19;
+    if (*p == '.')
+        for (p++; isdigit((unsigned char)*p); p++)
+            ;
+    int sign = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        sign = (*p == '+') ? 1 : -1;
+        if (digits(p + 1, 2, &oh) || p[3] != ':' || digits(p + 4, 2, &om))
+            return -1;
+        p += 6;
+    } else {
+        return -1;
+    }
+    if (*p || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 ||
+        sec > 60 || oh > 23 || om > 59)
+        return -1;
+    memset(&tm, 0, sizeof(tm));
+    tm.tm_year = Y - 1900;
+    tm.tm_mon = M - 1;
+    tm.tm_mday = D;
+    tm.tm_hour = h;
+    tm.tm_min = m;
+    tm.tm_sec = sec;
+    time_t t = timegm(&tm);
+    if (t == (time_t)-1)
+        return -1;
+    *out = t - sign * (oh * 3600 + om * 60);
+    return 0;
+}
+
+/* Common tail of both parsers: take ownership of the four strings. */
+static vt_err fill(vt_creds *out, char *ak, char *sk, char *tok, char *exp)
+{
+    vt_err err = VT_OK;
+    time_t t = 0;
+    if (!ak || !sk || !*ak || !*sk || (exp && *exp && vt__parse_iso8601(exp, &t))) {
+        err = VT_EPROTO;
+        goto out;
+    }
+    out->access_key = ak;
+    out->secret_key = sk;
+    out->session_token = tok;
+    out->expiration = t;
+    ak = sk = tok = NULL;
+out:
+    free(ak);
+    free(sk);
+    free(tok);
+    free(exp);
+    return err;
+}
+
+vt_err vt__creds_parse_sts_xml(const char *body, size_t len, vt_creds *out)
+{
+    out->access_key = out->secret_key = out->session_token = NULL;
+    out->expiration = 0;
+    if (!body)
+        return VT_EPROTO;
+    return fill(out, vt__xml_tag(body, len, "AccessKeyId"),
+                vt__xml_tag(body, len, "SecretAccessKey"),
+                vt__xml_tag(body, len, "SessionToken"),
+                vt__xml_tag(body, len, "Expiration"));
+}
+
+/* ---- JSON ------------------------------------------------------------- */
+
+/* End of the JSON string whose opening quote is at s[i]: index of the
+ * closing quote, or len when unterminated. */
+static size_t string_end(const char *s, size_t len, size_t i)
+{
+    for (i++; i < len; i++) {
+        if (s[i] == '\\')
+            i++;
+        else if (s[i] == '"')
+            return i;
+    }
+    return len;
+}
+
+static int hex4(const char *s, unsigned *out)
+{
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = s[i];
+        int d = (c >= '0' && c <= '9')   ? c - '0'
+                : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+                : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                         : -1;
+        if (d < 0)
+            return -1;
+        v = v * 16 + (unsigned)d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Decode the JSON string body s[0..n) (between the quotes). malloc'd. */
+static char *json_decode(const char *s, size_t n)
+{
+    char *o = malloc(n + 1); /* decoding never grows (\uXXXX: 6 -> <= 3) */
+    size_t j = 0;
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '\\') {
+            o[j++] = s[i];
+            continue;
+        }
+        if (++i >= n)
+            goto bad;
+        switch (s[i]) {
+        case '"': o[j++] = '"'; break;
+        case '\\': o[j++] = '\\'; break;
+        case '/': o[j++] = '/'; break;
+        case 'b': o[j++] = '\b'; break;
+        case 'f': o[j++] = '\f'; break;
+        case 'n': o[j++] = '\n'; break;
+        case 'r': o[j++] = '\r'; break;
+        case 't': o[j++] = '\t'; break;
+        case 'u': {
+            unsigned cp;
+            if (i + 4 >= n || hex4(s + i + 1, &cp) || cp == 0)
+                goto bad;
+            i += 4;
+            /* Surrogates are not expected in credentials: refused. */
+            if (cp >= 0xd800 && cp <= 0xdfff)
+                goto bad;
+            if (cp < 0x80) {
+                o[j++] = (char)cp;
+            } else if (cp < 0x800) {
+                o[j++] = (char)(0xc0 | (cp >> 6));
+                o[j++] = (char)(0x80 | (cp & 0x3f));
+            } else {
+                o[j++] = (char)(0xe0 | (cp >> 12));
+                o[j++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+                o[j++] = (char)(0x80 | (cp & 0x3f));
+            }
+            break;
+        }
+        default:
+            goto bad;
+        }
+    }
+    o[j] = '\0';
+    return o;
+bad:
+    free(o);
+    return NULL;
+}
+
+char *vt__json_get_string(const char *body, size_t len, const char *key)
+{
+    size_t klen = key ? strlen(key) : 0;
+    if (!body || !klen)
+        return NULL;
+    for (size_t i = 0; i < len; i++) {
+        if (body[i] != '"')
+            continue;
+        size_t e = string_end(body, len, i);
+        if (e >= len)
+            return NULL;
+        size_t ks = i + 1, kn = e - ks;
+        size_t j = e + 1;
+        while (j < len && is_sp(body[j]))
+            j++;
+        if (j >= len || body[j] != ':') {
+            i = e; /* a string value: skip it whole */
+            continue;
+        }
+        /* body[ks..ks+kn) is a key. */
+        j++;
+        while (j < len && is_sp(body[j]))
+            j++;
+        if (kn == klen && !memcmp(body + ks, key, klen) && j < len &&
+            body[j] == '"') {
+            size_t ve = string_end(body, len, j);
+            if (ve >= len || ve - j - 1 > JSON_MAX_VALUE)
+                return NULL;
+            return json_decode(body + j + 1, ve - j - 1);
+        }
+        i = j - 1;
+    }
+    return NULL;
+}
+
+vt_err vt__creds_parse_json(const char *body, size_t len, vt_creds *out)
+{
+    out->access_key = out->secret_key = out->session_token = NULL;
+    out->expiration = 0;
+    if (!body)
+        return VT_EPROTO;
+    /* IMDS adds "Code": "Success"; anything else there is a failure. */
+    char *code = vt__json_get_string(body, len, "Code");
+    int bad = code && strcmp(code, "Success") != 0;
+    free(code);
+    if (bad)
+        return VT_EPROTO;
+    return fill(out, vt__json_get_string(body, len, "AccessKeyId"),
+                vt__json_get_string(body, len, "SecretAccessKey"),
+                vt__json_get_string(body, len, "Token"),
+                vt__json_get_string(body, len, "Expiration"));
+}
+
+char *vt__imds_first_role(const char *body, size_t len)
+{
+    const char *p = body, *end = body + len;
+    if (!body)
+        return NULL;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *s = p, *e = nl ? nl : end;
+        p = nl ? nl + 1 : end;
+        trim(&s, &e);
+        if (s == e)
+            continue;
+        if (e - s > 128)
+            return NULL;
+        for (const char *c = s; c < e; c++)
+            if (!isalnum((unsigned char)*c) && !strchr("+=,.@_-", *c))
+                return NULL;
+        return strndup(s, (size_t)(e - s));
+    }
+    return NULL;
+}
+
+/* Hosts an http:// FULL_URI may name (AWS SDKs' rule): loopback, the ECS
+ * and EKS Pod Identity link-local agents. */
+static int allowed_http_host(const char *h, size_t n)
+{
+    static const char *ok[] = {"localhost", "[::1]", "169.254.170.2",
+                               "169.254.170.23", "[fd00:ec2::23]"};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+        if (strlen(ok[i]) == n && !strncasecmp(h, ok[i], n))
+            return 1;
+    return n > 4 && !strncmp(h, "127.", 4) && strspn(h, "0123456789.") >= n;
+}
+
+char *vt__container_url(const char *relative_uri, const char *full_uri,
+                        int *refused)
+{
+    *refused = 0;
+    if (relative_uri && *relative_uri) {
+        size_t n = strlen(relative_uri) + 32;
+        char *u = malloc(n);
+        if (u)
+            snprintf(u, n, "http://169.254.170.2%s%s",
+                     relative_uri[0] == '/' ? "" : "/", relative_uri);
+        return u;
+    }
+    if (!full_uri || !*full_uri)
+        return NULL;
+    if (!strncasecmp(full_uri, "https://", 8))
+        return strdup(full_uri);
+    if (strncasecmp(full_uri, "http://", 7)) {
+        *refused = 1;
+        return NULL;
+    }
+    const char *h = full_uri + 7;
+    size_t hn;
+    if (*h == '[') {
+        const char *rb = strchr(h, ']');
+        hn = rb ? (size_t)(rb - h) + 1 : strlen(h);
+    } else {
+        hn = strcspn(h, ":/?#");
+    }
+    if (!allowed_http_host(h, hn)) {
+        *refused = 1;
+        return NULL;
+    }
+    return strdup(full_uri);
+}

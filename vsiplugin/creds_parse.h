@@ -1,0 +1,54 @@
+/* creds_parse.h: the pure parsers behind creds.c.
+ *
+ * Shared credentials/config files (INI), STS AssumeRoleWithWebIdentity XML,
+ * the container/IMDS credentials JSON, the IMDS role list and ISO 8601 times.
+ * No I/O and no globals, so test_creds.c covers them without a network;
+ * every parser is bounded by its input length and safe on garbage. */
+#ifndef VT_CREDS_PARSE_H
+#define VT_CREDS_PARSE_H
+
+#include <stddef.h>
+#include <time.h>
+
+#include "creds.h"
+#include "error.h"
+
+/* Value of key in [section] of an INI text (AWS shared files: '#' and ';'
+ * comments, "key = value", names trimmed, keys case-insensitive, last
+ * duplicate wins). malloc'd (caller frees); NULL when absent. */
+char *vt__ini_get(const char *text, size_t len, const char *section,
+                  const char *key);
+
+/* 1 when the INI text has a [section] header (even an empty one). */
+int vt__ini_has_section(const char *text, size_t len, const char *section);
+
+/* Parse "YYYY-MM-DDTHH:MM:SS[.fff](Z|+HH:MM|-HH:MM)" into a UTC time_t.
+ * Returns 0 on success, -1 when malformed. */
+int vt__parse_iso8601(const char *s, time_t *out);
+
+/* Fill *out (access/secret/token/expiration; source untouched) from an STS
+ * AssumeRoleWithWebIdentity answer. VT_EPROTO when a field is missing. On
+ * error *out holds no allocation. */
+vt_err vt__creds_parse_sts_xml(const char *body, size_t len, vt_creds *out);
+
+/* Same from the container / IMDS JSON (AccessKeyId, SecretAccessKey, Token,
+ * Expiration). VT_EPROTO when malformed or a field is missing. */
+vt_err vt__creds_parse_json(const char *body, size_t len, vt_creds *out);
+
+/* String value of "key" at any depth of a flat JSON object, with JSON
+ * escapes decoded (\uXXXX to UTF-8). malloc'd; NULL when absent. */
+char *vt__json_get_string(const char *body, size_t len, const char *key);
+
+/* First role name in an IMDS security-credentials listing (one per line),
+ * trimmed. malloc'd; NULL when empty or it holds characters a role name
+ * cannot have. */
+char *vt__imds_first_role(const char *body, size_t len);
+
+/* URL of the container credentials endpoint from the given options
+ * (RELATIVE_URI goes to http://169.254.170.2). malloc'd; NULL when neither
+ * is set. full_uri is refused (NULL, *refused = 1) when plain http to a host
+ * that is not loopback or an ECS/EKS link-local address, as AWS SDKs do. */
+char *vt__container_url(const char *relative_uri, const char *full_uri,
+                        int *refused);
+
+#endif
