@@ -349,7 +349,9 @@ vt_err vt__cache_wait(vt_cache *c, vt_block *b)
 }
 
 /* No lock: data and len are written once, before READY is published under
- * the mutex that the caller's lookup or wait has since taken. */
+ * the mutex that the caller's lookup (HIT), wait or own fill has since taken;
+ * call it only after one of those. NULL (len 0) unless the block is READY,
+ * e.g. after a fill whose copy could not be allocated. */
 const unsigned char *vt__block_data(const vt_block *b, size_t *len)
 {
     if (b->state != READY) {
@@ -386,8 +388,11 @@ out:
 
 void vt__cache_drop_prefix(vt_cache *c, const char *prefix)
 {
-    size_t plen = strlen(prefix);
+    size_t plen;
 
+    if (!prefix)
+        return;
+    plen = strlen(prefix);
     pthread_mutex_lock(&c->mu);
     for (size_t i = 0; i < c->nbuckets; i++) {
         vt_block *b = c->buckets[i];
