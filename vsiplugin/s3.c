@@ -376,7 +376,10 @@ static vt_err build_get_in(const char *bucket, const char *key, uint64_t off,
     out->req.url = out->url;
     out->req.headers = (const char *const *)out->headers;
     out->req.expect_len = len;
-    out->req.max_body = len > ERROR_BODY_MIN ? (size_t)len : ERROR_BODY_MIN;
+    /* Range GET: room for the range or an XML error body; whole object:
+     * the engine's default bound. */
+    out->req.max_body = len == 0 ? 0
+                        : len > ERROR_BODY_MIN ? (size_t)len : ERROR_BODY_MIN;
     out->req.max_retries = -1;
     out->req.retry_delay = -1;
 out:

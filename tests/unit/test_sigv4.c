@@ -161,8 +161,9 @@ static int same_as_file(const char *dir, const char *name, const char *ext,
                         const char *got)
 {
     char path[1024];
-    snprintf(path, sizeof(path), "%s/%s.%s", dir, name, ext);
-    char *want = slurp(path, NULL);
+    char *want = NULL;
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s.%s", dir, name, ext) < sizeof(path))
+        want = slurp(path, NULL);
     if (!want) {
         print_error("%s: missing %s\n", name, path);
         return 0;
@@ -184,7 +185,8 @@ static void run_case(const char *dir, const char *name, struct suite_stats *st)
 {
     char path[1024];
     size_t len = 0;
-    snprintf(path, sizeof(path), "%s/%s.req", dir, name);
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s.req", dir, name) >= sizeof(path))
+        return;
     char *text = slurp(path, &len);
     if (!text)
         return;
@@ -247,8 +249,8 @@ static void walk(const char *dir, struct suite_stats *st, int depth)
             continue;
         char sub[1024];
         struct stat sb;
-        snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
-        if (stat(sub, &sb) || !S_ISDIR(sb.st_mode))
+        if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name) >= sizeof(sub) ||
+            stat(sub, &sb) || !S_ISDIR(sb.st_mode))
             continue;
         run_case(sub, e->d_name, st);
         walk(sub, st, depth + 1);

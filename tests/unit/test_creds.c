@@ -1,0 +1,434 @@
+/* test_creds.c: the credentials chain's offline parts (creds.c,
+ * creds_parse.c): environment, shared profile files written to a temp
+ * folder, the cache and its invalidation, the "nothing found" message, and
+ * the parsers of STS XML, container/IMDS JSON, the IMDS role list, INI files
+ * and ISO 8601 times, including random bytes. The network providers (STS,
+ * container, IMDSv2) run against local servers in
+ * tests/integration/test_creds_providers.py. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cpl_conv.h>
+
+#include "creds.h"
+#include "creds_parse.h"
+
+static char tmpdir[256];
+
+static const char *all_opts[] = {
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+    "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ROLE_ARN",
+    "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_NO_SIGN_REQUEST",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+    NULL};
+
+static void write_file(const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void set_path_opt(const char *opt, const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+    CPLSetConfigOption(opt, path);
+}
+
+/* A clean slate: every option masked (""), files in an empty temp HOME,
+ * IMDS off, cache dropped. */
+static int setup(void **state)
+{
+    (void)state;
+    for (int i = 0; all_opts[i]; i++)
+        CPLSetConfigOption(all_opts[i], "");
+    CPLSetConfigOption("HOME", tmpdir);
+    CPLSetConfigOption("AWS_SHARED_CREDENTIALS_FILE", "");
+    CPLSetConfigOption("AWS_CONFIG_FILE", "");
+    CPLSetConfigOption("AWS_EC2_METADATA_DISABLED", "true");
+    char p[512];
+    snprintf(p, sizeof(p), "%s/.aws/credentials", tmpdir);
+    unlink(p);
+    snprintf(p, sizeof(p), "%s/.aws/config", tmpdir);
+    unlink(p);
+    vt__creds_reset();
+    return 0;
+}
+
+static void test_env(void **state)
+{
+    (void)state;
+    vt_creds c;
+    char err[512];
+    CPLSetConfigOption("AWS_ACCESS_KEY_ID", "AKENV");
+    CPLSetConfigOption("AWS_SECRET_ACCESS_KEY", "SKENV");
+    CPLSetConfigOption("AWS_SESSION_TOKEN", "TOKENV");
+    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_string_equal(c.access_key, "AKENV");
+    assert_string_equal(c.secret_key, "SKENV");
+    assert_string_equal(c.session_token, "TOKENV");
+    assert_string_equal(c.source, "environment");
+    assert_int_equal(c.expiration, 0);
+    assert_int_equal(c.anonymous, 0);
+    vt__creds_clear(&c);
+    assert_null(c.access_key);
+    /* Read at call time: a change applies at once. */
+    CPLSetConfigOption("AWS_ACCESS_KEY_ID", "AKENV2");
+    CPLSetConfigOption("AWS_SESSION_TOKEN", "");
+    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_string_equal(c.access_key, "AKENV2");
+    assert_null(c.session_token);
+    vt__creds_clear(&c);
+    /* Anonymous wins over everything. */
+    CPLSetConfigOption("AWS_NO_SIGN_REQUEST", "YES");
+    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_int_equal(c.anonymous, 1);
+    assert_null(c.access_key);
+    vt__creds_clear(&c);
+}
+
+static void test_nothing_found(void **state)
+{
+    (void)state;
+    vt_creds c;
+    char err[1024];
+    /* Half an environment pair is not a credential. */
+    CPLSetConfigOption("AWS_ACCESS_KEY_ID", "AKONLY");
+    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_ECREDS);
+    assert_null(c.access_key);
+    assert_non_null(strstr(err, "no AWS credentials found"));
+    assert_non_null(strstr(err, "profile 'default'"));
+    assert_non_null(strstr(err, "AWS_ROLE_ARN"));
+    assert_non_null(strstr(err, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"));
+    assert_non_null(strstr(err, "EC2 instance metadata disabled"));
+    assert_non_null(strstr(err, "AWS_NO_SIGN_REQUEST"));
+}
+
+static void test_profiles(void **state)
+{
+    (void)state;
+    vt_creds c;
+    char err[1024];
+    write_file(".aws/credentials",
+               "# comment\n[default]\naws_access_key_id = AKDEF\n"
+               "aws_secret_access_key=SKDEF\n\n"
+               "[other]\n  ; indented comment\nAWS_ACCESS_KEY_ID = AKOTHER \n"
+               "aws_secret_access_key = SKOTHER\naws_session_token = TOKOTHER\n"
+               "[empty]\n");
+    write_file(".aws/config",
+               "[default]\nregion = us-west-2\n"
+               "[profile third]\naws_access_key_id = AKTHIRD\n"
+               "aws_secret_access_key = SKTHIRD\ns3 =\n  aws_access_key_id = NESTED\n");
+    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_string_equal(c.access_key, "AKDEF");
+    assert_string_equal(c.secret_key, "SKDEF");
+    assert_null(c.session_token);
+    assert_string_equal(c.source, "profile");
+    vt__creds_clear(&c);
+
+    CPLSetConfigOption("AWS_PROFILE", "other");
+    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_string_equal(c.access_key, "AKOTHER");
+    assert_string_equal(c.session_token, "TOKOTHER");
+    vt__creds_clear(&c);
+
+    CPLSetConfigOption("AWS_PROFILE", "");
+    CPLSetConfigOption("AWS_DEFAULT_PROFILE", "third");
+    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_string_equal(c.access_key, "AKTHIRD");
+    vt__creds_clear(&c);
+
+    /* A named profile that does not exist is an error naming it. */
+    CPLSetConfigOption("AWS_DEFAULT_PROFILE", "");
+    CPLSetConfigOption("AWS_PROFILE", "nosuch");
+    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_ECREDS);
+    assert_non_null(strstr(err, "'nosuch'"));
+    assert_non_null(strstr(err, "not found"));
+
+    /* A section without keys: the chain goes on (and finds nothing). */
+    CPLSetConfigOption("AWS_PROFILE", "empty");
+    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_ECREDS);
+    assert_non_null(strstr(err, "no keys for profile 'empty'"));
+
+    /* Explicit file locations. */
+    write_file("creds2", "[default]\naws_access_key_id=AKFILE\naws_secret_access_key=SKFILE\n");
+    CPLSetConfigOption("AWS_PROFILE", "");
+    set_path_opt("AWS_SHARED_CREDENTIALS_FILE", "creds2");
+    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_string_equal(c.access_key, "AKFILE");
+    vt__creds_clear(&c);
+}
+
+static void test_cache(void **state)
+{
+    (void)state;
+    vt_creds c;
+    char err[512];
+    write_file("c3", "[default]\naws_access_key_id=AK1\naws_secret_access_key=SK1\n");
+    set_path_opt("AWS_SHARED_CREDENTIALS_FILE", "c3");
+    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_string_equal(c.access_key, "AK1");
+    vt__creds_clear(&c);
+    /* Found once, then served from the cache until reset. */
+    write_file("c3", "[default]\naws_access_key_id=AK2\naws_secret_access_key=SK2\n");
+    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_string_equal(c.access_key, "AK1");
+    vt__creds_clear(&c);
+    vt__creds_reset();
+    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_string_equal(c.access_key, "AK2");
+    vt__creds_clear(&c);
+    /* Environment keys take precedence over a cached profile. */
+    CPLSetConfigOption("AWS_ACCESS_KEY_ID", "AKE");
+    CPLSetConfigOption("AWS_SECRET_ACCESS_KEY", "SKE");
+    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_string_equal(c.access_key, "AKE");
+    vt__creds_clear(&c);
+}
+
+static void test_web_identity_token_missing(void **state)
+{
+    (void)state;
+    vt_creds c;
+    char err[1024];
+    /* Configured web identity that cannot work is an error that says why,
+     * found before any network request. */
+    CPLSetConfigOption("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/r");
+    set_path_opt("AWS_WEB_IDENTITY_TOKEN_FILE", "no-such-token");
+    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_ECREDS);
+    assert_non_null(strstr(err, "web identity"));
+    assert_non_null(strstr(err, "no-such-token"));
+    /* A FULL_URI to a foreign host over http is refused. */
+    CPLSetConfigOption("AWS_ROLE_ARN", "");
+    CPLSetConfigOption("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://example.com/creds");
+    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_ECREDS);
+    assert_non_null(strstr(err, "FULL_URI"));
+}
+
+static void test_ini(void **state)
+{
+    (void)state;
+    const char *t = "[a]\nk = 1\n[b]\nk=2\nK = 3\n  k = nested\n[ c ]\nx=\n";
+    char *v = vt__ini_get(t, strlen(t), "a", "k");
+    assert_string_equal(v, "1");
+    free(v);
+    v = vt__ini_get(t, strlen(t), "b", "k");
+    assert_string_equal(v, "3"); /* last wins, keys case-insensitive */
+    free(v);
+    v = vt__ini_get(t, strlen(t), "c", "x");
+    assert_string_equal(v, "");
+    free(v);
+    assert_null(vt__ini_get(t, strlen(t), "d", "k"));
+    assert_null(vt__ini_get(t, strlen(t), "a", "x"));
+    assert_int_equal(vt__ini_has_section(t, strlen(t), "c"), 1);
+    assert_int_equal(vt__ini_has_section(t, strlen(t), "d"), 0);
+    /* Bounded by length: the part after len is not seen. */
+    assert_null(vt__ini_get(t, 8, "b", "k"));
+}
+
+static void test_iso8601(void **state)
+{
+    (void)state;
+    time_t t;
+    assert_int_equal(vt__parse_iso8601("2013-05-24T00:00:00Z", &t), 0);
+    assert_int_equal((long long)t, 1369353600LL);
+    assert_int_equal(vt__parse_iso8601("2013-05-24T00:00:00.123Z", &t), 0);
+    assert_int_equal((long long)t, 1369353600LL);
+    assert_int_equal(vt__parse_iso8601("2013-05-24T02:00:00+02:00", &t), 0);
+    assert_int_equal((long long)t, 1369353600LL);
+    static const char *bad[] = {"", "2013-05-24", "2013-05-24T00:00:00",
+                                "2013-13-24T00:00:00Z", "2013-05-24T00:00:00Zx",
+                                "2013/05/24T00:00:00Z", "2013-05-24T00:00:00+0200"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(vt__parse_iso8601(bad[i], &t), -1);
+}
+
+static void test_sts_xml(void **state)
+{
+    (void)state;
+    vt_creds c = {0};
+    const char *x =
+        "<AssumeRoleWithWebIdentityResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">\n"
+        "  <AssumeRoleWithWebIdentityResult>\n"
+        "    <SubjectFromWebIdentityToken>sub</SubjectFromWebIdentityToken>\n"
+        "    <Credentials>\n"
+        "      <SessionToken>FQoG&amp;token</SessionToken>\n"
+        "      <SecretAccessKey>wJalr/secret</SecretAccessKey>\n"
+        "      <Expiration>2014-10-24T23:00:23Z</Expiration>\n"
+        "      <AccessKeyId>ASgeIAIOSFODNN7EXAMPLE</AccessKeyId>\n"
+        "    </Credentials>\n"
+        "  </AssumeRoleWithWebIdentityResult>\n"
+        "</AssumeRoleWithWebIdentityResponse>\n";
+    assert_int_equal(vt__creds_parse_sts_xml(x, strlen(x), &c), VT_OK);
+    assert_string_equal(c.access_key, "ASgeIAIOSFODNN7EXAMPLE");
+    assert_string_equal(c.secret_key, "wJalr/secret");
+    assert_string_equal(c.session_token, "FQoG&token");
+    assert_int_equal((long long)c.expiration, 1414191623LL);
+    vt__creds_clear(&c);
+    const char *e = "<ErrorResponse><Error><Code>InvalidIdentityToken</Code>"
+                    "</Error></ErrorResponse>";
+    assert_int_equal(vt__creds_parse_sts_xml(e, strlen(e), &c), VT_EPROTO);
+    assert_null(c.access_key);
+    const char *badexp = "<AccessKeyId>A</AccessKeyId><SecretAccessKey>S"
+                         "</SecretAccessKey><Expiration>soon</Expiration>";
+    assert_int_equal(vt__creds_parse_sts_xml(badexp, strlen(badexp), &c), VT_EPROTO);
+    assert_null(c.access_key);
+}
+
+static void test_json(void **state)
+{
+    (void)state;
+    vt_creds c = {0};
+    const char *ecs = "{\"AccessKeyId\":\"ASIAECS\",\"Expiration\":\"2026-11-30T20:00:00Z\","
+                      "\"RoleArn\":\"arn:aws:iam::1:role/r\",\"SecretAccessKey\":"
+                      "\"s\\/e\\\"c\\u00e9\",\"Token\":\"T\\nO\"}";
+    assert_int_equal(vt__creds_parse_json(ecs, strlen(ecs), &c), VT_OK);
+    assert_string_equal(c.access_key, "ASIAECS");
+    assert_string_equal(c.secret_key, "s/e\"c\xc3\xa9");
+    assert_string_equal(c.session_token, "T\nO");
+    assert_true(c.expiration > 0);
+    vt__creds_clear(&c);
+    const char *imds = "{\n  \"Code\" : \"Success\",\n  \"LastUpdated\" : \"2026-11-30T13:00:00Z\",\n"
+                       "  \"Type\" : \"AWS-HMAC\",\n  \"AccessKeyId\" : \"ASIAIMDS\",\n"
+                       "  \"SecretAccessKey\" : \"sk\",\n  \"Token\" : \"tok\",\n"
+                       "  \"Expiration\" : \"2026-11-30T19:00:00Z\"\n}";
+    assert_int_equal(vt__creds_parse_json(imds, strlen(imds), &c), VT_OK);
+    assert_string_equal(c.access_key, "ASIAIMDS");
+    vt__creds_clear(&c);
+    const char *fail = "{\"Code\":\"AssumeRoleUnauthorizedAccess\",\"AccessKeyId\":\"A\","
+                       "\"SecretAccessKey\":\"S\"}";
+    assert_int_equal(vt__creds_parse_json(fail, strlen(fail), &c), VT_EPROTO);
+    /* A key name inside a value is not a key. */
+    const char *trick = "{\"Note\":\"\\\"AccessKeyId\\\":\\\"EVIL\\\"\",\"AccessKeyId\":\"GOOD\","
+                        "\"SecretAccessKey\":\"S\"}";
+    assert_int_equal(vt__creds_parse_json(trick, strlen(trick), &c), VT_OK);
+    assert_string_equal(c.access_key, "GOOD");
+    vt__creds_clear(&c);
+    static const char *bad[] = {"", "{", "{\"AccessKeyId\":", "{\"AccessKeyId\":\"A",
+                                "{\"AccessKeyId\":\"A\\u12\"}", "[1,2,3]",
+                                "{\"AccessKeyId\":\"A\",\"SecretAccessKey\":\"\"}"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(vt__creds_parse_json(bad[i], strlen(bad[i]), &c), VT_EPROTO);
+        assert_null(c.access_key);
+    }
+}
+
+static void test_role_list_and_urls(void **state)
+{
+    (void)state;
+    char *r = vt__imds_first_role("\n  my-role_1@x\nsecond\n", 22);
+    assert_string_equal(r, "my-role_1@x");
+    free(r);
+    assert_null(vt__imds_first_role("", 0));
+    assert_null(vt__imds_first_role("bad role\n", 9));
+    assert_null(vt__imds_first_role("../etc\n", 7));
+
+    int refused;
+    char *u = vt__container_url("/v2/credentials/abc", NULL, &refused);
+    assert_string_equal(u, "http://169.254.170.2/v2/credentials/abc");
+    assert_int_equal(refused, 0);
+    free(u);
+    u = vt__container_url(NULL, "http://127.0.0.1:8080/creds", &refused);
+    assert_string_equal(u, "http://127.0.0.1:8080/creds");
+    free(u);
+    u = vt__container_url(NULL, "http://169.254.170.23/v1/credentials", &refused);
+    assert_non_null(u);
+    free(u);
+    u = vt__container_url(NULL, "https://creds.example.com/x", &refused);
+    assert_non_null(u);
+    free(u);
+    assert_null(vt__container_url(NULL, "http://127.0.0.1.evil.com/x", &refused));
+    assert_int_equal(refused, 1);
+    assert_null(vt__container_url(NULL, "ftp://127.0.0.1/x", &refused));
+    assert_int_equal(refused, 1);
+    assert_null(vt__container_url(NULL, NULL, &refused));
+    assert_int_equal(refused, 0);
+}
+
+/* Random bytes with JSON/XML/INI fragments: the parsers never crash or read
+ * past len (buffers are exactly len bytes; ASan builds catch overreads). */
+static void test_garbage(void **state)
+{
+    (void)state;
+    uint32_t seed = 777;
+    const char *frags[] = {"\"AccessKeyId\"", ":", "\"", "\\", "\\u00", "{", "}",
+                           "<AccessKeyId>", "</AccessKeyId>", "[default]", "=",
+                           "\n", "<SecretAccessKey>", "\"Token\":\""};
+    for (int iter = 0; iter < 20000; iter++) {
+        size_t len = (seed = seed * 1664525u + 1013904223u) % 128;
+        char *buf = malloc(len ? len : 1);
+        size_t i = 0;
+        while (i < len) {
+            seed = seed * 1664525u + 1013904223u;
+            if ((seed >> 16) % 2) {
+                const char *f = frags[(seed >> 8) % (sizeof(frags) / sizeof(frags[0]))];
+                size_t fl = strlen(f);
+                if (fl > len - i)
+                    fl = len - i;
+                memcpy(buf + i, f, fl);
+                i += fl;
+            } else {
+                buf[i++] = (char)(seed >> 24);
+            }
+        }
+        vt_creds c = {0};
+        if (vt__creds_parse_json(buf, len, &c) == VT_OK)
+            vt__creds_clear(&c);
+        if (vt__creds_parse_sts_xml(buf, len, &c) == VT_OK)
+            vt__creds_clear(&c);
+        free(vt__ini_get(buf, len, "default", "aws_access_key_id"));
+        free(vt__imds_first_role(buf, len));
+        free(buf);
+    }
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_creds.XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return -1;
+    char p[512];
+    snprintf(p, sizeof(p), "%s/.aws", tmpdir);
+    return mkdir(p, 0700);
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_env, setup),
+        cmocka_unit_test_setup(test_nothing_found, setup),
+        cmocka_unit_test_setup(test_profiles, setup),
+        cmocka_unit_test_setup(test_cache, setup),
+        cmocka_unit_test_setup(test_web_identity_token_missing, setup),
+        cmocka_unit_test_setup(test_ini, setup),
+        cmocka_unit_test_setup(test_iso8601, setup),
+        cmocka_unit_test_setup(test_sts_xml, setup),
+        cmocka_unit_test_setup(test_json, setup),
+        cmocka_unit_test_setup(test_role_list_and_urls, setup),
+        cmocka_unit_test_setup(test_garbage, setup),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
