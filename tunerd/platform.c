@@ -119,15 +119,17 @@ static int valid_env_name(const char *s)
     return 1;
 }
 
-/* Splits a comma list in place; calls back per trimmed item. Returns the
- * first callback failure. */
+/* Splits a comma list in place; calls back per trimmed item. An empty item
+ * ("a,,b", a trailing comma) is an error. Returns the first failure. */
 static int each_item(char *list, int (*fn)(const char *item, void *ctx),
                      void *ctx)
 {
-    char *save = NULL;
+    char *tok = list;
 
-    for (char *tok = strtok_r(list, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
+    for (;;) {
+        char *comma = strchr(tok, ',');
+        if (comma)
+            *comma = '\0';
         while (isspace((unsigned char)*tok))
             tok++;
         char *e = tok + strlen(tok);
@@ -135,8 +137,10 @@ static int each_item(char *list, int (*fn)(const char *item, void *ctx),
             *--e = '\0';
         if (!*tok || fn(tok, ctx) != 0)
             return -1;
+        if (!comma)
+            return 0;
+        tok = comma + 1;
     }
-    return 0;
 }
 
 static int add_detect(const char *item, void *ctx)
