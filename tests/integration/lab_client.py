@@ -253,3 +253,49 @@ def _alive(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+# -- running GDAL against the lab ---------------------------------------------
+# Variables that would change how GDAL reads /vsis3/: cleared from the caller's
+# environment so a run sees the lab's settings and nothing else.
+_SCRUB_PREFIXES = ("AWS_", "GDAL_", "CPL_", "VSI_", "CURL_", "SSL_CERT_")
+
+
+def build_dir():
+    """The CMake build directory: $VT_BUILD_DIR, else <repo>/build."""
+    return Path(os.environ.get("VT_BUILD_DIR") or REPO / "build")
+
+
+def plugin_dir():
+    """Directory holding gdal_vsitune.so (what GDAL_DRIVER_PATH must name)."""
+    return build_dir() / "vsiplugin"
+
+
+def plugin_built():
+    return (plugin_dir() / "gdal_vsitune.so").is_file()
+
+
+def gdal_env(lab_env, vsitune=False, extra=None):
+    """A full environment for a GDAL child process: the caller's environment minus
+    any AWS_/GDAL_/CPL_/VSI_/CURL_ settings, plus `lab_env`; with vsitune=True,
+    GDAL_DRIVER_PATH points at the built plugin (stock GDAL otherwise)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUB_PREFIXES)}
+    env.update(lab_env)
+    if vsitune:
+        env["GDAL_DRIVER_PATH"] = str(plugin_dir())
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_tool(args, env, timeout=300):
+    """Run a command-line tool (gdalinfo, gdallocationinfo, ...) with `env`.
+    Returns (CompletedProcess, wall seconds). Never hangs: a run past `timeout`
+    is killed and raises LabError naming the command."""
+    t0 = time.monotonic()
+    try:
+        cp = subprocess.run([str(a) for a in args], env=env, capture_output=True, text=True,
+                            timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise LabError(f"{args[0]} did not finish within {timeout} s: {' '.join(map(str, args))}")
+    return cp, time.monotonic() - t0
