@@ -1,0 +1,465 @@
+"""test_creds_providers.py: every network credentials provider (creds.c) and the
+region redirect (s3.c) against servers this test starts on 127.0.0.1.
+
+The servers are small http.server instances that answer like STS
+(AssumeRoleWithWebIdentity), the ECS/EKS container endpoint and EC2 IMDSv2, and
+record every request; the assertions read what they received (the form fields,
+the Authorization header, the IMDSv2 PUT and token header), not what the code says
+it did. The C side is tests/tools/vt_creds_probe, which runs the real chain
+through the real engine. The last tests hand provider credentials to the lab
+(tests/lab) and check its SigV4 verifier accepts the signed GETs.
+
+Run with /usr/bin/python3 -m pytest tests/integration/test_creds_providers.py.
+"""
+
+import hashlib
+import json
+import os
+import subprocess
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+import lab_client
+
+PROBE_TIMEOUT = 60
+
+
+def probe_path():
+    p = os.environ.get("VT_CREDS_PROBE") or lab_client.build_dir() / "tests" / "tools" / "vt_creds_probe"
+    return Path(p)
+
+
+@pytest.fixture(scope="module")
+def probe():
+    p = probe_path()
+    if not p.is_file():
+        pytest.skip(f"vt_creds_probe not built at {p} (tests/tools)")
+    return p
+
+
+# -- the fake AWS endpoints ---------------------------------------------------
+class Fake:
+    """State shared by the handler threads: what to answer, what was received."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.requests = []           # dicts: method, path, headers (lowercase), body
+        self.expires_in = 3600       # seconds until the credentials handed out expire
+        self.sts_error = False
+        self.container_token = None  # Authorization value the container endpoint demands
+        self.imds_token = "IMDS-TOKEN-" + os.urandom(6).hex()
+        self.issued = 0
+        self.fixed_creds = None      # (akid, secret, token) to hand out instead of fresh ones
+        self.hold_after = None       # hold credential requests numbered >= this
+        self.arrived = threading.Event()
+        self.release = threading.Event()
+        self.redirect_region = "eu-west-2"
+        self.redirect_says_region = True
+        self.object = b"".join(bytes([i % 251]) for i in range(5000))
+
+    def next_creds(self):
+        with self.lock:
+            self.issued += 1
+            n = self.issued
+        if self.fixed_creds:
+            return self.fixed_creds + (n,)
+        return (f"ASIAFAKE{n:08d}", f"secret/{n}+x", f"token-{n}", n)
+
+    def expiration(self):
+        t = time.gmtime(time.time() + self.expires_in)
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", t)
+
+    def of(self, path_prefix, method=None):
+        return [r for r in self.requests if r["path"].startswith(path_prefix)
+                and (method is None or r["method"] == method)]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, status, body=b"", ctype="text/plain", headers=None):
+        if isinstance(body, str):
+            body = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def record(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else b""
+        fake = self.server.fake
+        with fake.lock:
+            fake.requests.append({"method": self.command, "path": self.path,
+                                  "headers": {k.lower(): v for k, v in self.headers.items()},
+                                  "body": body})
+        return fake, body
+
+    def maybe_hold(self, fake):
+        with fake.lock:
+            n = fake.issued + 1
+        if fake.hold_after is not None and n >= fake.hold_after:
+            fake.arrived.set()
+            fake.release.wait(30)
+
+    def do_PUT(self):
+        fake, _ = self.record()
+        if self.path == "/latest/api/token":
+            if not self.headers.get("X-aws-ec2-metadata-token-ttl-seconds"):
+                return self.reply(400, "missing ttl")
+            return self.reply(200, fake.imds_token)
+        self.reply(404)
+
+    def do_POST(self):
+        fake, body = self.record()
+        if self.path.startswith("/sts"):
+            if fake.sts_error:
+                return self.reply(400, "<ErrorResponse><Error><Type>Sender</Type>"
+                                  "<Code>InvalidIdentityToken</Code><Message>Token "
+                                  "expired &amp; rejected</Message></Error></ErrorResponse>",
+                                  "text/xml")
+            akid, secret, token, _ = fake.next_creds()
+            return self.reply(200, f"""<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+  <AssumeRoleWithWebIdentityResult>
+    <Credentials>
+      <AccessKeyId>{akid}</AccessKeyId>
+      <SecretAccessKey>{secret}</SecretAccessKey>
+      <SessionToken>{token}</SessionToken>
+      <Expiration>{fake.expiration()}</Expiration>
+    </Credentials>
+  </AssumeRoleWithWebIdentityResult>
+</AssumeRoleWithWebIdentityResponse>""", "text/xml")
+        self.reply(404)
+
+    def creds_json(self, fake, imds=False):
+        akid, secret, token, _ = fake.next_creds()
+        d = {"AccessKeyId": akid, "SecretAccessKey": secret, "Token": token,
+             "Expiration": fake.expiration()}
+        if imds:
+            d.update({"Code": "Success", "Type": "AWS-HMAC"})
+        return json.dumps(d, indent=2)
+
+    def do_GET(self):
+        fake, _ = self.record()
+        p = self.path
+        if p == "/control/arrived":
+            return self.reply(200, "yes" if fake.arrived.is_set() else "no")
+        if p == "/control/release":
+            fake.release.set()
+            return self.reply(200, "yes")
+        if p.startswith("/creds"):
+            if fake.container_token is not None and \
+                    self.headers.get("Authorization") != fake.container_token:
+                return self.reply(401, '{"code":"Unauthorized","message":"bad token"}',
+                                  "application/json")
+            self.maybe_hold(fake)
+            return self.reply(200, self.creds_json(fake), "application/json")
+        if p.startswith("/latest/meta-data/iam/security-credentials/"):
+            if self.headers.get("X-aws-ec2-metadata-token") != fake.imds_token:
+                return self.reply(401)
+            role = p[len("/latest/meta-data/iam/security-credentials/"):]
+            if role == "":
+                return self.reply(200, "vt-test-role\n")
+            if role == "vt-test-role":
+                return self.reply(200, self.creds_json(fake, imds=True))
+            return self.reply(404)
+        if p.startswith("/bucket/"):
+            return self.s3_get(fake)
+        self.reply(404)
+
+    def s3_get(self, fake):
+        auth = self.headers.get("Authorization") or ""
+        if f"/{fake.redirect_region}/s3/aws4_request" not in auth:
+            hdrs = {"x-amz-bucket-region": fake.redirect_region} if fake.redirect_says_region else {}
+            return self.reply(301, "<?xml version=\"1.0\"?><Error><Code>PermanentRedirect</Code>"
+                              "<Message>Use the right region</Message></Error>",
+                              "application/xml", hdrs)
+        rng = self.headers.get("Range", "")
+        a, b = (int(x) for x in rng[len("bytes="):].split("-"))
+        body = fake.object[a:b + 1]
+        self.reply(206, body, "application/octet-stream",
+                   {"Content-Range": f"bytes {a}-{a + len(body) - 1}/{len(fake.object)}"})
+
+
+@pytest.fixture
+def fake():
+    f = Fake()
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    srv.fake = f
+    f.url = f"http://127.0.0.1:{srv.server_address[1]}"
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f
+    f.release.set()
+    srv.shutdown()
+    srv.server_close()
+
+
+def run(probe, args, env, timeout=PROBE_TIMEOUT):
+    cp = subprocess.run([str(probe)] + args, env=env, capture_output=True, text=True,
+                        timeout=timeout)
+    return cp
+
+
+def parse_lines(out):
+    rows = []
+    for line in out.splitlines():
+        fields = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
+        fields["_who"] = line.split()[0] if "=" not in line.split()[0] else ""
+        rows.append(fields)
+    return rows
+
+
+@pytest.fixture
+def base_env(tmp_path):
+    """A clean environment: no AWS_/GDAL_/CPL_ settings from the caller, an empty
+    HOME (no ~/.aws), IMDS off unless a test turns it on."""
+    env = lab_client.gdal_env({})
+    env["HOME"] = str(tmp_path)
+    env["AWS_EC2_METADATA_DISABLED"] = "true"
+    return env
+
+
+# -- web identity ---------------------------------------------------------------
+def test_web_identity_posts_token_and_role(probe, fake, base_env, tmp_path):
+    tok = tmp_path / "token"
+    tok.write_text("eyJ.header.sig+/=\n")
+    env = dict(base_env, AWS_ROLE_ARN="arn:aws:iam::123456789012:role/vt role",
+               AWS_WEB_IDENTITY_TOKEN_FILE=str(tok), AWS_ROLE_SESSION_NAME="vt-session",
+               AWS_STS_ENDPOINT=fake.url + "/sts/")
+    cp = run(probe, ["creds"], env)
+    assert cp.returncode == 0, cp.stderr
+    row = parse_lines(cp.stdout)[0]
+    assert row["source"] == "web-identity"
+    assert row["key"] == "ASIAFAKE00000001"
+    assert row["token"] == "1"
+    assert abs(int(row["expires"]) - (time.time() + 3600)) < 120
+    sts = fake.of("/sts", "POST")
+    assert len(sts) == 1
+    form = urllib.parse.parse_qs(sts[0]["body"].decode(), strict_parsing=True)
+    assert form["Action"] == ["AssumeRoleWithWebIdentity"]
+    assert form["Version"] == ["2011-06-15"]
+    assert form["RoleArn"] == ["arn:aws:iam::123456789012:role/vt role"]
+    assert form["RoleSessionName"] == ["vt-session"]
+    assert form["WebIdentityToken"] == ["eyJ.header.sig+/="]
+    assert sts[0]["headers"]["content-type"].startswith("application/x-www-form-urlencoded")
+    assert "authorization" not in sts[0]["headers"]  # the call is unsigned by design
+
+
+def test_web_identity_error_is_clear(probe, fake, base_env, tmp_path):
+    tok = tmp_path / "token"
+    tok.write_text("t")
+    fake.sts_error = True
+    env = dict(base_env, AWS_ROLE_ARN="arn:aws:iam::1:role/r",
+               AWS_WEB_IDENTITY_TOKEN_FILE=str(tok), AWS_STS_ENDPOINT=fake.url + "/sts")
+    cp = run(probe, ["creds"], env)
+    assert cp.returncode == 1
+    assert "HTTP 400 InvalidIdentityToken: Token expired & rejected" in cp.stderr
+    assert len(fake.of("/sts")) == 1
+
+
+# -- container credentials ----------------------------------------------------------
+def test_container_full_uri_sends_token(probe, fake, base_env):
+    fake.container_token = "Bearer abc.def"
+    env = dict(base_env, AWS_CONTAINER_CREDENTIALS_FULL_URI=fake.url + "/creds/v1",
+               AWS_CONTAINER_AUTHORIZATION_TOKEN="Bearer abc.def")
+    cp = run(probe, ["creds"], env)
+    assert cp.returncode == 0, cp.stderr
+    row = parse_lines(cp.stdout)[0]
+    assert (row["source"], row["key"], row["token"]) == ("container", "ASIAFAKE00000001", "1")
+    got = fake.of("/creds")
+    assert [r["headers"].get("authorization") for r in got] == ["Bearer abc.def"]
+
+
+def test_container_token_file_wins(probe, fake, base_env, tmp_path):
+    f = tmp_path / "eks-token"
+    f.write_text("from-file-token\n")
+    fake.container_token = "from-file-token"
+    env = dict(base_env, AWS_CONTAINER_CREDENTIALS_FULL_URI=fake.url + "/creds",
+               AWS_CONTAINER_AUTHORIZATION_TOKEN="from-env-token",
+               AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=str(f))
+    cp = run(probe, ["creds"], env)
+    assert cp.returncode == 0, cp.stderr
+    assert [r["headers"].get("authorization") for r in fake.of("/creds")] == ["from-file-token"]
+
+
+def test_container_refused_token_is_an_error(probe, fake, base_env):
+    fake.container_token = "right"
+    env = dict(base_env, AWS_CONTAINER_CREDENTIALS_FULL_URI=fake.url + "/creds",
+               AWS_CONTAINER_AUTHORIZATION_TOKEN="wrong")
+    cp = run(probe, ["creds"], env)
+    assert cp.returncode == 1
+    assert "container credentials" in cp.stderr and "HTTP 401" in cp.stderr
+    assert "bad token" in cp.stderr
+
+
+def test_environment_comes_first(probe, fake, base_env):
+    env = dict(base_env, AWS_ACCESS_KEY_ID="AKENV", AWS_SECRET_ACCESS_KEY="SKENV",
+               AWS_CONTAINER_CREDENTIALS_FULL_URI=fake.url + "/creds")
+    cp = run(probe, ["creds"], env)
+    assert cp.returncode == 0, cp.stderr
+    assert parse_lines(cp.stdout)[0]["source"] == "environment"
+    assert fake.requests == []
+
+
+# -- EC2 IMDSv2 ---------------------------------------------------------------------
+def test_imds_v2_put_then_token_header(probe, fake, base_env):
+    env = dict(base_env, AWS_EC2_METADATA_SERVICE_ENDPOINT=fake.url)
+    del env["AWS_EC2_METADATA_DISABLED"]
+    cp = run(probe, ["creds"], env)
+    assert cp.returncode == 0, cp.stderr
+    row = parse_lines(cp.stdout)[0]
+    assert (row["source"], row["key"]) == ("imds", "ASIAFAKE00000001")
+    seq = [(r["method"], r["path"]) for r in fake.requests]
+    assert seq == [("PUT", "/latest/api/token"),
+                   ("GET", "/latest/meta-data/iam/security-credentials/"),
+                   ("GET", "/latest/meta-data/iam/security-credentials/vt-test-role")]
+    assert int(fake.requests[0]["headers"]["x-aws-ec2-metadata-token-ttl-seconds"]) > 0
+    for r in fake.requests[1:]:
+        assert r["headers"]["x-aws-ec2-metadata-token"] == fake.imds_token
+
+
+def test_imds_disabled_sends_nothing(probe, fake, base_env):
+    env = dict(base_env, AWS_EC2_METADATA_SERVICE_ENDPOINT=fake.url,
+               AWS_EC2_METADATA_DISABLED="true")
+    cp = run(probe, ["creds"], env)
+    assert cp.returncode == 1
+    assert "no AWS credentials found" in cp.stderr
+    assert "EC2 instance metadata disabled" in cp.stderr
+    assert fake.requests == []
+
+
+def test_imds_unreachable_fails_fast_with_reason(probe, base_env):
+    # Port 9 (discard) on loopback is closed: connection refused, clear text.
+    env = dict(base_env, AWS_EC2_METADATA_SERVICE_ENDPOINT="http://127.0.0.1:9")
+    del env["AWS_EC2_METADATA_DISABLED"]
+    cp = run(probe, ["creds"], env, timeout=30)
+    assert cp.returncode == 1
+    assert "EC2 instance metadata: PUT http://127.0.0.1:9/latest/api/token" in cp.stderr
+
+
+# -- refresh ------------------------------------------------------------------------
+def test_fresh_credentials_are_cached(probe, fake, base_env):
+    fake.expires_in = 3600
+    env = dict(base_env, AWS_CONTAINER_CREDENTIALS_FULL_URI=fake.url + "/creds")
+    cp = run(probe, ["creds", "--repeat", "3"], env)
+    assert cp.returncode == 0, cp.stderr
+    assert [r["key"] for r in parse_lines(cp.stdout)] == ["ASIAFAKE00000001"] * 3
+    assert len(fake.of("/creds")) == 1
+
+
+def test_refresh_ahead_of_expiry(probe, fake, base_env):
+    # 200 s left is inside the 5-minute refresh window: the next use after the
+    # minimum refresh interval (5 s) fetches new ones.
+    fake.expires_in = 200
+    env = dict(base_env, AWS_CONTAINER_CREDENTIALS_FULL_URI=fake.url + "/creds")
+    cp = run(probe, ["creds", "--repeat", "2", "--sleep", "6"], env)
+    assert cp.returncode == 0, cp.stderr
+    assert [r["key"] for r in parse_lines(cp.stdout)] == ["ASIAFAKE00000001", "ASIAFAKE00000002"]
+    assert len(fake.of("/creds")) == 2
+
+
+def test_refresh_does_not_stall_readers(probe, fake, base_env):
+    # The second credentials request is held by the server until the probe
+    # releases it; meanwhile readers must get the still-valid first credentials.
+    fake.expires_in = 200
+    fake.hold_after = 2
+    env = dict(base_env, AWS_CONTAINER_CREDENTIALS_FULL_URI=fake.url + "/creds",
+               VT_PROBE_CONTROL=fake.url + "/control")
+    cp = run(probe, ["hold", "--readers", "4"], env)
+    assert cp.returncode == 0, (cp.returncode, cp.stderr)
+    rows = parse_lines(cp.stdout)
+    assert rows[0]["key"] == "ASIAFAKE00000001"
+    readers = [r for r in rows if r["_who"] == "reader"]
+    assert [r["key"] for r in readers] == ["ASIAFAKE00000001"] * 4
+    assert [r["key"] for r in rows if r["_who"] == "refresher"] == ["ASIAFAKE00000002"]
+    assert len(fake.of("/creds")) == 2  # readers did not start refreshes of their own
+
+
+# -- S3 region redirect ---------------------------------------------------------------
+def test_region_redirect_retries_once_in_the_right_region(probe, fake, base_env):
+    env = dict(base_env, AWS_S3_ENDPOINT=fake.url[len("http://"):], AWS_HTTPS="NO",
+               AWS_ACCESS_KEY_ID="AKIDREDIRECT", AWS_SECRET_ACCESS_KEY="secret",
+               AWS_REGION="us-east-1")
+    cp = run(probe, ["get", "bucket/dir/a b+c.bin", "100", "50"], env)
+    assert cp.returncode == 0, cp.stderr
+    row = parse_lines(cp.stdout)[0]
+    assert row["status"] == "206"
+    assert row["sha256"] == hashlib.sha256(fake.object[100:150]).hexdigest()
+    got = fake.of("/bucket/")
+    assert len(got) == 2
+    assert got[0]["path"] == "/bucket/dir/a%20b%2Bc.bin"
+    assert "/us-east-1/s3/aws4_request" in got[0]["headers"]["authorization"]
+    assert "/eu-west-2/s3/aws4_request" in got[1]["headers"]["authorization"]
+    assert got[1]["headers"]["range"] == "bytes=100-149"
+
+
+def test_right_region_needs_no_retry(probe, fake, base_env):
+    env = dict(base_env, AWS_S3_ENDPOINT=fake.url[len("http://"):], AWS_HTTPS="NO",
+               AWS_ACCESS_KEY_ID="AK", AWS_SECRET_ACCESS_KEY="SK",
+               AWS_REGION="eu-west-2")
+    # Right region from the start: one request, no retry.
+    cp = run(probe, ["get", "bucket/k", "0", "10"], env)
+    assert cp.returncode == 0, cp.stderr
+    assert len(fake.of("/bucket/")) == 1
+
+
+def test_redirect_without_region_is_a_clear_error(probe, fake, base_env):
+    fake.redirect_says_region = False
+    env = dict(base_env, AWS_S3_ENDPOINT=fake.url[len("http://"):], AWS_HTTPS="NO",
+               AWS_ACCESS_KEY_ID="AK", AWS_SECRET_ACCESS_KEY="SK")
+    cp = run(probe, ["get", "bucket/k", "0", "10"], env)
+    assert cp.returncode == 1
+    assert "s3://bucket/k: HTTP 301 PermanentRedirect: Use the right region" in cp.stderr
+    assert len(fake.of("/bucket/")) == 1
+
+
+# -- the lab's verifier accepts what providers hand out --------------------------------
+def test_lab_accepts_container_credentials(probe, fake, base_env, lab):
+    akid, secret, token = "ASIAVTCREDSPROBE0001", "probe/secret+key=", "probe-session-token"
+    lab.register_credentials(akid, secret, token, expires_at=int(time.time()) + 3600)
+    data = os.urandom(70000)
+    key = "creds probe/obj+1 é.bin"
+    lab.put_object("lab", key, data)
+    fake.fixed_creds = (akid, secret, token)
+    lab_env = lab.env("h1")
+    env = dict(base_env, AWS_S3_ENDPOINT=lab_env["AWS_S3_ENDPOINT"], AWS_HTTPS="NO",
+               AWS_VIRTUAL_HOSTING="FALSE", AWS_REGION=lab_env["AWS_REGION"],
+               AWS_CONTAINER_CREDENTIALS_FULL_URI=fake.url + "/creds")
+    lab.reset()
+    cp = run(probe, ["get", f"lab/{key}", "1000", "30000"], env)
+    assert cp.returncode == 0, cp.stderr
+    row = parse_lines(cp.stdout)[0]
+    assert row["status"] == "206"
+    assert row["sha256"] == hashlib.sha256(data[1000:31000]).hexdigest()
+    log = [e for e in lab.log() if e.get("method") == "GET"]
+    assert len(log) == 1
+    assert log[0]["sig"] == "ok" and log[0]["akid"] == akid
+    assert len(fake.of("/creds")) == 1
+
+
+def test_lab_rejects_wrong_secret_with_clear_error(probe, fake, base_env, lab):
+    lab.put_object("lab", "creds-probe/wrong.bin", b"x" * 100)
+    lab_env = lab.env("h1")
+    env = dict(base_env, AWS_S3_ENDPOINT=lab_env["AWS_S3_ENDPOINT"], AWS_HTTPS="NO",
+               AWS_VIRTUAL_HOSTING="FALSE", AWS_REGION=lab_env["AWS_REGION"],
+               AWS_ACCESS_KEY_ID=lab_env["AWS_ACCESS_KEY_ID"],
+               AWS_SECRET_ACCESS_KEY="not-the-secret")
+    lab.reset()
+    cp = run(probe, ["get", "lab/creds-probe/wrong.bin", "0", "10"], env)
+    assert cp.returncode == 1
+    assert "s3://lab/creds-probe/wrong.bin: HTTP 403 SignatureDoesNotMatch" in cp.stderr
+    log = [e for e in lab.log() if e.get("method") == "GET"]
+    assert len(log) == 1 and log[0]["sig"] == "bad"
