@@ -427,6 +427,13 @@ def test_redirect_without_region_is_a_clear_error(probe, fake, base_env):
 
 
 # -- the lab's verifier accepts what providers hand out --------------------------------
+def lab_probe_env(lab, base_env, **extra):
+    """The lab's h1 endpoint addressing, without its static keys, plus extra."""
+    lab_env = lab.env("h1")
+    return dict(base_env, AWS_S3_ENDPOINT=lab_env["AWS_S3_ENDPOINT"], AWS_HTTPS="NO",
+                AWS_VIRTUAL_HOSTING="FALSE", AWS_REGION=lab_env["AWS_REGION"], **extra)
+
+
 def test_lab_accepts_container_credentials(probe, fake, base_env, lab):
     akid, secret, token = "ASIAVTCREDSPROBE0001", "probe/secret+key=", "probe-session-token"
     lab.register_credentials(akid, secret, token, expires_at=int(time.time()) + 3600)
@@ -434,10 +441,7 @@ def test_lab_accepts_container_credentials(probe, fake, base_env, lab):
     key = "creds probe/obj+1 é.bin"
     lab.put_object("lab", key, data)
     fake.fixed_creds = (akid, secret, token)
-    lab_env = lab.env("h1")
-    env = dict(base_env, AWS_S3_ENDPOINT=lab_env["AWS_S3_ENDPOINT"], AWS_HTTPS="NO",
-               AWS_VIRTUAL_HOSTING="FALSE", AWS_REGION=lab_env["AWS_REGION"],
-               AWS_CONTAINER_CREDENTIALS_FULL_URI=fake.url + "/creds")
+    env = lab_probe_env(lab, base_env, AWS_CONTAINER_CREDENTIALS_FULL_URI=fake.url + "/creds")
     lab.reset()
     cp = run(probe, ["get", f"lab/{key}", "1000", "30000"], env)
     assert cp.returncode == 0, cp.stderr
@@ -452,11 +456,8 @@ def test_lab_accepts_container_credentials(probe, fake, base_env, lab):
 
 def test_lab_rejects_wrong_secret_with_clear_error(probe, fake, base_env, lab):
     lab.put_object("lab", "creds-probe/wrong.bin", b"x" * 100)
-    lab_env = lab.env("h1")
-    env = dict(base_env, AWS_S3_ENDPOINT=lab_env["AWS_S3_ENDPOINT"], AWS_HTTPS="NO",
-               AWS_VIRTUAL_HOSTING="FALSE", AWS_REGION=lab_env["AWS_REGION"],
-               AWS_ACCESS_KEY_ID=lab_env["AWS_ACCESS_KEY_ID"],
-               AWS_SECRET_ACCESS_KEY="not-the-secret")
+    env = lab_probe_env(lab, base_env, AWS_ACCESS_KEY_ID=lab.env("h1")["AWS_ACCESS_KEY_ID"],
+                        AWS_SECRET_ACCESS_KEY="not-the-secret")
     lab.reset()
     cp = run(probe, ["get", "lab/creds-probe/wrong.bin", "0", "10"], env)
     assert cp.returncode == 1
