@@ -1,0 +1,484 @@
+#!/usr/bin/python3
+"""test_tunerd_cli.py: the tunerd binary end to end.
+
+Every --format is read back by a real parser (python json, bash `source`,
+python yaml) or a strict grammar written here (Terraform HCL subset,
+Dockerfile ENV lines) and must give the same values as the plain env format;
+bad input gives one line and exit 2 (3 for a tier too small); detect reads
+this machine's real cgroup v1 and a child cgroup with a limit we set; exec
+and the Lambda wrapper apply the profile without overriding the caller's
+variables; docs/tuning.md's table equals tunerd's json output.
+
+Run: /usr/bin/python3 -m pytest tests/integration/test_tunerd_cli.py
+Needs a built tree (cmake --build build); VT_BINARY_DIR overrides build/.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("VT_BINARY_DIR", REPO / "build"))
+TUNERD = BUILD / "tunerd" / "tunerd"
+WRAPPER = REPO / "tunerd" / "lambda-exec-wrapper"
+PROFILES = REPO / "profiles"
+CGROUP_V1_MEMORY = Path("/sys/fs/cgroup/memory")
+
+PLATFORM_VARS = ["AWS_LAMBDA_FUNCTION_NAME", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "K_SERVICE",
+                 "CLOUD_RUN_JOB", "FUNCTIONS_WORKER_RUNTIME", "FUNCTIONS_EXTENSION_VERSION",
+                 "WEBSITE_MEMORY_LIMIT_MB", "KUBERNETES_SERVICE_HOST", "TUNERD_SYSFS_ROOT",
+                 "TUNERD_PROCFS_ROOT", "TUNERD_PROFILES_DIR"]
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items() if k not in PLATFORM_VARS}
+    env["TUNERD_PROFILES_DIR"] = str(PROFILES)
+    env.update(extra)
+    return env
+
+
+def tunerd(*args, env=None, check=True):
+    assert TUNERD.exists(), f"{TUNERD} not built: cmake --build build --target tunerd"
+    p = subprocess.run([str(TUNERD), *args], capture_output=True, text=True, timeout=30,
+                       env=env if env is not None else clean_env())
+    if check and p.returncode != 0:
+        raise AssertionError(f"tunerd {' '.join(args)} -> {p.returncode}: {p.stderr}")
+    return p
+
+
+# ---------------------------------------------------------------- parsers
+
+def parse_env(text):
+    out = {}
+    for line in text.splitlines():
+        assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", line), f"bad env line {line!r}"
+        k, v = line.split("=", 1)
+        assert k not in out, f"duplicate {k}"
+        out[k] = v
+    return out
+
+
+def source_with_bash(text, names, prefix=""):
+    """bash sources the text, then prints each name's value NUL-separated."""
+    script = prefix + 'source "$1"\n' + "".join(
+        f'printf "%s\\0" "${{{n}-__UNSET__}}"\n' for n in names)
+    path = Path(f"/tmp/tunerd-src-{uuid.uuid4().hex}")
+    path.write_text(text)
+    try:
+        p = subprocess.run(["bash", "-euc", script, "bash", str(path)], capture_output=True,
+                           timeout=30, env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
+    finally:
+        path.unlink()
+    assert p.returncode == 0, p.stderr.decode()
+    values = p.stdout.decode().split("\0")[:-1]
+    return dict(zip(names, values))
+
+
+HCL_STRING = r'"((?:[^"\\$%]|\\.|\$\$\{|%%\{|\$(?!\{)|%(?!\{))*)"'
+
+
+def parse_terraform(text):
+    """Strict grammar for what tunerd emits: comments, then
+    locals { vsitune_env = { NAME = "string" ... } } and nothing else.
+    String escapes per the HCL spec: \\" \\\\ \\n \\t, $${ -> ${, %%{ -> %{;
+    a bare ${ or %{ (an interpolation) is rejected."""
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines) and lines[i].startswith("#"):
+        i += 1
+    assert lines[i] == "locals {", lines[i]
+    assert lines[i + 1] == "  vsitune_env = {", lines[i + 1]
+    out = {}
+    i += 2
+    while lines[i] != "  }":
+        m = re.fullmatch(r"    ([A-Za-z_][A-Za-z0-9_]*) = " + HCL_STRING, lines[i])
+        assert m, f"not an HCL attribute: {lines[i]!r}"
+        raw = m.group(2)
+        val = re.sub(r'\\(.)|\$\$\{|%%\{',
+                     lambda x: {"n": "\n", "t": "\t"}.get(x.group(1), x.group(1))
+                     if x.group(1) else x.group(0)[1:], raw)
+        out[m.group(1)] = val
+        i += 1
+    assert lines[i:] == ["  }", "}"], lines[i:]
+    return out
+
+
+def parse_dockerfile(text):
+    """Strict grammar: comment lines and `ENV NAME="value"` lines only, with
+    Dockerfile double-quote escapes (\\\\ \\" \\$); an unescaped $ would be
+    substituted by the builder, so it is rejected."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        m = re.fullmatch(r'ENV ([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\$]|\\[\\"$])*)"', line)
+        assert m, f"not a Dockerfile ENV line: {line!r}"
+        out[m.group(1)] = re.sub(r"\\(.)", r"\1", m.group(2))
+    return out
+
+
+def parse_k8s_yaml(text):
+    doc = yaml.safe_load(text)
+    assert list(doc) == ["env"]
+    out = {}
+    for item in doc["env"]:
+        assert set(item) == {"name", "value"}
+        assert isinstance(item["value"], str), item  # a k8s env value must be a string
+        out[item["name"]] = item["value"]
+    return out
+
+
+HOSTILE = "it's \"$HOME\" \\ ${x} %{y} `id` #not-a-comment"
+
+
+@pytest.fixture(scope="module")
+def hostile_profiles(tmp_path_factory):
+    d = tmp_path_factory.mktemp("profiles")
+    for f in PROFILES.glob("*.profile"):
+        shutil.copy(f, d / f.name)
+    with open(d / "host.profile", "a") as f:
+        f.write(f"env.HOSTILE = {HOSTILE}\n")
+    return d
+
+
+CASES = [
+    ["--memory", "10240"],
+    ["--memory", "10240", "--no-plugin"],
+    ["--platform", "cloudrun", "--memory", "32768", "--cpus", "8", "--workload", "tiles"],
+    ["--platform", "azure-functions", "--memory", "1536"],
+]
+
+
+@pytest.mark.parametrize("args", CASES + [["HOSTILE"]], ids=lambda a: " ".join(a))
+def test_every_format_parses_to_the_same_values(args, hostile_profiles):
+    env = clean_env()
+    if args == ["HOSTILE"]:
+        args = ["--platform", "host", "--memory", "4096", "--cpus", "2"]
+        env["TUNERD_PROFILES_DIR"] = str(hostile_profiles)
+    ref = parse_env(tunerd("profile", *args, "--format", "env", env=env).stdout)
+    assert "GDAL_CACHEMAX" in ref and "TUNERD_WORKERS" in ref
+    names = list(ref)
+
+    def out(fmt):
+        return tunerd("profile", *args, "--format", fmt, env=env).stdout
+
+    doc = json.loads(out("json"))
+    assert doc["env"] == ref
+    assert str(doc["gdal_cachemax_mb"]) == ref["GDAL_CACHEMAX"]
+    assert str(doc["workers"]) == ref["TUNERD_WORKERS"]
+    assert doc["ledger"]["total_mb"] == sum(r["total_mb"] for r in doc["ledger"]["rows"])
+    assert doc["ledger"]["free_mb"] == doc["memory_mb"] - doc["ledger"]["total_mb"] >= 0
+    assert json.loads(out("lambda-json")) == {"Variables": ref}
+    assert source_with_bash(out("shell"), names) == ref
+    assert source_with_bash(out("dotenv"), names, prefix="set -a\n") == ref
+    assert parse_k8s_yaml(out("k8s-yaml")) == ref
+    assert parse_terraform(out("terraform")) == ref
+    assert parse_dockerfile(out("dockerfile")) == ref
+    if "HOSTILE" in ref:
+        assert ref["HOSTILE"] == HOSTILE
+
+
+def test_shell_exports_to_children():
+    text = tunerd("profile", "--memory", "3538", "--format", "shell").stdout
+    p = subprocess.run(["bash", "-c", 'source /dev/stdin; bash -c "echo $GDAL_CACHEMAX $TUNERD_WORKERS"'],
+                       input=text, capture_output=True, text=True, timeout=30)
+    assert p.stdout.split() == ["352", "2"]
+
+
+def test_headline():
+    doc = json.loads(tunerd("profile", "--memory", "10240", "--format", "json").stdout)
+    assert doc["platform"] == "lambda"
+    assert (doc["workers"], doc["worker_kind"], doc["gdal_cachemax_mb"]) == (5, "processes", 384)
+    assert doc["env"]["GDAL_NUM_THREADS"] == "1"
+    assert "VSI_CACHE" not in doc["env"] and "VSI_CACHE" in doc["not_set"]
+
+
+# ---------------------------------------------------------------- bad input
+
+BAD = [
+    (["profile", "--memory", "0"], 2, "--memory 0 is out of range (valid: 1..1048576 MB)"),
+    (["profile", "--memory", "-5"], 2, "--memory -5 is out of range"),
+    (["profile", "--memory", "abc"], 2, "--memory 'abc' is not a whole number of MB"),
+    (["profile", "--memory", "10^9"], 2, "--memory '10^9' is not a whole number of MB"),
+    (["profile", "--memory", "1000000000"], 2, "--memory 1000000000 is out of range"),
+    (["profile", "--memory", "99999999999999999999999"], 2, "out of range"),
+    (["profile", "--memory", "1e9"], 2, "not a whole number"),
+    (["profile", "--memory", ""], 2, "not a whole number"),
+    (["profile", "--memory"], 2, "--memory needs a value"),
+    (["profile", "--memory", "10240", "--platform", "gcp"], 2,
+     "unknown platform 'gcp' (valid: lambda, cloudrun, azure-functions, kubernetes, host)"),
+    (["profile", "--memory", "10240", "--format", "toml"], 2,
+     "unknown format 'toml' (valid: env, shell, dotenv, json, lambda-json, terraform, "
+     "dockerfile, k8s-yaml)"),
+    (["profile", "--memory", "10240", "--workers", "6"], 2,
+     "--workers 6 contradicts lambda at 10240 MB (5.79 vCPU): valid 1..5"),
+    (["profile", "--memory", "1769", "--workers", "4"], 2, "valid 1..1"),
+    (["profile", "--memory", "10240", "--workers", "0"], 2, "--workers '0' is not a whole number"),
+    (["profile", "--memory", "10240", "--workload", "stream"], 2,
+     "unknown workload 'stream' (valid: batch, tiles)"),
+    (["profile", "--memory", "10240", "--cpus", "4"], 2, "drop --cpus"),
+    (["profile", "--memory", "10240", "--cpus", "abc"], 2, "--cpus 'abc' is not a number"),
+    (["profile", "--memory", "20000"], 2, "outside what lambda offers (valid: 128..10240 MB)"),
+    (["profile", "--platform", "azure-functions", "--memory", "2048"], 2, "128..1536"),
+    (["profile", "--platform", "cloudrun", "--memory", "8192", "--cpus", "1"], 2,
+     "needs at least 2 vCPU"),
+    (["profile", "--platform", "cloudrun", "--memory", "4096", "--cpus", "3"], 2,
+     "valid: 1, 2, 4, 6, 8"),
+    (["profile", "--platform", "kubernetes", "--memory", "2048"], 2, "needs --cpus"),
+    (["profile", "--platform", "cloudrun"], 2, "--platform cloudrun needs --memory MB"),
+    (["profile", "--memory", "10240", "--bogus"], 2, "unknown option '--bogus'"),
+    (["profile", "stray"], 2, "unexpected argument 'stray'"),
+    (["frobnicate"], 2, "unknown command 'frobnicate'"),
+    ([], 2, "no command"),
+    (["exec", "--memory", "10240"], 2, "exec needs a command"),
+    (["exec", "--memory", "10240", "--"], 2, "no command after '--'"),
+    (["profile", "--memory", "128"], 3,
+     "lambda at 128 MB is too small: the minimum ledger needs 272 MB (runtime 128 + block "
+     "cache 32 + range cache 16 + arrays 64 + headroom 32)"),
+    (["profile", "--memory", "256", "--workload", "batch"], 3, "needs 272 MB"),
+    (["profile", "--memory", "4096", "--profiles", "/nonexistent"], 4,
+     "/nonexistent: not a profiles directory"),
+]
+
+
+@pytest.mark.parametrize("args,code,msg", BAD, ids=lambda x: str(x))
+def test_bad_input(args, code, msg):
+    p = tunerd(*args, check=False)
+    assert p.returncode == code, (p.returncode, p.stderr)
+    assert p.stdout == ""
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith("tunerd: ")
+    assert msg in lines[0], lines[0]
+
+
+def test_help_documents_exit_codes_like_the_docs():
+    help_text = tunerd("--help").stdout
+    doc = (REPO / "docs" / "tuning.md").read_text()
+    for code in ["0", "1", "2", "3", "4", "5", "126", "127"]:
+        assert re.search(rf"^\s+{code}\s+\S", help_text, re.M) or f"  {code}  " in help_text
+        assert re.search(rf"^\| {code} \|", doc, re.M), f"exit {code} missing from docs"
+    assert "--format F" in help_text and "k8s-yaml" in help_text
+
+
+def test_check_profiles(tmp_path):
+    ok = tunerd("check-profiles")
+    assert ok.stdout.count(": ok") == 5
+    for f in PROFILES.glob("*.profile"):
+        shutil.copy(f, tmp_path / f.name)
+    text = (tmp_path / "cloudrun.profile").read_text().replace("cpu_rule = given",
+                                                              "cpu_rule = sometimes")
+    (tmp_path / "cloudrun.profile").write_text(text)
+    line = text.splitlines().index("cpu_rule = sometimes") + 1
+    bad = tunerd("check-profiles", "--profiles", str(tmp_path), check=False)
+    assert bad.returncode == 4
+    assert f"{tmp_path}/cloudrun.profile:{line}: unknown cpu_rule 'sometimes' " \
+           "(valid: per_memory, fixed, given)" in bad.stderr
+    # and profile refuses to use it, naming the same place
+    p = tunerd("profile", "--platform", "cloudrun", "--memory", "2048", "--profiles",
+               str(tmp_path), check=False)
+    assert p.returncode == 4 and f"cloudrun.profile:{line}:" in p.stderr
+
+
+# ---------------------------------------------------------------- detect
+
+def own_cgroup_v1_memory_dir():
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, ctrls, path = line.split(":", 2)
+        if "memory" in ctrls.split(","):
+            return CGROUP_V1_MEMORY / path.lstrip("/")
+    return None
+
+
+def test_detect_real_cgroup_v1():
+    """This machine: hybrid cgroup v1 (memory controller on v1), no limit on
+    our group; tunerd must say so and name the files it read."""
+    mdir = own_cgroup_v1_memory_dir()
+    if mdir is None or not (mdir / "memory.limit_in_bytes").exists():
+        pytest.fail("this test expects the CI machine's cgroup v1 memory controller")
+    d = json.loads(tunerd("detect", "--json").stdout)
+    assert d["cgroup_version"] == 1
+    limits = []
+    p = mdir
+    while True:
+        limits.append(int((p / "memory.limit_in_bytes").read_text()))
+        if p == CGROUP_V1_MEMORY:
+            break
+        p = p.parent
+    expect_mb = min(limits) // (1024 * 1024) if min(limits) < 2 ** 60 else -1
+    assert d["cgroup_memory_mb"] == expect_mb
+    assert d["cgroup_memory_source"].startswith(str(CGROUP_V1_MEMORY))
+    assert d["affinity_cpus"] == len(os.sched_getaffinity(0))
+    total_kb = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))
+    assert d["mem_total_mb"] == total_kb // 1024
+    text = tunerd("detect").stdout
+    assert "cgroup:              v1" in text and "(sched_getaffinity)" in text
+
+
+@pytest.fixture
+def limited_cgroup():
+    """A child memory cgroup (v1) with a 1 GiB limit; removed afterwards."""
+    if not os.access(CGROUP_V1_MEMORY, os.W_OK):
+        pytest.fail("needs root and a writable /sys/fs/cgroup/memory (the CI machine has both)")
+    cg = CGROUP_V1_MEMORY / f"tunerd-test-{uuid.uuid4().hex[:8]}"
+    cg.mkdir()
+    try:
+        (cg / "memory.limit_in_bytes").write_text(str(1024 * 1024 * 1024))
+        yield cg
+    finally:
+        for pid in (cg / "cgroup.procs").read_text().split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        cg.rmdir()
+
+
+def in_cgroup(cg, argv):
+    return ["bash", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "bash", *argv]
+
+
+def test_detect_and_profile_inside_a_limited_cgroup(limited_cgroup):
+    cg = limited_cgroup
+    p = subprocess.run(in_cgroup(cg, [str(TUNERD), "detect", "--json"]), capture_output=True,
+                       text=True, timeout=30, env=clean_env())
+    d = json.loads(p.stdout)
+    assert d["cgroup_memory_mb"] == 1024
+    assert d["memory_mb"] == 1024
+    assert d["cgroup_memory_source"] == f"{cg}/memory.limit_in_bytes"
+    assert d["memory_source"].startswith("cgroup v1 ")
+    p = subprocess.run(in_cgroup(cg, [str(TUNERD), "profile", "--format", "json"]),
+                       capture_output=True, text=True, timeout=30, env=clean_env())
+    doc = json.loads(p.stdout)
+    assert doc["platform"] == "host" and doc["memory_mb"] == 1024
+    assert doc["memory_source"].startswith("detected: cgroup v1")
+    assert doc["ledger"]["total_mb"] <= 1024
+
+
+def test_detect_lambda_env():
+    env = clean_env(AWS_LAMBDA_FUNCTION_NAME="f", AWS_LAMBDA_FUNCTION_MEMORY_SIZE="5307")
+    d = json.loads(tunerd("detect", "--json", env=env).stdout)
+    assert (d["platform"], d["memory_mb"]) == ("lambda", 5307)
+    assert d["memory_source"] == "env AWS_LAMBDA_FUNCTION_MEMORY_SIZE"
+    doc = json.loads(tunerd("profile", "--format", "json", env=env).stdout)
+    assert (doc["workers"], doc["gdal_cachemax_mb"]) == (3, 352)
+
+
+def test_detect_fake_roots_by_option_and_env(tmp_path):
+    (tmp_path / "proc" / "self").mkdir(parents=True)
+    (tmp_path / "proc" / "self" / "cgroup").write_text("0::/\n")
+    (tmp_path / "proc" / "self" / "mountinfo").write_text(
+        "30 22 0:27 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n")
+    (tmp_path / "proc" / "meminfo").write_text("MemTotal: 8388608 kB\n")
+    # without a fake status file the real affinity (this machine's cores) applies
+    (tmp_path / "proc" / "self" / "status").write_text("Cpus_allowed_list:\t0-7\n")
+    cg = tmp_path / "sys" / "fs" / "cgroup"
+    cg.mkdir(parents=True)
+    (cg / "cgroup.controllers").write_text("cpu memory\n")
+    (cg / "memory.max").write_text(str(3 * 1024 ** 3) + "\n")
+    (cg / "cpu.max").write_text("300000 100000\n")
+    args = ["--sys-root", str(tmp_path / "sys"), "--proc-root", str(tmp_path / "proc")]
+    d = json.loads(tunerd("detect", "--json", *args).stdout)
+    assert (d["cgroup_version"], d["memory_mb"], d["cpus"]) == (2, 3072, 3)
+    env = clean_env(TUNERD_SYSFS_ROOT=str(tmp_path / "sys"),
+                    TUNERD_PROCFS_ROOT=str(tmp_path / "proc"), K_SERVICE="svc")
+    d = json.loads(tunerd("detect", "--json", env=env).stdout)
+    assert (d["platform"], d["memory_mb"], d["cpus"]) == ("cloudrun", 3072, 3)
+
+
+# ---------------------------------------------------------------- exec
+
+def test_exec_sets_without_overriding():
+    env = clean_env(GDAL_CACHEMAX="17")
+    p = subprocess.run([str(TUNERD), "exec", "--memory", "10240", "-v", "--", "env"],
+                       capture_output=True, text=True, timeout=30, env=env)
+    assert p.returncode == 0, p.stderr
+    got = dict(line.split("=", 1) for line in p.stdout.splitlines() if "=" in line)
+    assert got["GDAL_CACHEMAX"] == "17"
+    assert got["TUNERD_WORKERS"] == "5"
+    assert got["GDAL_DRIVER_PATH"] == "/opt/lib/gdalplugins"
+    assert "kept GDAL_CACHEMAX=17 (set by caller; profile says 384)" in p.stderr
+
+
+def test_exec_status_and_argv():
+    p = subprocess.run([str(TUNERD), "exec", "--memory", "1769", "--", "sh", "-c",
+                        'echo "$0 $1"; exit 7', "a b", "c"], capture_output=True, text=True,
+                       timeout=30, env=clean_env())
+    assert p.returncode == 7 and p.stdout == "a b c\n"
+    p = tunerd("exec", "--memory", "1769", "--", "/nonexistent/cmd", check=False)
+    assert p.returncode == 127 and "exec /nonexistent/cmd:" in p.stderr
+    p = tunerd("exec", "--memory", "1769", "--", "/etc/passwd", check=False)
+    assert p.returncode == 126
+    p = tunerd("exec", "--memory", "100", "--", "true", check=False)
+    assert p.returncode == 2  # no --fail-open: the error stands
+
+
+def test_lambda_exec_wrapper():
+    env = clean_env(AWS_LAMBDA_FUNCTION_NAME="fn", AWS_LAMBDA_FUNCTION_MEMORY_SIZE="10240",
+                    TUNERD=str(TUNERD), OMP_NUM_THREADS="3")
+    p = subprocess.run([str(WRAPPER), "env"], capture_output=True, text=True, timeout=30,
+                       env=env)
+    assert p.returncode == 0, p.stderr
+    got = dict(line.split("=", 1) for line in p.stdout.splitlines() if "=" in line)
+    assert got["GDAL_CACHEMAX"] == "384" and got["TUNERD_WORKERS"] == "5"
+    assert got["OMP_NUM_THREADS"] == "3"  # the function's own setting wins
+    # fail-open: a tier tunerd refuses, or no tunerd at all, still starts the runtime
+    env["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = "128"
+    p = subprocess.run([str(WRAPPER), "sh", "-c", "echo started"], capture_output=True,
+                       text=True, timeout=30, env=env)
+    assert p.returncode == 0 and p.stdout == "started\n"
+    assert "too small" in p.stderr
+    env["TUNERD"] = "/nonexistent/tunerd"
+    p = subprocess.run([str(WRAPPER), "sh", "-c", "echo started"], capture_output=True,
+                       text=True, timeout=30, env=env)
+    assert p.returncode == 0 and p.stdout == "started\n" and "not found" in p.stderr
+
+
+# ---------------------------------------------------------------- the docs table
+
+def doc_table():
+    text = (REPO / "docs" / "tuning.md").read_text()
+    block = text.split("<!-- tunerd-known-answers:begin -->")[1].split(
+        "<!-- tunerd-known-answers:end -->")[0]
+    rows = [r for r in block.strip().splitlines() if r.startswith("|")]
+    header = [c.strip() for c in rows[0].strip("|").split("|")]
+    out = []
+    for r in rows[2:]:
+        out.append(dict(zip(header, [c.strip() for c in r.strip("|").split("|")])))
+    return out
+
+
+def test_docs_table_matches_tunerd():
+    rows = doc_table()
+    assert len(rows) >= 12
+    seen = set()
+    for row in rows:
+        args = ["profile", "--format", "json", "--platform", row["platform"],
+                "--memory", row["memory MB"].replace(",", ""), "--workload", row["workload"]]
+        if row["--cpus"] != "-":
+            args += ["--cpus", row["--cpus"]]
+        doc = json.loads(tunerd(*args).stdout)
+        got = {
+            "vCPU": f"{doc['vcpu']:.2f}",
+            "workers": str(doc["workers"]),
+            "threads": str(doc["threads_per_worker"]),
+            "kind": doc["worker_kind"],
+            "GDAL_CACHEMAX": str(doc["gdal_cachemax_mb"]),
+            "range cache MB": str(doc["range_cache_mb"]),
+            "GDAL_NUM_THREADS": str(doc["gdal_num_threads"]),
+            "ledger MB": f"{doc['ledger']['total_mb']:,}",
+        }
+        want = {k: row[k] for k in got}
+        assert got == want, (row, got)
+        seen.add((row["platform"], row["memory MB"]))
+    for tier in ["512", "1,769", "3,538", "5,307", "10,240"]:
+        assert ("lambda", tier) in seen
+    assert ("azure-functions", "1,536") in seen
+    assert any(p == "cloudrun" for p, _ in seen) and any(p == "kubernetes" for p, _ in seen)
