@@ -225,6 +225,7 @@ static void complete(struct vt_eng_xfer *x, vt_err err, int http_version)
 
 static void fail(struct vt_eng_xfer *x, vt_err err, const char *why)
 {
+    x->len = 0; /* never hand back part of a body */
     snprintf(x->resp->error, sizeof(x->resp->error), "%s", why);
     complete(x, err, 0);
 }

@@ -218,14 +218,18 @@ static void *worker(void *arg)
             firsts[i] = first;
             lens[i] = len;
         }
+        int stopped = 0;
         vt__engine_perform_many((size_t)m, reqs, resps, errs);
         for (int i = 0; i < m; i++) {
+            stopped |= errs[i] == VT_ESHUTDOWN;
             record(&resps[i], errs[i], firsts[i],
                    cfg.whole && cfg.size == 0 ? resps[i].body_len : lens[i]);
             if (cfg.out_path && errs[i] == VT_OK)
                 write_out(&resps[i]);
             vt__http_resp_clear(&resps[i]);
         }
+        if (stopped) /* the engine was shut down under us: we are done */
+            break;
     }
 out:
     free(reqs);
@@ -238,11 +242,18 @@ out:
     return NULL;
 }
 
+/* Wait until transfers are in flight, then MS more, then shut down. */
 static void *shutdown_timer(void *arg)
 {
     struct timespec ts = {cfg.shutdown_after_ms / 1000,
                           (cfg.shutdown_after_ms % 1000) * 1000000L};
+    struct timespec tick = {0, 10000000L};
+    vt_engine_stats st;
 
+    do {
+        nanosleep(&tick, NULL);
+        vt__engine_get_stats(&st);
+    } while (st.in_flight == 0);
     nanosleep(&ts, NULL);
     vt__engine_shutdown();
     return arg;
