@@ -18,6 +18,7 @@
 #include "engine.h"
 #include "handler.h"
 #include "router.h"
+#include "stats.h"
 
 #define VT_DRIVER_NAME "VSITUNE"
 
@@ -66,6 +67,7 @@ void GDALRegister_vsitune(void)
     VSIFreeFilesystemPluginCallbacksStruct(cb); /* GDAL keeps a copy */
 
     vt__router_register_driver(VT_DRIVER_NAME, prefix, VT_VERSION, unload);
+    vt__stats_install_exit_dump();
     CPLDebug("VSITUNE", "vsitune %s active on %s (GDAL %s)", VT_VERSION,
              prefix, GDALVersionInfo("RELEASE_NAME"));
 }

@@ -16,6 +16,7 @@
 
 extern "C" {
 #include "object.h"
+#include "stats.h"
 }
 
 namespace {
@@ -236,11 +237,31 @@ extern "C" char **vt__stock_read_dir(const char *path, int max_files)
     return g_stock->ReadDirEx(name.c_str(), max_files);
 }
 
+namespace {
+// The VSITUNE driver: no open function; its "STATS" metadata item is live.
+class VtDriver final : public GDALDriver
+{
+    std::string stats_;
+
+  public:
+    const char *GetMetadataItem(const char *name, const char *domain) override
+    {
+        if (name && EQUAL(name, "STATS") && (!domain || !*domain)) {
+            char buf[2048];
+            vt__stats_json(buf, sizeof(buf));
+            stats_ = buf;  // lives until the next call, as GDAL's items do
+            return stats_.c_str();
+        }
+        return GDALDriver::GetMetadataItem(name, domain);
+    }
+};
+}  // namespace
+
 extern "C" void vt__router_register_driver(const char *name, const char *prefix,
                                            const char *version,
                                            void (*on_unload)(void))
 {
-    GDALDriver *drv = new GDALDriver();
+    GDALDriver *drv = new VtDriver();
     drv->SetDescription(name);
     drv->SetMetadataItem(GDAL_DMD_LONGNAME,
                          "vsitune: fewer requests for /vsis3/ reads");
