@@ -71,7 +71,8 @@ struct vt_engine {
     pthread_cond_t park_cv;     /* io parked for fork / dead */
     pthread_cond_t resume_cv;   /* fork over */
     long max_conns;             /* const (read before the thread starts) */
-    long max_streams;           /* const */
+    long max_streams;           /* const; also the cap on transfers in the
+                                   multi handle at once (see engine_io.c) */
 
     /* lock */
     struct vt_eng_xfer *q_head, *q_tail;
@@ -88,6 +89,7 @@ struct vt_engine {
     int n_free;
     struct vt_eng_xfer *timers;  /* sorted by due */
     struct vt_eng_xfer *active;  /* in the multi handle */
+    long n_active;               /* length of active, <= max_streams */
     uint64_t rng;
 };
 

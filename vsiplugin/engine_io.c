@@ -15,7 +15,14 @@
  * removed from the multi handle properly, a low-speed limit bounds every
  * stall, and a transfer that stalled on a multiplexed connection shuts that
  * connection's socket down, so curl retires it and every stream on it is
- * retried onto a fresh connection instead of queuing behind a dead one. */
+ * retried onto a fresh connection instead of queuing behind a dead one.
+ *
+ * At most max_streams transfers (VSITUNE_MAX_STREAMS, the h2 per-connection
+ * stream limit) are in the multi handle at once; the rest wait in the timer
+ * list. Without that cap curl 7.88 opens a new connection for every
+ * transfer beyond the stream limit of the first (a connection still in its
+ * TLS handshake is not "open enough" to wait on), up to the host limit:
+ * 160 concurrent requests gave 16 connections where 1 serves them all. */
 #include "engine_int.h"
 #include "engine_retry.h"
 
@@ -247,6 +254,7 @@ static void active_add(struct vt_engine *e, struct vt_eng_xfer *x)
     if (e->active)
         e->active->prev = x;
     e->active = x;
+    e->n_active++;
 }
 
 static void active_del(struct vt_engine *e, struct vt_eng_xfer *x)
@@ -258,6 +266,7 @@ static void active_del(struct vt_engine *e, struct vt_eng_xfer *x)
     if (x->next)
         x->next->prev = x->prev;
     x->next = x->prev = NULL;
+    e->n_active--;
 }
 
 static void release_easy(struct vt_engine *e, CURL *easy)
@@ -679,7 +688,8 @@ void *vt__eng_io_main(void *arg)
             timer_insert(e, x);
         }
         incoming = NULL;
-        while (e->timers && e->timers->due <= now) {
+        while (e->timers && e->timers->due <= now &&
+               e->n_active < e->max_streams) {
             x = e->timers;
             e->timers = x->next;
             x->next = NULL;
@@ -692,7 +702,7 @@ void *vt__eng_io_main(void *arg)
                 finished(e, m->easy_handle, m->data.result);
         }
 
-        if (e->timers) {
+        if (e->timers && e->n_active < e->max_streams) {
             double wait = (e->timers->due - now_s()) * 1000.0;
             timeout_ms = wait <= 0 ? 0 : (long)wait + 1;
             if (timeout_ms > IDLE_POLL_MS)
