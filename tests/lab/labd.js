@@ -29,6 +29,7 @@ const { DelayProxy } = require('./lib/delayproxy');
 const { Verifier } = require('./lib/verifier');
 const { TlsFront, makeCertificate } = require('./lib/tlsfront');
 const { createControlServer } = require('./lib/control');
+const { cacheMetadata } = require('./lib/s3store');
 
 const REGION = 'us-east-1';
 const BUCKETS = ['lab', 'public'];
@@ -95,6 +96,8 @@ class Lab {
     const S3rver = require('s3rver');
     this.s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: this.dataDir,
       vhostBuckets: false, configureBuckets: BUCKETS.map((name) => ({ name })) });
+    // Koa contexts inherit app.context, so this reaches every request (lib/s3store.js).
+    this.s3.store = this.s3.context.store = cacheMetadata(this.s3.store);
     const addr = await this.s3.run();
     this.s3.httpServer.keepAliveTimeout = 30000;
     this.s3rver = { host: '127.0.0.1', port: addr.port };

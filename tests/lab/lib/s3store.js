@@ -1,0 +1,81 @@
+'use strict';
+// s3store.js: a metadata cache around s3rver's FilesystemStore.
+//
+// Measured in the lab: s3rver spends most of each GET on file-system calls (stat
+// of the bucket, stat of the object, read of its metadata JSON and of its .md5
+// file) before it opens the object, which caps the whole lab near 350 small
+// requests/s on this machine, and makes a LIST of a 224-key prefix read 448
+// files. The object bytes still come from s3rver's own files on every request;
+// only the (bucket exists, object metadata) answers are remembered, and every
+// store call that changes an object or bucket drops them first, so an object
+// replaced mid-test shows its new ETag on the next request.
+//
+// Single-threaded (Node event loop): no locking. The caches are bounded.
+
+const MAX_ENTRIES = 100000;
+
+function boundedSet(map, key, value) {
+  if (map.size >= MAX_ENTRIES) map.delete(map.keys().next().value);
+  map.set(key, value);
+}
+
+// Wrap `store` (an s3rver FilesystemStore) in place; returns it.
+function cacheMetadata(store) {
+  const meta = new Map(); // "bucket\0key" -> Promise of metadata
+  const buckets = new Map(); // bucket -> Promise of S3Bucket|null
+  const orig = {};
+  for (const name of ['getMetadata', 'getBucket', 'putBucket', 'deleteBucket', 'putObject',
+    'copyObject', 'deleteObject', 'putObjectMultipart', 'putMetadata', 'reset']) {
+    orig[name] = store[name].bind(store);
+  }
+  const k = (bucket, key) => `${bucket}\0${key}`;
+  const forget = (bucket, key) => meta.delete(k(bucket, key));
+
+  store.getMetadata = (bucket, key) => {
+    const id = k(bucket, key);
+    let p = meta.get(id);
+    if (!p) {
+      p = orig.getMetadata(bucket, key);
+      boundedSet(meta, id, p);
+      p.catch(() => { if (meta.get(id) === p) meta.delete(id); });
+    }
+    // Callers may modify what they get: hand out a copy.
+    return p.then((m) => Object.assign({}, m));
+  };
+  store.getBucket = (bucket) => {
+    let p = buckets.get(bucket);
+    if (!p) {
+      p = orig.getBucket(bucket);
+      boundedSet(buckets, bucket, p);
+      p.then((b) => { if (!b && buckets.get(bucket) === p) buckets.delete(bucket); },
+        () => { if (buckets.get(bucket) === p) buckets.delete(bucket); });
+    }
+    return p;
+  };
+  store.putBucket = (bucket) => { buckets.delete(bucket); return orig.putBucket(bucket); };
+  store.deleteBucket = (bucket) => {
+    buckets.delete(bucket);
+    meta.clear();
+    return orig.deleteBucket(bucket);
+  };
+  // Forget before and after the write: a GET racing the write may have cached
+  // the old version in between.
+  const around = (bucket, key, run) => {
+    forget(bucket, key);
+    return run().finally(() => forget(bucket, key));
+  };
+  store.putObject = (object) => around(object.bucket, object.key, () => orig.putObject(object));
+  store.copyObject = (...args) => around(args[2], args[3], () => orig.copyObject(...args));
+  store.deleteObject = (bucket, key) => around(bucket, key, () => orig.deleteObject(bucket, key));
+  store.putObjectMultipart = (bucket, uploadId, parts) => {
+    // The key is not among the arguments: drop everything (rare path).
+    meta.clear();
+    return orig.putObjectMultipart(bucket, uploadId, parts).finally(() => meta.clear());
+  };
+  store.putMetadata = (bucket, key, ...rest) =>
+    around(bucket, key, () => orig.putMetadata(bucket, key, ...rest));
+  store.reset = () => { meta.clear(); buckets.clear(); return orig.reset(); };
+  return store;
+}
+
+module.exports = { cacheMetadata };
