@@ -324,6 +324,34 @@ static int fetch(const char *what, const char *method, const char *url,
     return 0;
 }
 
+typedef vt_err (*creds_parser)(const char *body, size_t len, vt_creds *out);
+
+/* fetch(), then parse a 200 body into *out (source set). 0 on success, -1
+ * with errbuf saying what failed. */
+static int fetch_creds(const char *what, const char *method, const char *url,
+                       const char *const *headers, const char *body,
+                       long timeout_ms, int retries, creds_parser parse,
+                       const char *source, vt_creds *out, char *errbuf,
+                       size_t errlen)
+{
+    vt_http_resp resp;
+    int rc = -1;
+    memset(&resp, 0, sizeof(resp));
+    if (fetch(what, method, url, headers, body, timeout_ms, retries, &resp,
+              errbuf, errlen))
+        goto out;
+    if (parse((const char *)resp.body, resp.body_len, out)) {
+        put(errbuf, errlen, "%s: %s answered without usable credentials "
+            "(AccessKeyId, SecretAccessKey, Expiration)", what, url);
+        goto out;
+    }
+    out->source = source;
+    rc = 0;
+out:
+    vt__http_resp_clear(&resp);
+    return rc;
+}
+
 /* ---- provider: web identity (STS AssumeRoleWithWebIdentity) ----------- */
 
 /* STS endpoint: AWS_STS_ENDPOINT or GDAL's CPL_AWS_STS_ROOT_URL, else the
@@ -357,8 +385,6 @@ static int from_web_identity(vt_creds *out, const char *role_arn,
     char *raw = read_small_file(token_file, &tlen);
     char *token = NULL, *e_role = NULL, *e_tok = NULL, *e_name = NULL;
     char *body = NULL, url[1024], sname[64];
-    vt_http_resp resp;
-    memset(&resp, 0, sizeof(resp));
 
     if (!raw || !(token = clean_token(raw, tlen))) {
         put(errbuf, errlen, "web identity: cannot read a token from %s (%s)",
@@ -386,21 +412,14 @@ static int from_web_identity(vt_creds *out, const char *role_arn,
     const char *headers[] = {
         "Content-Type: application/x-www-form-urlencoded; charset=utf-8",
         "Accept: application/xml", NULL};
-    if (fetch("web identity (STS AssumeRoleWithWebIdentity)", "POST", url,
-              headers, body, 10000, -1, &resp, errbuf, errlen))
-        goto out;
-    if (vt__creds_parse_sts_xml((const char *)resp.body, resp.body_len, out)) {
-        put(errbuf, errlen, "web identity: %s answered without usable "
-            "<Credentials>", url);
-        goto out;
-    }
-    out->source = "web-identity";
-    rc = 1;
+    if (fetch_creds("web identity (STS AssumeRoleWithWebIdentity)", "POST",
+                    url, headers, body, 10000, -1, vt__creds_parse_sts_xml,
+                    "web-identity", out, errbuf, errlen) == 0)
+        rc = 1;
     goto out;
 oom:
     put(errbuf, errlen, "web identity: out of memory");
 out:
-    vt__http_resp_clear(&resp);
     free(raw);
     free(token);
     free(e_role);
@@ -419,8 +438,6 @@ static int from_container(vt_creds *out, const char *url, char *errbuf,
     char *auth = NULL, *line = NULL, *raw = NULL;
     const char *tf = opt("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
     const char *tv = opt("AWS_CONTAINER_AUTHORIZATION_TOKEN");
-    vt_http_resp resp;
-    memset(&resp, 0, sizeof(resp));
 
     if (tf) { /* the file wins: EKS rotates it */
         size_t n = 0;
@@ -449,18 +466,11 @@ static int from_container(vt_creds *out, const char *url, char *errbuf,
         snprintf(line, n, "Authorization: %s", auth);
         headers[0] = line;
     }
-    if (fetch("container credentials", "GET", url, headers, NULL, 2000, 2,
-              &resp, errbuf, errlen))
-        goto out;
-    if (vt__creds_parse_json((const char *)resp.body, resp.body_len, out)) {
-        put(errbuf, errlen, "container credentials: %s answered without "
-            "AccessKeyId/SecretAccessKey", url);
-        goto out;
-    }
-    out->source = "container";
-    rc = 1;
+    if (fetch_creds("container credentials", "GET", url, headers, NULL, 2000,
+                    2, vt__creds_parse_json, "container", out, errbuf,
+                    errlen) == 0)
+        rc = 1;
 out:
-    vt__http_resp_clear(&resp);
     free(raw);
     free(auth);
     free(line);
@@ -508,16 +518,10 @@ static int from_imds(vt_creds *out, char *notes, size_t nlen)
     }
     snprintf(url, sizeof(url), "%s/latest/meta-data/iam/security-credentials/%s",
              base, role);
-    if (fetch("EC2 instance metadata", "GET", url, hdrs, NULL, IMDS_TIMEOUT_MS,
-              0, &resp, err, sizeof(err)))
-        goto out;
-    if (vt__creds_parse_json((const char *)resp.body, resp.body_len, out)) {
-        snprintf(err, sizeof(err), "EC2 instance metadata: role '%s' gave no "
-                 "usable credentials", role);
-        goto out;
-    }
-    out->source = "imds";
-    rc = 1;
+    if (fetch_creds("EC2 instance metadata", "GET", url, hdrs, NULL,
+                    IMDS_TIMEOUT_MS, 0, vt__creds_parse_json, "imds", out, err,
+                    sizeof(err)) == 0)
+        rc = 1;
 out:
     if (rc == 0)
         note(notes, nlen, "%s", err);

@@ -181,10 +181,14 @@ static vt_err s3_address(const char *bucket, const char *key, const char *region
     vt_err err = VT_OK;
     char endpoint[512];
     char *enc_key = NULL;
-    const char *ep = CPLGetConfigOption("AWS_S3_ENDPOINT", NULL);
+    char given[512];
+    const char *ep = given;
+    /* Copy the option at once: the pointer lives only until the next
+     * config change. */
+    snprintf(given, sizeof(given), "%s", cfg("AWS_S3_ENDPOINT", ""));
     int https = CPLTestBool(cfg("AWS_HTTPS", "YES"));
 
-    if (ep && *ep) {
+    if (*ep) {
         if (!strncmp(ep, "http://", 7)) {
             ep += 7;
             https = 0;
@@ -203,7 +207,7 @@ static vt_err s3_address(const char *bucket, const char *key, const char *region
         endpoint[--el] = '\0';
     if (el == 0 || strpbrk(endpoint, "/?# \t\r\n")) {
         snprintf(errbuf, errlen, "AWS_S3_ENDPOINT '%s' is not a host[:port]",
-                 ep ? ep : "");
+                 given);
         return VT_EINVAL;
     }
     int virt = CPLTestBool(cfg("AWS_VIRTUAL_HOSTING", "TRUE")) &&
