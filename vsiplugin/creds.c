@@ -3,8 +3,11 @@
  * Why: users already have credentials set up for the AWS CLI and GDAL; we
  * find them in the same places and order, without an AWS SDK. Environment
  * keys are read on every call (cheap, and --config changes apply at once).
- * Everything else is found once, cached process-wide, and refreshed ahead of
- * expiry.
+ * Everything else is found once, cached process-wide (keyed by the options
+ * it depends on, so changing AWS_PROFILE takes effect), and refreshed ahead
+ * of expiry. A failed search is answered from memory for FAIL_REMEMBER
+ * seconds, so a burst of opens without credentials does not wait on IMDS
+ * again and again.
  *
  * Locking (state.lock, a leaf lock): held only to read or swap the cached
  * credentials, never across a file read or an HTTP call. One thread at a
@@ -34,6 +37,7 @@
 #define REFRESH_AHEAD 300      /* s before expiry: refresh in the background */
 #define EXPIRY_SLACK 10        /* s before expiry: stop using them at all */
 #define MIN_REFRESH_INTERVAL 5 /* s between two refreshes of valid creds */
+#define FAIL_REMEMBER 10       /* s a failed search is answered from memory */
 #define FILE_CAP (1024 * 1024) /* shared files and token files */
 #define IMDS_TIMEOUT_MS 1000
 #define IMDS_DEFAULT "http://169.254.169.254"
@@ -47,6 +51,10 @@ static struct {
     int refreshing;    /* a thread is running the chain */
     time_t next_try;   /* no refresh of still-valid creds before this */
     unsigned gen;      /* bumped by vt__creds_reset */
+    char *fail_fp;     /* options of the last failed search (malloc'd) */
+    char fail_msg[1024];
+    time_t fail_until; /* until then the same search fails from memory, so a
+                          burst of opens does not probe IMDS again and again */
 } state = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 /* Config option or environment (CPLGetConfigOption), NULL when unset/empty.
@@ -663,6 +671,13 @@ vt_err vt__creds_get(vt_creds *out, char *errbuf, size_t errlen)
             pthread_mutex_unlock(&state.lock);
             goto out;
         }
+        if (!usable && state.fail_fp && !strcmp(state.fail_fp, fp) &&
+            now < state.fail_until) {
+            err = VT_ECREDS;
+            put(errbuf, errlen, "%s", state.fail_msg);
+            pthread_mutex_unlock(&state.lock);
+            goto out;
+        }
         if (!state.refreshing)
             break;
         pthread_cond_wait(&state.cond, &state.lock); /* nothing usable yet */
@@ -703,6 +718,16 @@ vt_err vt__creds_get(vt_creds *out, char *errbuf, size_t errlen)
     } else {
         err = VT_ECREDS;
         put(errbuf, errlen, "%s", cerr);
+        if (gen == state.gen && fp) {
+            free(state.fail_fp);
+            state.fail_fp = strdup(fp);
+            snprintf(state.fail_msg, sizeof(state.fail_msg), "%s", cerr);
+            state.fail_until = now + FAIL_REMEMBER;
+        }
+    }
+    if (cerr_code == VT_OK && gen == state.gen) {
+        free(state.fail_fp);
+        state.fail_fp = NULL;
     }
     pthread_mutex_unlock(&state.lock);
 out:
@@ -719,6 +744,8 @@ void vt__creds_reset(void)
     state.fingerprint = NULL;
     state.have = 0;
     state.next_try = 0;
+    free(state.fail_fp);
+    state.fail_fp = NULL;
     state.gen++;
     pthread_mutex_unlock(&state.lock);
 }

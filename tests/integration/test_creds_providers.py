@@ -464,3 +464,17 @@ def test_lab_rejects_wrong_secret_with_clear_error(probe, fake, base_env, lab):
     assert "s3://lab/creds-probe/wrong.bin: HTTP 403 SignatureDoesNotMatch" in cp.stderr
     log = [e for e in lab.log() if e.get("method") == "GET"]
     assert len(log) == 1 and log[0]["sig"] == "bad"
+
+
+# -- a failed search is remembered briefly ----------------------------------------------
+def test_failed_search_is_not_repeated_at_once(probe, fake, base_env):
+    # The metadata endpoint answers 404 to the token PUT: the search fails. A
+    # second use right after gets the same clear error without asking again.
+    env = dict(base_env, AWS_EC2_METADATA_SERVICE_ENDPOINT=fake.url + "/norole")
+    del env["AWS_EC2_METADATA_DISABLED"]
+    cp = run(probe, ["creds", "--repeat", "2", "--keep-going"], env)
+    assert cp.returncode == 1
+    assert cp.stdout.split() == ["error=1", "error=1"]
+    errs = [l for l in cp.stderr.splitlines() if "no AWS credentials found" in l]
+    assert len(errs) == 2 and errs[0] == errs[1]
+    assert [(r["method"], r["path"]) for r in fake.requests] == [("PUT", "/norole/latest/api/token")]

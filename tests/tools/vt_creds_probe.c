@@ -4,9 +4,10 @@
  * servers received. Options come from the environment (CPLGetConfigOption
  * reads it), exactly as GDAL users set them.
  *
- *   vt_creds_probe creds [--repeat N] [--sleep S]
+ *   vt_creds_probe creds [--repeat N] [--sleep S] [--keep-going]
  *       calls vt__creds_get N times (S seconds apart) and prints one line
- *       per call: "source=S key=K token=0|1 expires=EPOCH".
+ *       per call: "source=S key=K token=0|1 expires=EPOCH"; with
+ *       --keep-going a failed call prints "error=1" and the next one runs.
  *   vt_creds_probe get BUCKET/KEY [OFFSET LENGTH]
  *       vt__s3_get; prints "status=N bytes=N sha256=HEX" and exits 0 on 2xx.
  *   vt_creds_probe hold [--readers N]
@@ -34,7 +35,7 @@
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: vt_creds_probe creds [--repeat N] [--sleep S]\n"
+    fprintf(stderr, "usage: vt_creds_probe creds [--repeat N] [--sleep S] [--keep-going]\n"
                     "       vt_creds_probe get BUCKET/KEY [OFFSET LENGTH]\n"
                     "       vt_creds_probe hold [--readers N]\n");
     return 2;
@@ -61,6 +62,7 @@ static void print_creds(const vt_creds *c)
 static int cmd_creds(int argc, char **argv)
 {
     long repeat = 1, sleep_s = 0;
+    int keep_going = 0, failed = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--repeat") && i + 1 < argc) {
             if (parse_int(argv[++i], 1, 100, &repeat))
@@ -68,6 +70,8 @@ static int cmd_creds(int argc, char **argv)
         } else if (!strcmp(argv[i], "--sleep") && i + 1 < argc) {
             if (parse_int(argv[++i], 0, 60, &sleep_s))
                 return usage();
+        } else if (!strcmp(argv[i], "--keep-going")) {
+            keep_going = 1;
         } else {
             return usage();
         }
@@ -80,12 +84,17 @@ static int cmd_creds(int argc, char **argv)
         vt_err e = vt__creds_get(&c, err, sizeof(err));
         if (e) {
             fprintf(stderr, "vt_creds_probe: %s: %s\n", vt_strerror(e), err);
-            return 1;
+            if (!keep_going)
+                return 1;
+            printf("error=1\n");
+            fflush(stdout);
+            failed = 1;
+            continue;
         }
         print_creds(&c);
         vt__creds_clear(&c);
     }
-    return 0;
+    return failed;
 }
 
 static int cmd_get(int argc, char **argv)
