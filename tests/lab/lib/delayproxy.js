@@ -15,6 +15,7 @@
 const net = require('net');
 
 const HIGH_WATER = 4 * 1024 * 1024; // bytes queued in one direction before pausing the reader
+const RST_GRACE_MS = 10;
 
 class DelayProxy {
   // name: endpoint name; target: { host, port }; delayMs: initial one-way delay.
@@ -99,13 +100,16 @@ function pump(src, dst, delay) {
       } else if (item.kind === 'end') {
         if (!dst.destroyed) dst.end();
       } else if (item.kind === 'reset') {
-        if (!dst.destroyed) {
+        // A RST that lands before the peer has read the data just written makes the
+        // peer's kernel report a plain EOF (measured): let the data drain first.
+        setTimeout(() => {
+          if (dst.destroyed) return;
           if (typeof dst.resetAndDestroy === 'function' && dst.readyState !== 'opening') {
             dst.resetAndDestroy();
           } else {
             dst.destroy();
           }
-        }
+        }, RST_GRACE_MS);
       }
     }
     throttle();

@@ -249,10 +249,11 @@ class Verifier {
       const sock = res.socket;
       if (fault.kind === 'reset') {
         ures.destroy();
-        res.write('', () => {
-          if (sock && typeof sock.resetAndDestroy === 'function') sock.resetAndDestroy();
+        // The RST waits a moment: one that overtakes unread data reads as EOF.
+        res.write('', () => setTimeout(() => {
+          if (sock && !sock.destroyed && typeof sock.resetAndDestroy === 'function') sock.resetAndDestroy();
           else res.destroy();
-        });
+        }, 10));
       } else if (fault.kind === 'truncated') {
         ures.destroy();
         res.write('', () => { if (sock) sock.end(); res.destroy(); });
