@@ -145,6 +145,7 @@ static vt_err read_opts(struct vt_eng_opts *o)
     else if (ver && EQUAL(ver, "2PRIOR_KNOWLEDGE"))
         o->http_version = CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
     o->unsafe_ssl = CPLTestBool(CPLGetConfigOption("GDAL_HTTP_UNSAFESSL", "NO"));
+    o->verbose = CPLTestBool(CPLGetConfigOption("CPL_CURL_VERBOSE", "NO"));
     o->cainfo = cfg_dup("CURL_CA_BUNDLE");
     if (!o->cainfo)
         o->cainfo = cfg_dup("SSL_CERT_FILE");

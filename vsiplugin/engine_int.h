@@ -28,6 +28,7 @@ struct vt_eng_opts {
     long low_speed_limit;       /* bytes/s */
     long http_version;          /* CURL_HTTP_VERSION_* */
     int unsafe_ssl;
+    int verbose;                /* CPL_CURL_VERBOSE: curl's trace on stderr */
     char *cainfo;               /* NULL: curl's default */
     char *useragent;
     char *proxy;                /* NULL: curl's default (environment) */

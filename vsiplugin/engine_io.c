@@ -328,6 +328,8 @@ static CURLcode set_options(struct vt_engine *e, struct vt_eng_xfer *x)
     }
     if (o->cainfo)
         SET(CURLOPT_CAINFO, o->cainfo);
+    if (o->verbose)
+        SET(CURLOPT_VERBOSE, 1L);
     if (o->useragent)
         SET(CURLOPT_USERAGENT, o->useragent);
     if (o->proxy)
