@@ -229,6 +229,15 @@ class Lab:
     def delete_object(self, bucket, key):
         return self._call("DELETE", "/object", query={"bucket": bucket, "key": key})
 
+    def create_bucket(self, name, region=None):
+        """Create bucket `name` homed in `region` (default: the lab's us-east-1).
+        Requests signed for another region get S3's 400 AuthorizationHeaderMalformed
+        with x-amz-bucket-region naming the right one."""
+        body = {"name": name}
+        if region:
+            body["region"] = region
+        return self._call("POST", "/bucket", body=body)
+
     def register_credentials(self, akid, secret, token=None, expires_at=None):
         """Make the verifier accept (akid, secret[, token]); expires_at: unix time
         after which requests get 400 ExpiredToken."""

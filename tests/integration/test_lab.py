@@ -133,6 +133,16 @@ def test_verifier_wrong_region_names_the_right_one(lab, pub):
     assert headers.get("x-amz-bucket-region") == "us-east-1"
 
 
+def test_bucket_in_another_region(lab):
+    lab.create_bucket("eu-bucket", region="eu-west-1")
+    lab.put_object("eu-bucket", "k.bin", b"eu")
+    status, headers, body = request(lab, "GET", "eu-bucket", "k.bin")  # signed for us-east-1
+    assert status == 400 and headers.get("x-amz-bucket-region") == "eu-west-1"
+    assert b"<Region>eu-west-1</Region>" in body
+    status, _, body = request(lab, "GET", "eu-bucket", "k.bin", region="eu-west-1")
+    assert (status, body) == (200, b"eu")
+
+
 @pytest.mark.parametrize("key", ["a b.bin", "a+b.bin", "100%.bin", "x#y.bin", "what?.bin",
                                  "é/ü/日本.bin", "sp ace/+plus/%25.bin"])
 def test_verifier_handles_keys_that_need_encoding(lab, key):

@@ -74,6 +74,7 @@ class Lab {
     this.log = new RequestLog();
     this.faults = new FaultTable();
     this.credentials = new Map([[STATIC_AKID, { secret: STATIC_SECRET, token: null, expiresAt: null }]]);
+    this.bucketRegions = new Map();
     this.proxies = {};
     this.fronts = {};
     this.verifier = null;
@@ -83,6 +84,16 @@ class Lab {
   }
 
   lookupCredential(akid) { return this.credentials.get(akid); }
+
+  // The region a request for `bucket` must be signed for.
+  bucketRegion(bucket) { return this.bucketRegions.get(bucket) || REGION; }
+
+  // Create a bucket in s3rver (no verifier) homed in `region` (default: the lab's).
+  async createBucket(name, region) {
+    await this.s3call('PUT', name, '', null, 0);
+    if (region) this.bucketRegions.set(name, region); else this.bucketRegions.delete(name);
+    return { ok: true, bucket: name, region: this.bucketRegion(name) };
+  }
 
   addCredential(akid, secret, token, expiresAt) {
     this.credentials.set(akid, { secret, token, expiresAt });
@@ -226,7 +237,7 @@ class Lab {
   s3call(method, bucket, key, body, length) {
     return new Promise((resolve, reject) => {
       const req = http.request({ host: this.s3rver.host, port: this.s3rver.port, method,
-        path: `/${encodeURIComponent(bucket)}/${encodeKey(key)}`,
+        path: `/${encodeURIComponent(bucket)}` + (key ? `/${encodeKey(key)}` : ''),
         headers: { 'content-length': length, 'content-type': 'application/octet-stream' } }, (res) => {
         const chunks = [];
         res.on('data', (c) => chunks.push(c));

@@ -13,6 +13,7 @@
 //   GET    /faults   DELETE /faults
 //   PUT    /object?bucket=B&key=K[&path=/abs/file]   body = object bytes (unless path)
 //   DELETE /object?bucket=B&key=K
+//   POST   /bucket {"name": B[, "region": R]}   create a bucket (signatures must use R)
 //   POST   /credentials {"akid": A, "secret": S, "token": T[, "expires_at": unix]}
 //   POST   /shutdown
 // Errors answer {"error": "..."} with 400/404/500.
@@ -86,6 +87,16 @@ function createControlServer(lab) {
       const key = url.searchParams.get('key');
       if (!bucket || !key) throw new BadRequest('DELETE /object needs bucket and key');
       return lab.deleteObject(bucket, key);
+    },
+    'POST /bucket': async (req) => {
+      const b = await readJson(req);
+      if (!b.name || !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(String(b.name))) {
+        throw new BadRequest('bucket needs a valid "name" (3-63 of a-z 0-9 . -)');
+      }
+      if (b.region !== undefined && !/^[a-z]{2}(-[a-z]+)+-\d+$/.test(String(b.region))) {
+        throw new BadRequest(`"${b.region}" is not a region name like eu-west-1`);
+      }
+      return lab.createBucket(String(b.name), b.region ? String(b.region) : null);
     },
     'POST /credentials': async (req) => {
       const b = await readJson(req);

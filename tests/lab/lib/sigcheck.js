@@ -65,15 +65,16 @@ function parseAmzDate(s) {
 }
 
 // Verify one request. `req` is { method, rawPath, rawQuery, headers } with header
-// names in lower case (Node's IncomingMessage.headers). `lookup(akid)` returns
+// names in lower case (Node's IncomingMessage.headers); `region` is the bucket's. `lookup(akid)` returns
 // { secret, token, expiresAt } or undefined. Resolves to
 // { verdict: 'ok'|'bad'|'unknown-key', akid, status, code, message, extraHeaders }
 // `nowMs` is the clock used for the skew and expiry checks.
 // where status/code describe the S3 error to answer when verdict is not 'ok'.
-async function verify(req, lookup, labRegion, nowMs = Date.now()) {
+async function verify(req, lookup, region, nowMs = Date.now()) {
   const auth = parseAuthorization(req.headers.authorization);
-  const fail = (verdict, status, code, message, extra) =>
-    ({ verdict, akid: auth ? auth.akid : null, status, code, message, extraHeaders: extra || {} });
+  const fail = (verdict, status, code, message, extra, xmlRegion) =>
+    ({ verdict, akid: auth ? auth.akid : null, status, code, message, extraHeaders: extra || {},
+      region: xmlRegion || null });
   if (!auth) {
     return fail('bad', 400, 'AuthorizationHeaderMalformed',
       'The authorization header is malformed; expected AWS4-HMAC-SHA256 ' +
@@ -84,10 +85,11 @@ async function verify(req, lookup, labRegion, nowMs = Date.now()) {
     return fail('unknown-key', 403, 'InvalidAccessKeyId',
       'The AWS Access Key Id you provided does not exist in our records.');
   }
-  if (auth.region !== labRegion || auth.service !== 's3') {
+  if (auth.region !== region || auth.service !== 's3') {
+    // What S3 answers a request signed for another region than the bucket's.
     return fail('bad', 400, 'AuthorizationHeaderMalformed',
       `The authorization header is malformed; the region '${auth.region}' is wrong; ` +
-      `expecting '${labRegion}'`, { 'x-amz-bucket-region': labRegion });
+      `expecting '${region}'`, { 'x-amz-bucket-region': region }, region);
   }
   const amzDate = req.headers['x-amz-date'];
   const when = parseAmzDate(amzDate);
@@ -141,7 +143,7 @@ async function verify(req, lookup, labRegion, nowMs = Date.now()) {
   const signer = new SignatureV4({
     credentials: { accessKeyId: auth.akid, secretAccessKey: cred.secret,
       sessionToken: signable.has('x-amz-security-token') ? cred.token : undefined },
-    region: labRegion,
+    region,
     service: 's3',
     sha256: Sha256,
     uriEscapePath: false,

@@ -31,10 +31,11 @@ function requestId() { return crypto.randomBytes(8).toString('hex').toUpperCase(
 
 // Answer an S3-style XML error. Returns nothing; the log entry is completed by
 // the 'close' listener installed in handle().
-function sendError(req, res, status, code, message, resource, extraHeaders) {
+function sendError(req, res, status, code, message, resource, extraHeaders, region) {
   const body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>' + xmlEscape(code) +
-    '</Code><Message>' + xmlEscape(message) + '</Message><Resource>' + xmlEscape(resource) +
-    '</Resource><RequestId>' + requestId() + '</RequestId></Error>';
+    '</Code><Message>' + xmlEscape(message) + '</Message>' +
+    (region ? '<Region>' + xmlEscape(region) + '</Region>' : '') +
+    '<Resource>' + xmlEscape(resource) + '</Resource><RequestId>' + requestId() + '</RequestId></Error>';
   const headers = Object.assign({ 'content-type': 'application/xml',
     'content-length': Buffer.byteLength(body), 'x-amz-request-id': requestId() },
   extraHeaders || {});
@@ -134,12 +135,12 @@ class Verifier {
     // 1. authentication
     if (req.headers.authorization) {
       const v = await verify({ method: req.method, rawPath, rawQuery, headers: req.headers },
-        (akid) => this.lab.lookupCredential(akid), this.lab.region);
+        (akid) => this.lab.lookupCredential(akid), this.lab.bucketRegion(bucket));
       entry.sig = v.verdict;
       entry.akid = v.akid;
       if (v.verdict !== 'ok') {
         entry.error = v.code;
-        return sendError(req, res, v.status, v.code, v.message, rawPath, v.extraHeaders);
+        return sendError(req, res, v.status, v.code, v.message, rawPath, v.extraHeaders, v.region);
       }
     } else if (/[?&]X-Amz-(Algorithm|Signature)=/i.test('?' + rawQuery)) {
       entry.sig = 'bad';
