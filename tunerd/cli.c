@@ -1,4 +1,4 @@
-/* cli.c: tunerd's commands (profile, detect, exec, check-profiles).
+/* cli.c: tunerd's commands (profile, detect, exec, check-profiles, watch).
  *
  * Every bad input ends in one line on stderr, "tunerd: <problem> (valid:
  * ...)", and a documented exit status (cli.h); nothing here waits on
@@ -16,11 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "detect.h"
 #include "envblock.h"
 #include "platform.h"
+#include "watch.h"
 
 #define MAX_WORKERS_OPT 4096
 #define MAX_CPUS_OPT 1024
@@ -31,12 +33,16 @@ static const char usage_text[] =
 "       tunerd detect [--json] [--sys-root DIR] [--proc-root DIR]\n"
 "       tunerd exec [profile options] [-v] [--fail-open] -- CMD [ARGS...]\n"
 "       tunerd check-profiles [--profiles DIR]\n"
+"       tunerd watch [--interval S] [--count N] [--match STR] [--proc-root DIR]\n"
 "       tunerd --help | --version\n"
 "\n"
 "profile   print the environment block for a platform and memory tier\n"
 "detect    print the platform, memory and CPU limits found, and where from\n"
 "exec      detect, set the profile's variables the caller did not set, exec CMD\n"
 "check-profiles  validate every profiles/*.profile file (file:line: message)\n"
+"watch     RSS, PSS and anonymous MB of each process that mapped libgdal,\n"
+"          --count samples (default 1, max 1000000) every --interval seconds\n"
+"          (default 1, 0.1..3600)\n"
 "\n"
 "options:\n"
 "  --memory MB       memory tier in MB, 1..1048576 (default: detected)\n"
@@ -66,7 +72,8 @@ static const char usage_text[] =
 "  2    bad option or value, or a request the platform contradicts\n"
 "  3    the memory tier is too small for the minimum ledger\n"
 "  4    a platform profile file is missing or invalid\n"
-"  5    memory or CPUs could not be determined (pass --memory / --cpus)\n"
+"  5    memory or CPUs could not be determined (pass --memory / --cpus);\n"
+"       watch: /proc cannot be read\n"
 "  126  exec: CMD is not executable     127  exec: CMD not found\n"
 "\n"
 "The sizing model and its sources: docs/tuning.md.\n";
@@ -112,10 +119,13 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
     memset(o, 0, sizeof *o);
     o->plugin = 1;
     o->format = VT_FMT_ENV;
+    o->interval_s = 1.0;
+    o->count = 1;
+    o->match = "libgdal";
     err[0] = '\0';
 
     if (argc < 2) {
-        seterr(err, errlen, "no command (valid: profile, detect, exec, check-profiles; "
+        seterr(err, errlen, "no command (valid: profile, detect, exec, check-profiles, watch; "
                "see tunerd --help)");
         return VT_EXIT_USAGE;
     }
@@ -129,9 +139,10 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
     }
     o->command = argv[1];
     if (strcmp(o->command, "profile") && strcmp(o->command, "detect") &&
-        strcmp(o->command, "exec") && strcmp(o->command, "check-profiles")) {
+        strcmp(o->command, "exec") && strcmp(o->command, "check-profiles") &&
+        strcmp(o->command, "watch")) {
         seterr(err, errlen, "unknown command '%s' (valid: profile, detect, exec, "
-               "check-profiles)", o->command);
+               "check-profiles, watch)", o->command);
         return VT_EXIT_USAGE;
     }
     for (i = 2; i < argc; i++) {
@@ -185,7 +196,8 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
         }
         static const char *const with_value[] = {
             "--memory", "--platform", "--cpus", "--workload", "--workers", "--format",
-            "--profiles", "--plugin-dir", "--sys-root", "--proc-root", NULL
+            "--profiles", "--plugin-dir", "--sys-root", "--proc-root", "--interval",
+            "--count", "--match", NULL
         };
         int known = 0;
         for (int k = 0; with_value[k]; k++)
@@ -193,7 +205,8 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
         if (!known) {
             seterr(err, errlen, "unknown option '%s' (valid: --memory, --platform, --cpus, "
                    "--workload, --workers, --format, --no-plugin, --plugin-dir, --profiles, "
-                   "--sys-root, --proc-root, --json, --verbose, --fail-open)", name);
+                   "--sys-root, --proc-root, --json, --verbose, --fail-open, --interval, --count, "
+                   "--match)", name);
             return VT_EXIT_USAGE;
         }
         if (!val) {
@@ -270,6 +283,29 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
             o->sys_root = val;
         } else if (!strcmp(name, "--proc-root")) {
             o->proc_root = val;
+        } else if (!strcmp(name, "--count")) {
+            if (parse_whole(val, 1, 1000000, &o->count)) {
+                seterr(err, errlen, "--count '%s' is not a whole number from 1 to 1000000",
+                       val);
+                return VT_EXIT_USAGE;
+            }
+        } else if (!strcmp(name, "--interval")) {
+            char *end;
+            errno = 0;
+            double v = strtod(val, &end);
+            if (!*val || *end || errno || !isfinite(v) || v < 0.1 || v > 3600 ||
+                strspn(val, "0123456789.") != strlen(val)) {
+                seterr(err, errlen, "--interval '%s' is not a number of seconds from 0.1 "
+                       "to 3600", val);
+                return VT_EXIT_USAGE;
+            }
+            o->interval_s = v;
+        } else if (!strcmp(name, "--match")) {
+            if (!*val || strchr(val, '\n')) {
+                seterr(err, errlen, "--match needs a non-empty one-line string");
+                return VT_EXIT_USAGE;
+            }
+            o->match = val;
         }
     }
     if (!strcmp(o->command, "exec") && !o->cmd) {
@@ -467,6 +503,42 @@ static int cmd_check(const char *pdir)
     return bad || n == 0 ? VT_EXIT_PROFILE : VT_EXIT_OK;
 }
 
+/* watch: bounded by --count; sleeps --interval between samples. */
+static int cmd_watch(const vt_cli_opts *o, char *err, size_t errlen)
+{
+    static vt_watch_proc procs[VT_WATCH_MAX];
+    const char *proc_root = o->proc_root ? o->proc_root : getenv("TUNERD_PROCFS_ROOT");
+
+    if (!proc_root || !*proc_root)
+        proc_root = "/proc";
+    printf("# tunerd watch: processes mapping '%s', %ld sample(s) every %.1f s\n", o->match,
+           o->count, o->interval_s);
+    printf("%-9s %8s %9s %9s %9s  %s\n", "time", "pid", "rss_mb", "pss_mb", "anon_mb",
+           "command");
+    for (long i = 0; i < o->count; i++) {
+        int found, n = vt_watch_scan(proc_root, o->match, procs, VT_WATCH_MAX, &found,
+                                     err, errlen);
+        if (n < 0)
+            return VT_EXIT_DETECT;
+        char when[16];
+        time_t t = time(NULL);
+        struct tm tm;
+        strftime(when, sizeof when, "%H:%M:%S", localtime_r(&t, &tm));
+        vt_watch_print(stdout, when, procs, n, found);
+        if (fflush(stdout) != 0) {
+            seterr(err, errlen, "cannot write: %s", strerror(errno));
+            return VT_EXIT_INTERNAL;
+        }
+        if (i + 1 < o->count) {
+            struct timespec ts = { (time_t)o->interval_s,
+                                   (long)((o->interval_s - (double)(time_t)o->interval_s) * 1e9) };
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+                ;
+        }
+    }
+    return VT_EXIT_OK;
+}
+
 int vt_cli_main(int argc, char **argv)
 {
     vt_cli_opts o;
@@ -482,6 +554,10 @@ int vt_cli_main(int argc, char **argv)
     if (o.version) {
         printf("tunerd %s\n", VT_VERSION);
         return fflush(stdout) ? VT_EXIT_INTERNAL : VT_EXIT_OK;
+    }
+    if (!strcmp(o.command, "watch")) {
+        rc = cmd_watch(&o, err, sizeof err);
+        goto out;
     }
     if (vt_platform_find_dir(o.profiles_dir, pdir, sizeof pdir, err, sizeof err)) {
         if (o.fail_open && o.cmd) {

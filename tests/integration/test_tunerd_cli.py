@@ -482,3 +482,52 @@ def test_docs_table_matches_tunerd():
         assert ("lambda", tier) in seen
     assert ("azure-functions", "1,536") in seen
     assert any(p == "cloudrun" for p, _ in seen) and any(p == "kubernetes" for p, _ in seen)
+
+
+# ---------------------------------------------------------------- watch
+
+def smaps_rollup_kb(pid, field):
+    text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    return int(re.search(rf"^{field}:\s+(\d+) kB", text, re.M).group(1))
+
+
+def test_watch_finds_gdal_processes_only():
+    """A python that imported rasterio (libgdal mapped) is listed with its
+    real RSS; a sleep (no libgdal) is not; --count bounds the samples."""
+    gdal_proc = subprocess.Popen(
+        ["/usr/bin/python3", "-c", "import sys, rasterio; print('up', flush=True); "
+         "sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        assert gdal_proc.stdout.readline() == "up\n"
+        p = tunerd("watch", "--count", "3", "--interval", "0.2")
+        lines = p.stdout.splitlines()
+        assert lines[0].startswith("# tunerd watch: processes mapping 'libgdal', 3 sample(s)")
+        assert lines[1].split() == ["time", "pid", "rss_mb", "pss_mb", "anon_mb", "command"]
+        rows = [ln.split() for ln in lines[2:]]
+        assert sum(1 for r in rows if r[1] == "total") == 3
+        mine = [r for r in rows if r[1] == str(gdal_proc.pid)]
+        assert len(mine) == 3 and mine[0][5] == "python3"
+        rss_now = smaps_rollup_kb(gdal_proc.pid, "Rss") / 1024
+        assert abs(float(mine[-1][2]) - rss_now) < 8  # MB; the process is idle
+        assert 0 < float(mine[-1][3]) <= float(mine[-1][2])  # PSS <= RSS
+        assert not any(r[1] == str(sleeper.pid) for r in rows)
+    finally:
+        gdal_proc.kill()
+        sleeper.kill()
+        gdal_proc.wait()
+        sleeper.wait()
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--count", "0"], "--count '0' is not a whole number from 1 to 1000000"),
+    (["--count", "x"], "--count 'x'"),
+    (["--interval", "0"], "--interval '0' is not a number of seconds from 0.1 to 3600"),
+    (["--interval", "-1"], "--interval '-1'"),
+    (["--interval", "nan"], "--interval 'nan'"),
+    (["--proc-root", "/nonexistent"], "/nonexistent:"),
+])
+def test_watch_bad_input(args, msg):
+    p = tunerd("watch", *args, check=False)
+    assert p.returncode in (2, 5) and msg in p.stderr
+    assert len(p.stderr.splitlines()) == 1
