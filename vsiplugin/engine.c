@@ -42,6 +42,8 @@
 #define DEF_MAX_STREAMS 100L
 
 pthread_mutex_t vt__eng_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t vt__eng_park_cv = PTHREAD_COND_INITIALIZER;
+pthread_cond_t vt__eng_resume_cv = PTHREAD_COND_INITIALIZER;
 _Atomic uint64_t vt__eng_st_requests, vt__eng_st_retries, vt__eng_st_bytes,
     vt__eng_st_connections, vt__eng_st_in_flight, vt__eng_st_h2;
 
@@ -63,15 +65,16 @@ static void atfork_prepare(void)
     e->fork_hold = 1;
     if (e->ready)
         curl_multi_wakeup(e->multi);
-    while (!e->parked && !e->dead)
-        pthread_cond_wait(&e->park_cv, &vt__eng_lock);
+    /* e stays allocated while it is g_eng; re-read it after every wait. */
+    while ((e = g_eng) && !e->parked && !e->dead)
+        pthread_cond_wait(&vt__eng_park_cv, &vt__eng_lock);
 }
 
 static void atfork_parent(void)
 {
     if (g_eng) {
         g_eng->fork_hold = 0;
-        pthread_cond_broadcast(&g_eng->resume_cv);
+        pthread_cond_broadcast(&vt__eng_resume_cv);
     }
     pthread_mutex_unlock(&vt__eng_lock);
 }
@@ -167,8 +170,6 @@ static void free_opts(struct vt_eng_opts *o)
 
 static void engine_free(struct vt_engine *e)
 {
-    pthread_cond_destroy(&e->park_cv);
-    pthread_cond_destroy(&e->resume_cv);
     free(e);
 }
 
@@ -180,11 +181,14 @@ static struct vt_engine *engine_get_locked(vt_err *err)
 
     *err = VT_OK;
     if (e && e->dead) {
-        /* Its thread exited without needing the lock again: join is safe. */
+        /* Its thread may still need the lock to fail what it held: join it
+         * unlocked, then look again (another thread may have started one). */
         g_eng = NULL;
+        pthread_mutex_unlock(&vt__eng_lock);
         pthread_join(e->thread, NULL);
         engine_free(e);
-        e = NULL;
+        pthread_mutex_lock(&vt__eng_lock);
+        e = g_eng;
     }
     if (e)
         return e;
@@ -194,8 +198,6 @@ static struct vt_engine *engine_get_locked(vt_err *err)
         *err = VT_ENOMEM;
         return NULL;
     }
-    pthread_cond_init(&e->park_cv, NULL);
-    pthread_cond_init(&e->resume_cv, NULL);
     e->max_conns = (long)cfg_num("VSITUNE_MAX_CONNECTIONS",
                                  DEF_MAX_CONNECTIONS, 1, 1024);
     e->max_streams = (long)cfg_num("VSITUNE_MAX_STREAMS", DEF_MAX_STREAMS, 1,
@@ -218,7 +220,7 @@ void vt__engine_shutdown(void)
     g_eng = NULL;
     if (e) {
         e->stopping = 1;
-        pthread_cond_broadcast(&e->resume_cv);
+        pthread_cond_broadcast(&vt__eng_resume_cv);
         if (e->ready && !e->dead)
             curl_multi_wakeup(e->multi);
     }

@@ -69,8 +69,6 @@ struct vt_eng_xfer {
 
 struct vt_engine {
     pthread_t thread;
-    pthread_cond_t park_cv;     /* io parked for fork / dead */
-    pthread_cond_t resume_cv;   /* fork over */
     long max_conns;             /* const (read before the thread starts) */
     long max_streams;           /* const; also the cap on transfers in the
                                    multi handle at once (see engine_io.c) */
@@ -95,6 +93,10 @@ struct vt_engine {
 };
 
 extern pthread_mutex_t vt__eng_lock;
+/* With vt__eng_lock: the I/O thread parked for fork() (or died at start),
+ * and the fork is over. Process-wide, so no waiter ever sleeps on the
+ * condition variable of an engine that another thread may free. */
+extern pthread_cond_t vt__eng_park_cv, vt__eng_resume_cv;
 
 /* Process-wide counters (atomic, survive engine restarts). */
 extern _Atomic uint64_t vt__eng_st_requests, vt__eng_st_retries,

@@ -651,7 +651,7 @@ void *vt__eng_io_main(void *arg)
         e->dead = 1;
         incoming = e->q_head;
         e->q_head = e->q_tail = NULL;
-        pthread_cond_broadcast(&e->park_cv);
+        pthread_cond_broadcast(&vt__eng_park_cv);
         pthread_mutex_unlock(&vt__eng_lock);
         for (x = incoming; x; x = next) {
             next = x->next;
@@ -672,8 +672,8 @@ void *vt__eng_io_main(void *arg)
         pthread_mutex_lock(&vt__eng_lock);
         while (e->fork_hold && !e->stopping) {
             e->parked = 1;
-            pthread_cond_broadcast(&e->park_cv);
-            pthread_cond_wait(&e->resume_cv, &vt__eng_lock);
+            pthread_cond_broadcast(&vt__eng_park_cv);
+            pthread_cond_wait(&vt__eng_resume_cv, &vt__eng_lock);
         }
         e->parked = 0;
         incoming = e->q_head;
