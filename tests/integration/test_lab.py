@@ -237,6 +237,45 @@ def test_delay_adds_round_trips(lab, pub):
     assert len(lab.log()) == 10
 
 
+@pytest.mark.skipif(not shutil.which("curl"), reason="curl CLI not installed")
+def test_tls_handshake_pays_round_trips(lab, pub):
+    lab.set_delay(25, "h1tls")  # RTT 50 ms on h1tls only
+    assert lab.connections("h1tls")["delay_ms"] == 25 and lab.connections("h1")["delay_ms"] == 0
+    cp = subprocess.run(["curl", "-sS", "-o", "/dev/null", "--cacert", lab.info["cert"],
+                         "-w", "%{time_appconnect} %{time_total}",
+                         lab.object_url("public", pub, "h1tls")],
+                        capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    handshake, total = map(float, cp.stdout.split())
+    # Lower bounds only: TLS 1.3 needs 1 RTT, the GET another (TCP connect is not delayed).
+    assert handshake >= 0.050
+    assert total >= 0.100
+
+
+def test_control_api_rejects_bad_input(lab):
+    with pytest.raises(lab_client.LabError, match="unknown fault kind 'flood'"):
+        lab.fault("flood")
+    with pytest.raises(lab_client.LabError, match="count must be"):
+        lab.fault("slowdown", count=0)
+    with pytest.raises(lab_client.LabError, match='"ms" >= 0'):
+        lab.set_delay(-5)
+    with pytest.raises(lab_client.LabError, match="unknown endpoint"):
+        lab.env("h3")
+    with pytest.raises(lab_client.LabError, match="NoSuchBucket"):
+        lab.put_object("no-such-bucket", "k", b"x")
+    with pytest.raises(lab_client.LabError, match="not a region name"):
+        lab.create_bucket("okname", region="moon")
+    assert lab._call("GET", "/faults")["rules"] == []
+
+
+def test_log_since(lab, pub):
+    for _ in range(3):
+        request(lab, "HEAD", "public", pub)
+    first = lab.log()
+    assert [e["seq"] for e in first] == [1, 2, 3]
+    assert [e["seq"] for e in lab.log(since=2)] == [3]
+
+
 # -- faults, as a real client sees them -----------------------------------------
 def _get(lab, key, timeout=30, headers=None):
     """GET on the public bucket over one fresh connection: (status, headers, body, exc)."""
