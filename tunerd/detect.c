@@ -11,6 +11,7 @@
  * host (v1 controllers plus an empty v2 tree, like this project's CI
  * machine) reports v1: that is where the limits are. */
 #include "detect.h"
+#include "textfile.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -40,19 +41,9 @@ static void setsrc(char *dst, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Reads a small file into buf (NUL-terminated, trailing newline kept).
- * Returns 0 or -1. */
 static int read_small(const char *path, char *buf, size_t cap)
 {
-    FILE *f = fopen(path, "r");
-    size_t n;
-
-    if (!f)
-        return -1;
-    n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return 0;
+    return vt__read_text(path, buf, cap) < 0 ? -1 : 0;
 }
 
 static int is_dir(const char *p)

@@ -5,6 +5,7 @@
  * Rss, Pss and Anonymous in one small file; without it, /proc/PID/status
  * VmRSS is used and PSS is reported unknown. */
 #include "watch.h"
+#include "textfile.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -48,15 +49,7 @@ static long field_kb(const char *text, const char *name)
 
 static int read_text(const char *path, char *buf, size_t cap)
 {
-    FILE *f = fopen(path, "r");
-    size_t n;
-
-    if (!f)
-        return -1;
-    n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return 0;
+    return vt__read_text(path, buf, cap) < 0 ? -1 : 0;
 }
 
 static void read_mem(const char *proc_root, vt_watch_proc *w)
