@@ -17,6 +17,7 @@ bad arguments. Run with /usr/bin/python3 (needs osgeo for the fixture).
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -99,7 +100,12 @@ def main(argv=None):
     ap.add_argument("--delay-ms", type=float, default=10.0, help="one-way delay (default 10: RTT 20 ms)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (median wall time)")
     ap.add_argument("--json", type=Path, help="also write the results to this file")
+    ap.add_argument("--build-dir", type=Path,
+                    help="CMake build directory holding vsiplugin/gdal_vsitune.so "
+                         "(default: $VT_BUILD_DIR, else <repo>/build)")
     args = ap.parse_args(argv)
+    if args.build_dir:
+        os.environ["VT_BUILD_DIR"] = str(args.build_dir.resolve())
     if args.repeat < 1 or args.delay_ms < 0:
         ap.error("--repeat must be >= 1 and --delay-ms >= 0")
 
