@@ -485,8 +485,36 @@ out:
     return rc;
 }
 
-/* ---- provider: EC2 instance metadata (IMDSv2) ------------------------- */
+/* ---- provider: EC2 instance metadata (IMDSv2, IMDSv1 fallback) -------- */
 
+/* First bytes of a small system file, or NULL when it cannot be opened. */
+static char *read_head(const char *path, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "rb");
+    size_t n;
+    if (!f)
+        return NULL;
+    n = fread(buf, 1, len - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Like GDAL: on Linux, the hypervisor UUID / DMI vendor tell whether this
+ * can be EC2, which spares a timeout on laptops and other clouds.
+ * CPL_AWS_AUTODETECT_EC2=NO turns the guess off (always ask IMDS). */
+static int maybe_ec2(void)
+{
+    char a[64], b[64];
+    const char *o = opt("CPL_AWS_AUTODETECT_EC2");
+    if (o && !CPLTestBool(o))
+        return 1;
+    return vt__ec2_guess(read_head("/sys/hypervisor/uuid", a, sizeof(a)),
+                         read_head("/sys/devices/virtual/dmi/id/sys_vendor", b,
+                                   sizeof(b))) != 0;
+}
+
+/* 1: found; 0: not found (notes say why). */
 static int from_imds(vt_creds *out, char *notes, size_t nlen)
 {
     int rc = 0;
@@ -496,24 +524,48 @@ static int from_imds(vt_creds *out, char *notes, size_t nlen)
     vt_http_resp resp;
     memset(&resp, 0, sizeof(resp));
 
+    if (!ep)
+        ep = opt("CPL_AWS_EC2_API_ROOT_URL"); /* GDAL's name */
+    if (!ep && !maybe_ec2()) {
+        snprintf(err, sizeof(err), "not an EC2 instance (hypervisor/DMI ids)");
+        goto out;
+    }
     snprintf(base, sizeof(base), "%s", ep ? ep : IMDS_DEFAULT);
     size_t bl = strlen(base);
     while (bl && base[bl - 1] == '/')
         base[--bl] = '\0';
 
+    /* IMDSv2 session token. Where the PUT times out or is refused by an
+     * older IMDS, fall back to IMDSv1 (as GDAL and the AWS SDKs do); where
+     * nothing listens at all, or IMDS says 403 (disabled), stop here. */
     const char *put_hdrs[] = {"X-aws-ec2-metadata-token-ttl-seconds: 21600", NULL};
     snprintf(url, sizeof(url), "%s/latest/api/token", base);
-    if (fetch("EC2 instance metadata", "PUT", url, put_hdrs, "",
-              IMDS_TIMEOUT_MS, 0, &resp, err, sizeof(err)))
+    vt_http_req put = {.method = "PUT", .url = url, .headers = put_hdrs,
+                       .body = "", .max_body = 4096, .max_retries = 0,
+                       .retry_delay = -1, .timeout_ms = IMDS_TIMEOUT_MS,
+                       .connect_timeout_ms = IMDS_TIMEOUT_MS};
+    vt_err e = vt__engine_perform(&put, &resp);
+    if (e == VT_OK && resp.status == 200) {
+        token = clean_token((const char *)resp.body, resp.body_len);
+        if (!token || strlen(token) > 200) {
+            snprintf(err, sizeof(err), "EC2 instance metadata: %s gave no "
+                     "usable token", url);
+            goto out;
+        }
+    } else if (e == VT_ENETWORK || (e == VT_OK && resp.status == 403)) {
+        snprintf(err, sizeof(err), "EC2 instance metadata: PUT %s: %s%s%s",
+                 url, e ? vt_strerror(e) : "HTTP 403",
+                 resp.error[0] ? ": " : "", resp.error);
         goto out;
-    token = clean_token((const char *)resp.body, resp.body_len);
-    vt__http_resp_clear(&resp);
-    if (!token || strlen(token) > 200) {
-        snprintf(err, sizeof(err), "EC2 instance metadata: %s gave no token", url);
-        goto out;
+    } else {
+        CPLDebug("VSITUNE", "IMDSv2 token PUT failed (%s, HTTP %ld): trying "
+                 "IMDSv1", vt_strerror(e), resp.status);
     }
-    snprintf(tokhdr, sizeof(tokhdr), "X-aws-ec2-metadata-token: %s", token);
-    const char *hdrs[] = {tokhdr, NULL};
+    vt__http_resp_clear(&resp);
+
+    snprintf(tokhdr, sizeof(tokhdr), "X-aws-ec2-metadata-token: %s",
+             token ? token : "");
+    const char *hdrs[] = {token ? tokhdr : NULL, NULL};
     snprintf(url, sizeof(url), "%s/latest/meta-data/iam/security-credentials/", base);
     if (fetch("EC2 instance metadata", "GET", url, hdrs, NULL, IMDS_TIMEOUT_MS,
               0, &resp, err, sizeof(err)))
@@ -614,7 +666,8 @@ static char *fingerprint(void)
         "AWS_STS_REGIONAL_ENDPOINTS", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
         "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_AUTHORIZATION_TOKEN",
         "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
-        "AWS_EC2_METADATA_SERVICE_ENDPOINT", "AWS_EC2_METADATA_DISABLED"};
+        "AWS_EC2_METADATA_SERVICE_ENDPOINT", "CPL_AWS_EC2_API_ROOT_URL",
+        "AWS_EC2_METADATA_DISABLED", "CPL_AWS_AUTODETECT_EC2"};
     size_t n = 1;
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         const char *v = opt(names[i]);

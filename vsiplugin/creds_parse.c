@@ -353,6 +353,15 @@ char *vt__imds_first_role(const char *body, size_t len)
     return NULL;
 }
 
+int vt__ec2_guess(const char *hypervisor_uuid, const char *sys_vendor)
+{
+    if (hypervisor_uuid)
+        return strncasecmp(hypervisor_uuid, "ec2", 3) == 0;
+    if (sys_vendor)
+        return strncmp(sys_vendor, "Amazon EC2", 10) == 0;
+    return -1;
+}
+
 /* Hosts an http:// FULL_URI may name (AWS SDKs' rule): loopback, the ECS
  * and EKS Pod Identity link-local agents. */
 static int allowed_http_host(const char *h, size_t n)

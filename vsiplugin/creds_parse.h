@@ -44,6 +44,12 @@ char *vt__json_get_string(const char *body, size_t len, const char *key);
  * cannot have. */
 char *vt__imds_first_role(const char *body, size_t len);
 
+/* Can this machine be EC2, from the first bytes of /sys/hypervisor/uuid
+ * and /sys/devices/virtual/dmi/id/sys_vendor (NULL: file absent)? 1 yes,
+ * 0 no, -1 cannot tell (ask IMDS). Xen instances have a uuid starting with
+ * "ec2", Nitro ones the vendor "Amazon EC2" (GDAL's rule). */
+int vt__ec2_guess(const char *hypervisor_uuid, const char *sys_vendor);
+
 /* URL of the container credentials endpoint from the given options
  * (RELATIVE_URI goes to http://169.254.170.2). malloc'd; NULL when neither
  * is set. full_uri is refused (NULL, *refused = 1) when plain http to a host

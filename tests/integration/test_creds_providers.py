@@ -53,6 +53,7 @@ class Fake:
         self.sts_error = False
         self.container_token = None  # Authorization value the container endpoint demands
         self.imds_token = "IMDS-TOKEN-" + os.urandom(6).hex()
+        self.imds_put_status = 200   # 405: an IMDSv1-only service; 403: IMDS disabled
         self.issued = 0
         self.fixed_creds = None      # (akid, secret, token) to hand out instead of fresh ones
         self.hold_after = None       # hold credential requests numbered >= this
@@ -118,6 +119,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/latest/api/token":
             if not self.headers.get("X-aws-ec2-metadata-token-ttl-seconds"):
                 return self.reply(400, "missing ttl")
+            if fake.imds_put_status != 200:
+                return self.reply(fake.imds_put_status, "no")
             return self.reply(200, fake.imds_token)
         self.reply(404)
 
@@ -166,7 +169,8 @@ class Handler(BaseHTTPRequestHandler):
             self.maybe_hold(fake)
             return self.reply(200, self.creds_json(fake), "application/json")
         if p.startswith("/latest/meta-data/iam/security-credentials/"):
-            if self.headers.get("X-aws-ec2-metadata-token") != fake.imds_token:
+            v1 = fake.imds_put_status == 405 and "X-aws-ec2-metadata-token" not in self.headers
+            if self.headers.get("X-aws-ec2-metadata-token") != fake.imds_token and not v1:
                 return self.reply(401)
             role = p[len("/latest/meta-data/iam/security-credentials/"):]
             if role == "":
@@ -331,6 +335,30 @@ def test_imds_v2_put_then_token_header(probe, fake, base_env):
         assert r["headers"]["x-aws-ec2-metadata-token"] == fake.imds_token
 
 
+def test_imds_v1_fallback_when_put_refused(probe, fake, base_env):
+    fake.imds_put_status = 405
+    env = dict(base_env, AWS_EC2_METADATA_SERVICE_ENDPOINT=fake.url)
+    del env["AWS_EC2_METADATA_DISABLED"]
+    cp = run(probe, ["creds"], env)
+    assert cp.returncode == 0, cp.stderr
+    assert parse_lines(cp.stdout)[0]["source"] == "imds"
+    assert [(r["method"], r["path"]) for r in fake.requests] == [
+        ("PUT", "/latest/api/token"),
+        ("GET", "/latest/meta-data/iam/security-credentials/"),
+        ("GET", "/latest/meta-data/iam/security-credentials/vt-test-role")]
+    assert all("x-aws-ec2-metadata-token" not in r["headers"] for r in fake.requests[1:])
+
+
+def test_imds_403_stops_without_v1(probe, fake, base_env):
+    fake.imds_put_status = 403
+    env = dict(base_env, CPL_AWS_EC2_API_ROOT_URL=fake.url)  # GDAL's option name
+    del env["AWS_EC2_METADATA_DISABLED"]
+    cp = run(probe, ["creds"], env)
+    assert cp.returncode == 1
+    assert "EC2 instance metadata: PUT " + fake.url + "/latest/api/token: HTTP 403" in cp.stderr
+    assert [(r["method"], r["path"]) for r in fake.requests] == [("PUT", "/latest/api/token")]
+
+
 def test_imds_disabled_sends_nothing(probe, fake, base_env):
     env = dict(base_env, AWS_EC2_METADATA_SERVICE_ENDPOINT=fake.url,
                AWS_EC2_METADATA_DISABLED="true")
@@ -477,4 +505,6 @@ def test_failed_search_is_not_repeated_at_once(probe, fake, base_env):
     assert cp.stdout.split() == ["error=1", "error=1"]
     errs = [l for l in cp.stderr.splitlines() if "no AWS credentials found" in l]
     assert len(errs) == 2 and errs[0] == errs[1]
-    assert [(r["method"], r["path"]) for r in fake.requests] == [("PUT", "/norole/latest/api/token")]
+    assert [(r["method"], r["path"]) for r in fake.requests] == [
+        ("PUT", "/norole/latest/api/token"),  # 404: try IMDSv1, 404 again
+        ("GET", "/norole/latest/meta-data/iam/security-credentials/")]

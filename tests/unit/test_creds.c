@@ -357,6 +357,13 @@ static void test_role_list_and_urls(void **state)
     assert_int_equal(refused, 1);
     assert_null(vt__container_url(NULL, NULL, &refused));
     assert_int_equal(refused, 0);
+
+    assert_int_equal(vt__ec2_guess("ec2e1916-9099-7caf-fd21-012345abcdef\n", NULL), 1);
+    assert_int_equal(vt__ec2_guess("EC2E1916", "Xen"), 1);
+    assert_int_equal(vt__ec2_guess("4b2ab3c0-0000", "Amazon EC2"), 0);
+    assert_int_equal(vt__ec2_guess(NULL, "Amazon EC2\n"), 1);
+    assert_int_equal(vt__ec2_guess(NULL, "QEMU\n"), 0);
+    assert_int_equal(vt__ec2_guess(NULL, NULL), -1);
 }
 
 /* Random bytes with JSON/XML/INI fragments: the parsers never crash or read
