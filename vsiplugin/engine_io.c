@@ -409,8 +409,11 @@ static void judge_curl(CURLcode rc, struct vt_eng_xfer *x, struct verdict *v)
     switch (rc) {
     case CURLE_WRITE_ERROR:
         if (x->overflow) {
+            /* We ended this stream early: on h2 curl 7.88 may leave other
+             * streams' input parked behind it (see kill_connection). */
             v->err = VT_EPROTO;
             v->transient = 0;
+            v->kill_conn = 1;
             snprintf(v->why, sizeof(v->why),
                      "response body larger than expected (status %ld)",
                      x->hdr_status);
@@ -510,7 +513,19 @@ static void judge_status(struct vt_eng_xfer *x, struct verdict *v)
 
 /* Shut down the socket of the connection x last used, so curl retires it and
  * fails (and we retry) whatever else was stuck on it. Only for multiplexed
- * connections: curl already closes an HTTP/1.1 connection after a timeout. */
+ * connections: curl already closes an HTTP/1.1 connection after a timeout.
+ *
+ * Why: in curl 7.88 (lib/http2.c) all streams of a connection share one input
+ * buffer. When a stream's receive buffer is full, on_data_chunk_recv() returns
+ * NGHTTP2_ERR_PAUSE and records pause_stream_id; until that stream's transfer
+ * drains it, every other stream's recv returns CURLE_AGAIN with the rest of
+ * the connection's input parked in ctx->inbuf. If that transfer ends early
+ * (timeout, write-callback abort), http2_data_done() clears pause_stream_id
+ * but nothing re-processes the parked input or wakes the other transfers:
+ * they wait for socket readability that never comes, until the server's idle
+ * timeout closes the connection (nghttpx: 3 min, the 180 s seen with stock
+ * GDAL). Closing the socket ourselves turns that wait into an immediate error
+ * on every stream of the connection, which the engine retries. */
 static void kill_connection(struct vt_eng_xfer *x, long httpver)
 {
     curl_socket_t s = CURL_SOCKET_BAD;

@@ -211,9 +211,37 @@ def test_shutdown_with_requests_in_flight(lab, vt_fetch, obj, endpoint):
     key, url, local = obj
     lab.fault("stall", count=1000, key=key)
     rc, (res,) = run(lab, vt_fetch, endpoint,
-                     ["--shutdown-after", 200, "-t", 8, "-n", 5, "-R", 0, "-f", local,
+                     ["--shutdown-after", 200, "-t", 8, "-n", 1, "-R", 0, "-f", local,
                       url(endpoint)],
                      extra={"GDAL_HTTP_LOW_SPEED_TIME": "3"}, timeout=60)
+    # vt_fetch shuts down once all 8 are in flight (or after 10 s; a thread
+    # that came later times out on the stall instead: an error, not a hang).
     assert res["shutdowns"] >= 1
     assert res["shutdowns"] + res["errors"] == 8
     assert res["ok"] == 0 and res["in_flight"] == 0
+
+
+def test_faults_inside_a_multi_range_batch(lab, vt_fetch, obj):
+    """Retries happen per transfer inside one perform_many call: a batch of 10
+    ranges with 503s and a reset among them still returns every byte right."""
+    key, url, local = obj
+    lab.fault("slowdown", count=2, key=key)
+    lab.fault("reset", count=1, key=key)
+    rc, (res,) = run(lab, vt_fetch, "h2", ["-t", 2, "-n", 20, "-k", 10, "-f", local, url("h2")],
+                     extra={"GDAL_HTTP_RETRY_DELAY": "0.05"})
+    assert rc == 0, res
+    assert res["ok"] == 40 and res["mismatches"] == 0
+    assert res["retries"] == 3
+    assert len(gets_for(lab, key)) == 43
+
+
+def test_range_answered_short_is_an_error(lab, vt_fetch, obj):
+    """A range running past the end comes back shorter than the exact length the
+    caller expects: a clear protocol error, not silently fewer bytes, no retry."""
+    key, url, local = obj
+    rc, (res,) = run(lab, vt_fetch, "h1", ["-r", f"{SIZE - 100}-{SIZE + 899}", url("h1")])
+    assert rc == 1
+    assert res["first_err"] == "malformed or truncated response"
+    assert "does not match the requested range" in res["message"]
+    assert res["retries"] == 0
+    assert len(gets_for(lab, key)) == 1

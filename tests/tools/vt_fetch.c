@@ -242,18 +242,22 @@ out:
     return NULL;
 }
 
-/* Wait until transfers are in flight, then MS more, then shut down. */
+/* Wait until every thread's transfers are in flight (at most 10 s), then MS
+ * more, then shut down. */
 static void *shutdown_timer(void *arg)
 {
     struct timespec ts = {cfg.shutdown_after_ms / 1000,
                           (cfg.shutdown_after_ms % 1000) * 1000000L};
     struct timespec tick = {0, 10000000L};
+    uint64_t want = (uint64_t)cfg.threads * (uint64_t)cfg.per_call;
     vt_engine_stats st;
 
-    do {
+    for (int i = 0; i < 1000; i++) {
         nanosleep(&tick, NULL);
         vt__engine_get_stats(&st);
-    } while (st.in_flight == 0);
+        if (st.in_flight >= want)
+            break;
+    }
     nanosleep(&ts, NULL);
     vt__engine_shutdown();
     return arg;
