@@ -56,8 +56,8 @@ static const char usage_text[] =
 "  --format F        env | shell | dotenv | json | lambda-json | terraform |\n"
 "                    dockerfile | k8s-yaml (default: env)\n"
 "  --no-plugin       stock GDAL settings instead of the vsitune plugin\n"
-"  --plugin-dir DIR  GDAL_DRIVER_PATH to emit (default: the platform's, else\n"
-"                    " TUNERD_PLUGIN_DIR ")\n"
+"  --plugin-dir DIR  GDAL_DRIVER_PATH to emit, ':'-separated absolute paths\n"
+"                    (default: the platform's, else " TUNERD_PLUGIN_DIR ")\n"
 "  --profiles DIR    platform profiles (default: $TUNERD_PROFILES_DIR, then\n"
 "                    <exe>/../share/vsitune/profiles, then the install dir)\n"
 "  --sys-root DIR    read /sys from DIR (or $TUNERD_SYSFS_ROOT)\n"
@@ -110,6 +110,19 @@ static int parse_whole(const char *s, long lo, long hi, long *out)
         return -2;
     *out = v;
     return 0;
+}
+
+/* "/a" or "/a:/b:...": every element absolute and non-empty. */
+static int valid_path_list(const char *s)
+{
+    for (;;) {
+        if (*s != '/')
+            return 0;
+        s = strchr(s, ':');
+        if (!s)
+            return 1;
+        s++;
+    }
 }
 
 int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen)
@@ -274,8 +287,9 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
         } else if (!strcmp(name, "--profiles")) {
             o->profiles_dir = val;
         } else if (!strcmp(name, "--plugin-dir")) {
-            if (val[0] != '/') {
-                seterr(err, errlen, "--plugin-dir '%s' must be an absolute path", val);
+            if (!valid_path_list(val)) {
+                seterr(err, errlen, "--plugin-dir '%s' must be absolute paths separated "
+                       "by ':'", val);
                 return VT_EXIT_USAGE;
             }
             o->plugin_dir = val;
@@ -335,6 +349,12 @@ static int resolve(const vt_cli_opts *o, const char *profiles_dir, resolved *r,
     memset(r, 0, sizeof *r);
     if (vt_detect_run(&dopts, &d, err, errlen))
         return VT_EXIT_PROFILE;
+    if (d.warning[0] && !o->memory_mb) {
+        /* the platform's own memory variable is garbage: guessing would size
+         * the wrong tier, so stop and ask */
+        seterr(err, errlen, "cannot determine memory: %s; pass --memory MB", d.warning);
+        return VT_EXIT_DETECT;
+    }
     if (o->platform)
         pname = o->platform;
     else if (strcmp(d.platform, "host") != 0)

@@ -436,7 +436,7 @@ static int detect_platform(const char *profiles_dir, vt_detect *d, char *err, si
                     d->platform_memory_mb = mb;
                     setsrc(d->platform_memory_src, "env %s", p.memory_env);
                 } else if (m && *m) {
-                    setsrc(d->warning, "env %s=%s is not a whole number of MB; ignored",
+                    setsrc(d->warning, "env %s=%s is not a whole number of MB",
                            p.memory_env, m);
                 }
             }
@@ -529,7 +529,7 @@ void vt_detect_print(FILE *f, const vt_detect *d)
     print_mb(f, "memory total:", d->mem_total_mb, d->meminfo_src);
     print_mb(f, "memory available:", d->mem_available_mb, d->meminfo_src);
     if (d->warning[0])
-        fprintf(f, "%-20s %s\n", "warning:", d->warning);
+        fprintf(f, "%-20s %s (ignored)\n", "warning:", d->warning);
     print_mb(f, "=> memory:", d->memory_mb, d->memory_src);
     fprintf(f, "%-20s %.2f (%s)\n", "=> cpus:", d->cpus, d->cpus_src);
 }

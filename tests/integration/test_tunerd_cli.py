@@ -531,3 +531,48 @@ def test_watch_bad_input(args, msg):
     p = tunerd("watch", *args, check=False)
     assert p.returncode in (2, 5) and msg in p.stderr
     assert len(p.stderr.splitlines()) == 1
+
+
+def test_platform_memory_variable_that_is_not_a_number():
+    env = clean_env(AWS_LAMBDA_FUNCTION_NAME="f", AWS_LAMBDA_FUNCTION_MEMORY_SIZE="3GB")
+    p = tunerd("profile", env=env, check=False)
+    assert p.returncode == 5 and p.stdout == ""
+    assert "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=3GB is not a whole number of MB" in p.stderr
+    assert "pass --memory MB" in p.stderr
+    assert tunerd("profile", "--memory", "3008", env=env).returncode == 0
+    d = tunerd("detect", env=env).stdout
+    assert "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=3GB is not a whole number of MB (ignored)" in d
+
+
+def test_plugin_dir_option():
+    ref = parse_env(tunerd("profile", "--memory", "2048", "--plugin-dir",
+                           "/opt/lib/gdalplugins:/usr/lib/gdalplugins").stdout)
+    assert ref["GDAL_DRIVER_PATH"] == "/opt/lib/gdalplugins:/usr/lib/gdalplugins"
+    for bad in ["lib", "/a:", "/a:b", ":/a"]:
+        p = tunerd("profile", "--memory", "2048", "--plugin-dir", bad, check=False)
+        assert p.returncode == 2 and "must be absolute paths separated by ':'" in p.stderr
+    # --no-plugin: no GDAL_DRIVER_PATH at all
+    ref = parse_env(tunerd("profile", "--memory", "2048", "--no-plugin", "--plugin-dir",
+                           "/x").stdout)
+    assert "GDAL_DRIVER_PATH" not in ref
+
+
+def test_relocatable_profiles(tmp_path):
+    """A layer installs /opt/bin/tunerd and /opt/share/vsitune/profiles: the
+    binary finds its profiles relative to itself before the compiled-in dirs."""
+    (tmp_path / "bin").mkdir()
+    prof = tmp_path / "share" / "vsitune" / "profiles"
+    prof.mkdir(parents=True)
+    shutil.copy(TUNERD, tmp_path / "bin" / "tunerd")
+    for f in PROFILES.glob("*.profile"):
+        shutil.copy(f, prof / f.name)
+    text = (prof / "lambda.profile").read_text()
+    (prof / "lambda.profile").write_text(re.sub(r"^note = .*$", "note = relocated copy",
+                                                text, flags=re.M))
+    env = clean_env()
+    del env["TUNERD_PROFILES_DIR"]
+    p = subprocess.run([str(tmp_path / "bin" / "tunerd"), "profile", "--memory", "10240",
+                        "--format", "json"], capture_output=True, text=True, env=env,
+                       timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["note"] == "relocated copy"
