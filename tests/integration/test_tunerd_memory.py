@@ -182,7 +182,8 @@ def test_tunerd_pool_survives_where_naive_pool_is_killed(tmp_path):
     assert res["cachemax_mb"] == [plan["gdal_cachemax_mb"]]
     assert res["workers"] == plan["workers"]
     assert 0 < res["mean"] < 10000
-    assert tstats["max_usage_mb"] <= LIMIT_MB
+    # the ledger is an upper bound of what the pool really used (page cache included)
+    assert tstats["max_usage_mb"] <= plan["ledger"]["total_mb"]
 
     # Arm 2: naive: os.cpu_count() workers, each with GDAL's undivided default cache.
     naive, nstats = run_in_cgroup(job_argv, base_env())
