@@ -4,11 +4,9 @@ across layouts: the measurement behind VSITUNE_HEADER_SIZE (docs/architecture.md
 Prints a markdown table: the offset of the first tile byte = what an open must read."""
 from osgeo import gdal
 gdal.UseExceptions()
-rows = []
 def header_end(path):
     ds = gdal.Open(path)
     best = None
-    levels = [ds.GetRasterBand(1)] + [ds.GetRasterBand(1).GetOverview(i) for i in range(ds.GetRasterBand(1).GetOverviewCount())]
     for b in range(1, ds.RasterCount+1):
         band = ds.GetRasterBand(b)
         for lv in [band] + [band.GetOverview(i) for i in range(band.GetOverviewCount())]:
