@@ -363,7 +363,7 @@ static int resolve(const vt_cli_opts *o, const char *profiles_dir, resolved *r,
         pname = o->memory_mb ? "lambda" : "host";
     /* Detected limits describe this machine: use them only for the platform
      * we are running on (or for host, which is this machine by definition). */
-    same = strcmp(pname, d.platform) == 0;
+    same = strcmp(pname, d.platform) == 0 || strcmp(pname, "host") == 0;
     if (vt_platform_load(profiles_dir, pname, &r->plat, err, errlen))
         return VT_EXIT_PROFILE;
 

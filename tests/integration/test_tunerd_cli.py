@@ -576,3 +576,12 @@ def test_relocatable_profiles(tmp_path):
                        timeout=30)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["note"] == "relocated copy"
+
+
+def test_platform_host_is_this_machine_even_inside_kubernetes():
+    env = clean_env(KUBERNETES_SERVICE_HOST="10.0.0.1")
+    doc = json.loads(tunerd("profile", "--format", "json", env=env).stdout)
+    assert doc["platform"] == "kubernetes" and doc["memory_source"].startswith("detected:")
+    doc = json.loads(tunerd("profile", "--platform", "host", "--format", "json", env=env).stdout)
+    assert doc["platform"] == "host" and doc["memory_source"].startswith("detected:")
+    assert doc["vcpu_source"] == "detected"
