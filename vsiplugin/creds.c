@@ -180,10 +180,14 @@ static int from_env(vt_creds *out)
 
 /* ---- provider: shared credentials / config files ---------------------- */
 
-struct profile_hint {  /* web identity settings found in the profile */
+struct profile_hint {  /* role settings found in the profile */
     char *role_arn;
-    char *token_file;
+    char *token_file;      /* web_identity_token_file: web identity */
     char *session_name;
+    char *source_profile;  /* source_profile: AssumeRole signed with ... */
+    vt_creds source;       /* ... that profile's keys */
+    char *external_id;
+    const char *unsupported; /* a role setting we cannot honour (static) */
 };
 
 static void hint_clear(struct profile_hint *h)
@@ -191,7 +195,48 @@ static void hint_clear(struct profile_hint *h)
     free(h->role_arn);
     free(h->token_file);
     free(h->session_name);
+    free(h->source_profile);
+    vt__creds_clear(&h->source);
+    free(h->external_id);
     memset(h, 0, sizeof(*h));
+}
+
+/* Keys of profile name: the credentials file's [name], else the config
+ * file's [profile name] / [name]. *section_seen tells whether any section of
+ * that name exists. Strings malloc'd into *ak, *sk, *tok (caller frees). */
+static void profile_keys(const char *ctext, size_t clen, const char *ftext,
+                         size_t flen, const char *name, char **ak, char **sk,
+                         char **tok, int *section_seen)
+{
+    char sect[300];
+    *ak = *sk = *tok = NULL;
+    *section_seen = 0;
+    if (ctext) {
+        *ak = vt__ini_get(ctext, clen, name, "aws_access_key_id");
+        *sk = vt__ini_get(ctext, clen, name, "aws_secret_access_key");
+        *tok = vt__ini_get(ctext, clen, name, "aws_session_token");
+        *section_seen = vt__ini_has_section(ctext, clen, name);
+    }
+    if (!ftext || *ak || *sk)
+        return;
+    snprintf(sect, sizeof(sect), "profile %s", name);
+    const char *s = vt__ini_has_section(ftext, flen, sect) ? sect
+                    : vt__ini_has_section(ftext, flen, name) ? name : NULL;
+    if (!s)
+        return;
+    *section_seen = 1;
+    *ak = vt__ini_get(ftext, flen, s, "aws_access_key_id");
+    *sk = vt__ini_get(ftext, flen, s, "aws_secret_access_key");
+    free(*tok);
+    *tok = vt__ini_get(ftext, flen, s, "aws_session_token");
+}
+
+static void free_secret(char *s)
+{
+    if (s) {
+        OPENSSL_cleanse(s, strlen(s));
+        free(s);
+    }
 }
 
 static void home_path(char *buf, size_t len, const char *opt_name,
@@ -204,7 +249,8 @@ static void home_path(char *buf, size_t len, const char *opt_name,
         snprintf(buf, len, "%s/.aws/%s", home ? home : "", leaf);
 }
 
-/* 1: found (out filled); 0: not there (notes say why); -1: error (errbuf). */
+/* 1: found (out filled); 0: not there (notes say why, hint may name a role
+ * to assume); -1: error (errbuf). */
 static int from_profile(vt_creds *out, struct profile_hint *hint, char *notes,
                         size_t nlen, char *errbuf, size_t errlen)
 {
@@ -223,37 +269,50 @@ static int from_profile(vt_creds *out, struct profile_hint *hint, char *notes,
     ctext = read_small_file(cpath, &clen);
     ftext = read_small_file(fpath, &flen);
 
-    if (ctext) {
-        ak = vt__ini_get(ctext, clen, name, "aws_access_key_id");
-        sk = vt__ini_get(ctext, clen, name, "aws_secret_access_key");
-        tok = vt__ini_get(ctext, clen, name, "aws_session_token");
-        found_section = ak || sk || tok ||
-                        vt__ini_has_section(ctext, clen, name);
+    /* Role settings live in the config file ("[profile NAME]", "[default]"
+     * for the default one; "[NAME]" accepted too). Like the AWS CLI, a role
+     * wins over keys of the same profile. */
+    snprintf(sect, sizeof(sect), "profile %s", name);
+    const char *cs = !ftext ? NULL
+                     : vt__ini_has_section(ftext, flen, sect) ? sect
+                     : vt__ini_has_section(ftext, flen, name) ? name : NULL;
+    if (cs) {
+        hint->role_arn = vt__ini_get(ftext, flen, cs, "role_arn");
+        hint->token_file = vt__ini_get(ftext, flen, cs, "web_identity_token_file");
+        hint->session_name = vt__ini_get(ftext, flen, cs, "role_session_name");
+        hint->source_profile = vt__ini_get(ftext, flen, cs, "source_profile");
+        hint->external_id = vt__ini_get(ftext, flen, cs, "external_id");
+        char *mfa = vt__ini_get(ftext, flen, cs, "mfa_serial");
+        char *csrc = vt__ini_get(ftext, flen, cs, "credential_source");
+        hint->unsupported = mfa ? "mfa_serial" : csrc ? "credential_source" : NULL;
+        free(mfa);
+        free(csrc);
     }
-    if (ftext) {
-        /* In the config file a profile is "[profile NAME]" ("[default]"
-         * for the default one; "[NAME]" accepted too). */
-        const char *sections[2] = {sect, name};
-        snprintf(sect, sizeof(sect), "profile %s", name);
-        for (int i = 0; i < 2; i++) {
-            const char *s = sections[i];
-            if (!vt__ini_has_section(ftext, flen, s))
-                continue;
-            found_section = 1;
-            if (!ak && !sk) {
-                ak = vt__ini_get(ftext, flen, s, "aws_access_key_id");
-                sk = vt__ini_get(ftext, flen, s, "aws_secret_access_key");
+    if (hint->role_arn && (hint->token_file || hint->source_profile ||
+                           hint->unsupported)) {
+        if (hint->source_profile && !hint->token_file && !hint->unsupported) {
+            int seen = 0;
+            profile_keys(ctext, clen, ftext, flen, hint->source_profile, &ak,
+                         &sk, &tok, &seen);
+            if (!ak || !sk || !*ak || !*sk) {
+                put(errbuf, errlen, "AWS profile '%s': source_profile '%s' has "
+                    "no aws_access_key_id/aws_secret_access_key (%s, %s)", name,
+                    hint->source_profile, cpath, fpath);
+                rc = -1;
+                goto out;
+            }
+            hint->source.access_key = ak;
+            hint->source.secret_key = sk;
+            hint->source.session_token = (tok && *tok) ? tok : NULL;
+            if (!hint->source.session_token)
                 free(tok);
-                tok = vt__ini_get(ftext, flen, s, "aws_session_token");
-            }
-            if (!hint->role_arn) {
-                hint->role_arn = vt__ini_get(ftext, flen, s, "role_arn");
-                hint->token_file = vt__ini_get(ftext, flen, s, "web_identity_token_file");
-                hint->session_name = vt__ini_get(ftext, flen, s, "role_session_name");
-            }
-            break;
+            ak = sk = tok = NULL;
         }
+        goto out; /* rc 0: run_chain assumes the role */
     }
+
+    profile_keys(ctext, clen, ftext, flen, name, &ak, &sk, &tok, &found_section);
+    found_section |= (cs != NULL);
     if (ak && sk && *ak && *sk) {
         vt_creds c = {.access_key = ak, .secret_key = sk,
                       .session_token = (tok && *tok) ? tok : NULL,
@@ -280,10 +339,7 @@ static int from_profile(vt_creds *out, struct profile_hint *hint, char *notes,
          ctext ? "" : " (absent)", fpath, ftext ? "" : " (absent)");
 out:
     free(ak);
-    if (sk) {
-        memset(sk, 0, strlen(sk));
-        free(sk);
-    }
+    free_secret(sk);
     free(tok);
     free(ctext);
     free(ftext);
@@ -434,6 +490,136 @@ out:
     free(e_tok);
     free(e_name);
     free(body);
+    return rc;
+}
+
+/* ---- provider: AssumeRole (profile role_arn + source_profile) ---------- */
+
+/* Split an http(s) URL into host[:port] and path (default "/"). */
+static int split_url(const char *url, char *host, size_t hlen, char *path,
+                     size_t plen)
+{
+    const char *h = strstr(url, "://");
+    if (!h)
+        return -1;
+    h += 3;
+    size_t n = strcspn(h, "/?#");
+    if (n == 0 || n >= hlen)
+        return -1;
+    memcpy(host, h, n);
+    host[n] = '\0';
+    const char *p = h + n;
+    size_t pn = strcspn(p, "?#");
+    if (pn + 2 > plen)
+        return -1;
+    if (pn == 0)
+        snprintf(path, plen, "/");
+    else
+        snprintf(path, plen, "%.*s", (int)pn, p);
+    return 0;
+}
+
+/* Region an STS host signs in: sts.REGION.amazonaws.com gives REGION; the
+ * global endpoint and custom hosts use AWS_REGION, else us-east-1. */
+static void sts_region(const char *host, char *buf, size_t len)
+{
+    const char *dot;
+    if (!strncmp(host, "sts.", 4) && (dot = strstr(host + 4, ".amazonaws.com")) &&
+        dot > host + 4 && (size_t)(dot - host - 4) < len) {
+        snprintf(buf, len, "%.*s", (int)(dot - host - 4), host + 4);
+        return;
+    }
+    const char *r = opt("AWS_REGION");
+    if (!r)
+        r = opt("AWS_DEFAULT_REGION");
+    snprintf(buf, len, "%s", r ? r : "us-east-1");
+}
+
+static int from_assume_role(vt_creds *out, const struct profile_hint *h,
+                            char *errbuf, size_t errlen)
+{
+    int rc = -1;
+    char url[1024], host[512], path[512], region[64], date[17], hash[65];
+    char sname[64], *body = NULL, *e_role = NULL, *e_name = NULL, *e_ext = NULL;
+    char *hdr_host = NULL, *hdr_tok = NULL, *hdr_auth = NULL;
+    char hdr_date[40];
+    vt_sigv4_output sig = {0};
+
+    sts_url(url, sizeof(url));
+    if (split_url(url, host, sizeof(host), path, sizeof(path))) {
+        put(errbuf, errlen, "assume role: bad STS endpoint '%s'", url);
+        goto out;
+    }
+    sts_region(host, region, sizeof(region));
+    const char *session_name = h->session_name;
+    if (!session_name) {
+        snprintf(sname, sizeof(sname), "vsitune-session-%lld",
+                 (long long)time(NULL));
+        session_name = sname;
+    }
+    e_role = vt__uri_encode(h->role_arn, 0);
+    e_name = vt__uri_encode(session_name, 0);
+    e_ext = h->external_id ? vt__uri_encode(h->external_id, 0) : NULL;
+    size_t blen = (e_role ? strlen(e_role) : 0) + (e_name ? strlen(e_name) : 0) +
+                  (e_ext ? strlen(e_ext) : 0) + 128;
+    body = malloc(blen);
+    hdr_host = malloc(strlen(host) + 8);
+    if (!e_role || !e_name || (h->external_id && !e_ext) || !body || !hdr_host) {
+        put(errbuf, errlen, "assume role: out of memory");
+        goto out;
+    }
+    snprintf(body, blen, "Action=AssumeRole&Version=2011-06-15&RoleArn=%s"
+             "&RoleSessionName=%s%s%s", e_role, e_name, e_ext ? "&ExternalId=" : "",
+             e_ext ? e_ext : "");
+    vt__sha256_hex(body, strlen(body), hash);
+    vt__amz_date((long long)time(NULL), date);
+    sprintf(hdr_host, "Host: %s", host);
+    snprintf(hdr_date, sizeof(hdr_date), "X-Amz-Date: %s", date);
+    if (h->source.session_token) {
+        size_t n = strlen(h->source.session_token) + 32;
+        hdr_tok = malloc(n);
+        if (!hdr_tok) {
+            put(errbuf, errlen, "assume role: out of memory");
+            goto out;
+        }
+        snprintf(hdr_tok, n, "X-Amz-Security-Token: %s", h->source.session_token);
+    }
+    const char *headers[6] = {hdr_host,
+                              "Content-Type: application/x-www-form-urlencoded; charset=utf-8",
+                              hdr_date, hdr_tok, NULL, NULL};
+    vt_sigv4_input in = {
+        .method = "POST", .path = path, .headers = headers,
+        .payload_hash = hash, .amz_date = date, .region = region,
+        .service = "sts", .access_key = h->source.access_key,
+        .secret_key = h->source.secret_key, .normalize_path = 1,
+    };
+    vt_err e = vt__sigv4_sign(&in, &sig);
+    if (e) {
+        put(errbuf, errlen, "assume role: cannot sign the STS request (%s)",
+            vt_strerror(e));
+        goto out;
+    }
+    size_t an = strlen(sig.authorization) + 32;
+    hdr_auth = malloc(an);
+    if (!hdr_auth) {
+        put(errbuf, errlen, "assume role: out of memory");
+        goto out;
+    }
+    snprintf(hdr_auth, an, "Authorization: %s", sig.authorization);
+    headers[hdr_tok ? 4 : 3] = hdr_auth;
+    if (fetch_creds("assume role (STS AssumeRole)", "POST", url, headers, body,
+                    10000, -1, vt__creds_parse_sts_xml, "assume-role", out,
+                    errbuf, errlen) == 0)
+        rc = 1;
+out:
+    vt__sigv4_output_clear(&sig);
+    free(body);
+    free(e_role);
+    free(e_name);
+    free(e_ext);
+    free(hdr_host);
+    free(hdr_tok);
+    free(hdr_auth);
     return rc;
 }
 
@@ -605,6 +791,17 @@ static vt_err run_chain(vt_creds *out, char *errbuf, size_t errlen)
     rc = from_profile(out, &hint, notes, sizeof(notes), errbuf, errlen);
     if (rc)
         goto done;
+    if (hint.role_arn && hint.unsupported && !hint.token_file) {
+        put(errbuf, errlen, "AWS profile role_arn with %s is not supported by "
+            "vsitune: use source_profile, web_identity_token_file or "
+            "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY", hint.unsupported);
+        rc = -1;
+        goto done;
+    }
+    if (hint.role_arn && hint.source.access_key && !hint.token_file) {
+        rc = from_assume_role(out, &hint, errbuf, errlen);
+        goto done;
+    }
 
     const char *role = opt("AWS_ROLE_ARN"), *tfile = opt("AWS_WEB_IDENTITY_TOKEN_FILE");
     const char *sname = opt("AWS_ROLE_SESSION_NAME");

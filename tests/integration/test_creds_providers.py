@@ -13,8 +13,10 @@ Run with /usr/bin/python3 -m pytest tests/integration/test_creds_providers.py.
 """
 
 import hashlib
+import hmac
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -51,6 +53,8 @@ class Fake:
         self.requests = []           # dicts: method, path, headers (lowercase), body
         self.expires_in = 3600       # seconds until the credentials handed out expire
         self.sts_error = False
+        self.sts_secret = None       # AssumeRole: the secret signatures must verify with
+        self.sts_verdicts = []       # (ok, akid, region, service) per AssumeRole request
         self.container_token = None  # Authorization value the container endpoint demands
         self.imds_token = "IMDS-TOKEN-" + os.urandom(6).hex()
         self.imds_put_status = 200   # 405: an IMDSv1-only service; 403: IMDS disabled
@@ -78,6 +82,29 @@ class Fake:
     def of(self, path_prefix, method=None):
         return [r for r in self.requests if r["path"].startswith(path_prefix)
                 and (method is None or r["method"] == method)]
+
+
+def verify_sigv4(method, path, headers, body, secret):
+    """Check a header-signed SigV4 request (non-S3 service rules) with an
+    implementation independent of sigv4.c. Returns (ok, akid, region, service)."""
+    m = re.fullmatch(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request, "
+                     r"SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})",
+                     headers.get("authorization", ""))
+    if not m:
+        return (False, None, None, None)
+    akid, day, region, service, signed, signature = m.groups()
+    uri = "/".join(urllib.parse.quote(urllib.parse.unquote(seg), safe="-_.~")
+                   for seg in path.split("?", 1)[0].split("/"))
+    canon_headers = "".join(f"{h}:{' '.join(headers[h].split())}\n" for h in signed.split(";"))
+    creq = "\n".join([method, uri, "", canon_headers, signed, hashlib.sha256(body).hexdigest()])
+    scope = f"{day}/{region}/{service}/aws4_request"
+    sts = "\n".join(["AWS4-HMAC-SHA256", headers["x-amz-date"], scope,
+                     hashlib.sha256(creq.encode()).hexdigest()])
+    key = ("AWS4" + secret).encode()
+    for part in (day, region, service, "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    want = hmac.new(key, sts.encode(), hashlib.sha256).hexdigest()
+    return (hmac.compare_digest(want, signature), akid, region, service)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -126,6 +153,20 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         fake, body = self.record()
+        if self.path.startswith("/sts") and b"Action=AssumeRole&" in body:
+            verdict = verify_sigv4("POST", self.path, {k.lower(): v for k, v in self.headers.items()},
+                                   body, fake.sts_secret or "")
+            fake.sts_verdicts.append(verdict)
+            if not verdict[0]:
+                return self.reply(403, "<ErrorResponse><Error><Code>SignatureDoesNotMatch</Code>"
+                                  "<Message>The request signature we calculated does not "
+                                  "match</Message></Error></ErrorResponse>", "text/xml")
+            akid, secret, token, _ = fake.next_creds()
+            return self.reply(200, f"""<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+  <AssumeRoleResult><AssumedRoleUser><Arn>arn:aws:sts::1:assumed-role/r/s</Arn></AssumedRoleUser>
+    <Credentials><AccessKeyId>{akid}</AccessKeyId><SecretAccessKey>{secret}</SecretAccessKey>
+      <SessionToken>{token}</SessionToken><Expiration>{fake.expiration()}</Expiration>
+    </Credentials></AssumeRoleResult></AssumeRoleResponse>""", "text/xml")
         if self.path.startswith("/sts"):
             if fake.sts_error:
                 return self.reply(400, "<ErrorResponse><Error><Type>Sender</Type>"
@@ -272,6 +313,53 @@ def test_web_identity_error_is_clear(probe, fake, base_env, tmp_path):
     assert cp.returncode == 1
     assert "HTTP 400 InvalidIdentityToken: Token expired & rejected" in cp.stderr
     assert len(fake.of("/sts")) == 1
+
+
+# -- AssumeRole from a profile (role_arn + source_profile) --------------------------
+def write_role_profiles(tmp_path, base_secret, extra=""):
+    (tmp_path / "credentials").write_text(
+        "[base]\naws_access_key_id = AKIDBASE\n"
+        f"aws_secret_access_key = {base_secret}\n")
+    (tmp_path / "config").write_text(
+        "[profile dev]\nrole_arn = arn:aws:iam::123456789012:role/dev-role\n"
+        "source_profile = base\nrole_session_name = vt-dev\nexternal_id = ext-42\n" + extra)
+    return {"AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "credentials"),
+            "AWS_CONFIG_FILE": str(tmp_path / "config"), "AWS_PROFILE": "dev"}
+
+
+def test_assume_role_signed_with_source_profile(probe, fake, base_env, tmp_path):
+    fake.sts_secret = "base/secret+key"
+    env = dict(base_env, **write_role_profiles(tmp_path, "base/secret+key"),
+               AWS_STS_ENDPOINT=fake.url + "/sts/", AWS_REGION="eu-central-1")
+    cp = run(probe, ["creds"], env)
+    assert cp.returncode == 0, cp.stderr
+    row = parse_lines(cp.stdout)[0]
+    assert (row["source"], row["key"], row["token"]) == ("assume-role", "ASIAFAKE00000001", "1")
+    assert fake.sts_verdicts == [(True, "AKIDBASE", "eu-central-1", "sts")]
+    form = urllib.parse.parse_qs(fake.of("/sts")[0]["body"].decode(), strict_parsing=True)
+    assert form == {"Action": ["AssumeRole"], "Version": ["2011-06-15"],
+                    "RoleArn": ["arn:aws:iam::123456789012:role/dev-role"],
+                    "RoleSessionName": ["vt-dev"], "ExternalId": ["ext-42"]}
+
+
+def test_assume_role_bad_source_secret_is_clear(probe, fake, base_env, tmp_path):
+    fake.sts_secret = "the-real-secret"
+    env = dict(base_env, **write_role_profiles(tmp_path, "a-wrong-secret"),
+               AWS_STS_ENDPOINT=fake.url + "/sts/")
+    cp = run(probe, ["creds"], env)
+    assert cp.returncode == 1
+    assert "assume role (STS AssumeRole)" in cp.stderr
+    assert "HTTP 403 SignatureDoesNotMatch" in cp.stderr
+    assert [v[0] for v in fake.sts_verdicts] == [False]
+
+
+def test_assume_role_with_mfa_is_refused_clearly(probe, fake, base_env, tmp_path):
+    env = dict(base_env, **write_role_profiles(tmp_path, "s", "mfa_serial = arn:aws:iam::1:mfa/u\n"),
+               AWS_STS_ENDPOINT=fake.url + "/sts/")
+    cp = run(probe, ["creds"], env)
+    assert cp.returncode == 1
+    assert "mfa_serial is not supported" in cp.stderr
+    assert fake.requests == []
 
 
 # -- container credentials ----------------------------------------------------------
