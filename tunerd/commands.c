@@ -1,0 +1,266 @@
+/* commands.c: what tunerd's commands do once the command line is parsed.
+ *
+ * profile and exec share resolve(): choose the platform (--platform, else
+ * detected, else lambda when --memory is given, else host), take memory and
+ * CPUs from the options or, for the platform we run on, from detect, run
+ * the sizing model and build the environment block. exec then sets only the
+ * variables the caller has not set and replaces itself with the command.
+ * Errors come back as an exit status (cli.h) plus one line in err. */
+#include "commands.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "detect.h"
+#include "envblock.h"
+#include "platform.h"
+#include "watch.h"
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* Everything `profile` and `exec` compute. */
+typedef struct resolved {
+    vt_platform plat;
+    vt_sizing_in in;
+    vt_sizing s;
+    vt_envblock env;
+    char memory_src[VT_DETECT_SRC_MAX + 32];
+} resolved;
+
+static int resolve(const vt_cli_opts *o, const char *profiles_dir, resolved *r,
+                   char *err, size_t errlen)
+{
+    vt_detect_opts dopts = { o->sys_root, o->proc_root, profiles_dir };
+    vt_detect d;
+    const char *pname;
+    int same;
+
+    memset(r, 0, sizeof *r);
+    if (vt_detect_run(&dopts, &d, err, errlen))
+        return VT_EXIT_PROFILE;
+    if (d.warning[0] && !o->memory_mb) {
+        /* the platform's own memory variable is garbage: guessing would size
+         * the wrong tier, so stop and ask */
+        seterr(err, errlen, "cannot determine memory: %s; pass --memory MB", d.warning);
+        return VT_EXIT_DETECT;
+    }
+    if (o->platform)
+        pname = o->platform;
+    else if (strcmp(d.platform, "host") != 0)
+        pname = d.platform;
+    else
+        pname = o->memory_mb ? "lambda" : "host";
+    /* Detected limits describe this machine: use them only for the platform
+     * we are running on (or for host, which is this machine by definition). */
+    same = strcmp(pname, d.platform) == 0 || strcmp(pname, "host") == 0;
+    if (vt_platform_load(profiles_dir, pname, &r->plat, err, errlen))
+        return VT_EXIT_PROFILE;
+
+    r->in.plat = &r->plat;
+    r->in.workload = o->workload;
+    r->in.workers = o->workers;
+    r->in.plugin = o->plugin;
+    if (o->memory_mb) {
+        r->in.memory_mb = o->memory_mb;
+        snprintf(r->memory_src, sizeof r->memory_src, "--memory");
+    } else if (same && d.memory_mb > 0) {
+        r->in.memory_mb = d.memory_mb;
+        snprintf(r->memory_src, sizeof r->memory_src, "detected: %s", d.memory_src);
+        /* a bare host's RAM, not a platform tier: may exceed a profile's cap */
+        if (r->in.memory_mb > r->plat.memory_max_mb && d.platform_memory_mb == 0)
+            r->in.memory_mb = r->plat.memory_max_mb;
+    } else if (same) {
+        seterr(err, errlen, "cannot determine memory (%s); pass --memory MB", d.memory_src);
+        return VT_EXIT_DETECT;
+    } else {
+        seterr(err, errlen, "--platform %s needs --memory MB when not running on %s",
+               pname, pname);
+        return VT_EXIT_USAGE;
+    }
+    if (o->cpus > 0) {
+        r->in.cpus = o->cpus;
+        r->in.cpus_from_option = 1;
+    } else if (same && r->plat.cpu_rule == VT_CPU_GIVEN) {
+        if (d.cpus <= 0) {
+            seterr(err, errlen, "cannot determine CPUs (%s); pass --cpus N", d.cpus_src);
+            return VT_EXIT_DETECT;
+        }
+        r->in.cpus = d.cpus;
+    }
+    vt_size_rc rc = vt_sizing_compute(&r->in, &r->s, err, errlen);
+    if (rc != VT_SIZE_OK)
+        return rc == VT_SIZE_ETOOSMALL ? VT_EXIT_TOOSMALL : VT_EXIT_USAGE;
+    if (vt_envblock_build(&r->plat, &r->s, o->workload, o->plugin,
+                          o->plugin_dir ? o->plugin_dir : TUNERD_PLUGIN_DIR, &r->env)) {
+        seterr(err, errlen, "%s.profile: too many env.NAME lines", pname);
+        return VT_EXIT_PROFILE;
+    }
+    if (o->plugin_dir && o->plugin) /* the option beats the profile's layer path */
+        snprintf(r->env.vars[0].value, sizeof r->env.vars[0].value, "%s", o->plugin_dir);
+    return VT_EXIT_OK;
+}
+
+int vt__cmd_profile(const vt_cli_opts *o, const char *pdir, char *err, size_t errlen)
+{
+    resolved r;
+    int rc = resolve(o, pdir, &r, err, errlen);
+
+    if (rc)
+        return rc;
+    vt_emit_ctx ctx = { &r.plat, &r.in, &r.s, &r.env, r.memory_src };
+    if (vt_emit(stdout, o->format, &ctx)) {
+        seterr(err, errlen, "cannot write the profile: %s", strerror(errno));
+        return VT_EXIT_INTERNAL;
+    }
+    return VT_EXIT_OK;
+}
+
+int vt__cmd_exec_plain(char **cmd, char *err, size_t errlen)
+{
+    execvp(cmd[0], cmd);
+    seterr(err, errlen, "exec %s: %s", cmd[0], strerror(errno));
+    return errno == ENOENT ? VT_EXIT_NOTFOUND : VT_EXIT_NOEXEC;
+}
+
+int vt__cmd_exec(const vt_cli_opts *o, const char *pdir, char *err, size_t errlen)
+{
+    resolved r;
+    int rc = resolve(o, pdir, &r, err, errlen);
+
+    if (rc) {
+        if (!o->fail_open)
+            return rc;
+        fprintf(stderr, "tunerd: warning: %s; running %s without a profile\n", err,
+                o->cmd[0]);
+        return vt__cmd_exec_plain(o->cmd, err, errlen);
+    }
+    for (int i = 0; i < r.env.n; i++) {
+        const vt_env_var *v = &r.env.vars[i];
+        const char *have = getenv(v->name);
+        if (have) {
+            if (o->verbose)
+                fprintf(stderr, "tunerd: kept %s=%s (set by caller; profile says %s)\n",
+                        v->name, have, v->value);
+            continue;
+        }
+        if (setenv(v->name, v->value, 0) != 0) {
+            seterr(err, errlen, "setenv %s: %s", v->name, strerror(errno));
+            return VT_EXIT_INTERNAL;
+        }
+        if (o->verbose)
+            fprintf(stderr, "tunerd: set %s=%s\n", v->name, v->value);
+    }
+    return vt__cmd_exec_plain(o->cmd, err, errlen);
+}
+
+int vt__cmd_detect(const vt_cli_opts *o, const char *pdir, char *err, size_t errlen)
+{
+    vt_detect_opts dopts = { o->sys_root, o->proc_root, pdir };
+    vt_detect d;
+
+    if (vt_detect_run(&dopts, &d, err, errlen))
+        return VT_EXIT_PROFILE;
+    if (o->json)
+        vt_detect_print_json(stdout, &d);
+    else
+        vt_detect_print(stdout, &d);
+    if (fflush(stdout) != 0) {
+        seterr(err, errlen, "cannot write: %s", strerror(errno));
+        return VT_EXIT_INTERNAL;
+    }
+    return VT_EXIT_OK;
+}
+
+int vt__cmd_check(const char *pdir)
+{
+    char err[1024];
+    int bad = 0, n = 0;
+    DIR *dir = opendir(pdir);
+    struct dirent *de;
+
+    if (!dir) {
+        fprintf(stderr, "tunerd: %s: %s\n", pdir, strerror(errno));
+        return VT_EXIT_PROFILE;
+    }
+    while ((de = readdir(dir)) != NULL) {
+        size_t l = strlen(de->d_name);
+        char stem[256];
+        vt_platform p;
+        if (l < 9 || strcmp(de->d_name + l - 8, ".profile") != 0 || l - 8 >= sizeof stem)
+            continue;
+        memcpy(stem, de->d_name, l - 8);
+        stem[l - 8] = '\0';
+        n++;
+        if (vt_platform_load(pdir, stem, &p, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            bad++;
+        } else {
+            printf("%s/%s: ok\n", pdir, de->d_name);
+        }
+    }
+    closedir(dir);
+    for (int i = 0; vt_platform_names[i]; i++) {
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s/%s.profile", pdir, vt_platform_names[i]);
+        if (access(path, R_OK) != 0) {
+            fprintf(stderr, "%s: missing (every known platform needs a profile)\n", path);
+            bad++;
+        }
+    }
+    if (n == 0)
+        fprintf(stderr, "%s: no .profile files\n", pdir);
+    return bad || n == 0 ? VT_EXIT_PROFILE : VT_EXIT_OK;
+}
+
+/* watch: bounded by --count; sleeps --interval between samples. */
+int vt__cmd_watch(const vt_cli_opts *o, char *err, size_t errlen)
+{
+    static vt_watch_proc procs[VT_WATCH_MAX];
+    const char *proc_root = o->proc_root ? o->proc_root : getenv("TUNERD_PROCFS_ROOT");
+
+    if (!proc_root || !*proc_root)
+        proc_root = "/proc";
+    printf("# tunerd watch: processes mapping '%s', %ld sample(s) every %.1f s\n", o->match,
+           o->count, o->interval_s);
+    printf("%-9s %8s %9s %9s %9s  %s\n", "time", "pid", "rss_mb", "pss_mb", "anon_mb",
+           "command");
+    for (long i = 0; i < o->count; i++) {
+        int found, n = vt_watch_scan(proc_root, o->match, procs, VT_WATCH_MAX, &found,
+                                     err, errlen);
+        if (n < 0)
+            return VT_EXIT_DETECT;
+        char when[16];
+        time_t t = time(NULL);
+        struct tm tm;
+        strftime(when, sizeof when, "%H:%M:%S", localtime_r(&t, &tm));
+        vt_watch_print(stdout, when, procs, n, found);
+        if (fflush(stdout) != 0) {
+            seterr(err, errlen, "cannot write: %s", strerror(errno));
+            return VT_EXIT_INTERNAL;
+        }
+        if (i + 1 < o->count) {
+            struct timespec ts = { (time_t)o->interval_s,
+                                   (long)((o->interval_s - (double)(time_t)o->interval_s) * 1e9) };
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+                ;
+        }
+    }
+    return VT_EXIT_OK;
+}
