@@ -473,16 +473,28 @@ static vt_err fetch_runs(vt_object *o, vt_cache *c, pinned *p, size_t np,
         }
         for (j = runs[i].first; j < runs[i].first + runs[i].count; j++) {
             int k = find_pinned(p, np, j);
-            size_t boff, blen;
-            if (k < 0 || p[k].role != VT_ROLE_FILL)
-                continue; /* a gap block: someone else has it */
-            if (e != VT_OK) {
-                vt__cache_fail(c, p[k].blk, e);
-            } else {
-                boff = (size_t)((j - runs[i].first) * bs);
-                blen = r->body_len - boff < bs ? r->body_len - boff : bs;
-                vt__cache_fill(c, p[k].blk, r->body + boff, blen);
+            size_t boff = (size_t)((j - runs[i].first) * bs), blen;
+            blen = e == VT_OK && r->body_len > boff
+                       ? (r->body_len - boff < bs ? r->body_len - boff : bs)
+                       : 0;
+            if (k < 0) {
+                /* A gap block nobody asked for: we have its bytes anyway. */
+                vt_block_role role;
+                vt_block *gb;
+                if (blen == 0 ||
+                    !(gb = vt__cache_lookup(c, o->cache_key, j, &role)))
+                    continue;
+                if (role == VT_ROLE_FILL)
+                    vt__cache_fill(c, gb, r->body + boff, blen);
+                vt__cache_release(c, gb);
+                continue;
             }
+            if (p[k].role != VT_ROLE_FILL)
+                continue; /* someone else is fetching it */
+            if (e != VT_OK)
+                vt__cache_fail(c, p[k].blk, e);
+            else
+                vt__cache_fill(c, p[k].blk, r->body + boff, blen);
             p[k].role = VT_ROLE_WAIT; /* now settled: wait returns at once */
         }
     }
