@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "errbuf.h"
 #include "platform.h"
 
 #define MAX_WORKERS_OPT 4096
@@ -71,18 +72,6 @@ static const char usage_text[] =
 "\n"
 "The sizing model and its sources: docs/tuning.md.\n";
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static int parse_whole(const char *s, long lo, long hi, long *out)
 {
     char *end;
@@ -131,7 +120,7 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
     err[0] = '\0';
 
     if (argc < 2) {
-        seterr(err, errlen, "no command (valid: profile, detect, exec, check-profiles, watch; "
+        vt__seterr(err, errlen, "no command (valid: profile, detect, exec, check-profiles, watch; "
                "see tunerd --help)");
         return VT_EXIT_USAGE;
     }
@@ -147,7 +136,7 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
     if (strcmp(o->command, "profile") && strcmp(o->command, "detect") &&
         strcmp(o->command, "exec") && strcmp(o->command, "check-profiles") &&
         strcmp(o->command, "watch")) {
-        seterr(err, errlen, "unknown command '%s' (valid: profile, detect, exec, "
+        vt__seterr(err, errlen, "unknown command '%s' (valid: profile, detect, exec, "
                "check-profiles, watch)", o->command);
         return VT_EXIT_USAGE;
     }
@@ -157,12 +146,12 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
 
         if (strcmp(arg, "--") == 0) {
             if (strcmp(o->command, "exec") != 0) {
-                seterr(err, errlen, "'--' is only valid with exec");
+                vt__seterr(err, errlen, "'--' is only valid with exec");
                 return VT_EXIT_USAGE;
             }
             o->cmd = &argv[i + 1];
             if (!o->cmd[0]) {
-                seterr(err, errlen, "exec: no command after '--'");
+                vt__seterr(err, errlen, "exec: no command after '--'");
                 return VT_EXIT_USAGE;
             }
             break;
@@ -172,7 +161,7 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
             return VT_EXIT_OK;
         }
         if (strncmp(arg, "--", 2) != 0 && strcmp(arg, "-v") != 0) {
-            seterr(err, errlen, "unexpected argument '%s'%s", arg,
+            vt__seterr(err, errlen, "unexpected argument '%s'%s", arg,
                    strcmp(o->command, "exec") == 0 ? " (put the command after '--')" : "");
             return VT_EXIT_USAGE;
         }
@@ -187,7 +176,7 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
             !strcmp(name, "-v") || !strcmp(name, "--verbose") ||
             !strcmp(name, "--fail-open")) {
             if (val) {
-                seterr(err, errlen, "%s takes no value", name);
+                vt__seterr(err, errlen, "%s takes no value", name);
                 return VT_EXIT_USAGE;
             }
             if (!strcmp(name, "--no-plugin"))
@@ -209,7 +198,7 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
         for (int k = 0; with_value[k]; k++)
             known |= strcmp(name, with_value[k]) == 0;
         if (!known) {
-            seterr(err, errlen, "unknown option '%s' (valid: --memory, --platform, --cpus, "
+            vt__seterr(err, errlen, "unknown option '%s' (valid: --memory, --platform, --cpus, "
                    "--workload, --workers, --format, --no-plugin, --plugin-dir, --profiles, "
                    "--sys-root, --proc-root, --json, --verbose, --fail-open, --interval, --count, "
                    "--match)", name);
@@ -217,7 +206,7 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
         }
         if (!val) {
             if (i + 1 >= argc) {
-                seterr(err, errlen, "%s needs a value", name);
+                vt__seterr(err, errlen, "%s needs a value", name);
                 return VT_EXIT_USAGE;
             }
             val = argv[++i];
@@ -226,12 +215,12 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
             long v;
             int r = parse_whole(val, 1, VT_SIZE_MAX_MEMORY_MB, &v);
             if (r == -1) {
-                seterr(err, errlen, "--memory '%s' is not a whole number of MB "
+                vt__seterr(err, errlen, "--memory '%s' is not a whole number of MB "
                        "(valid: 1..%ld)", val, VT_SIZE_MAX_MEMORY_MB);
                 return VT_EXIT_USAGE;
             }
             if (r == -2) {
-                seterr(err, errlen, "--memory %s is out of range (valid: 1..%ld MB)", val,
+                vt__seterr(err, errlen, "--memory %s is out of range (valid: 1..%ld MB)", val,
                        VT_SIZE_MAX_MEMORY_MB);
                 return VT_EXIT_USAGE;
             }
@@ -240,7 +229,7 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
             long v;
             int r = parse_whole(val, 1, MAX_WORKERS_OPT, &v);
             if (r) {
-                seterr(err, errlen, "--workers '%s' is not a whole number from 1 to %d",
+                vt__seterr(err, errlen, "--workers '%s' is not a whole number from 1 to %d",
                        val, MAX_WORKERS_OPT);
                 return VT_EXIT_USAGE;
             }
@@ -251,14 +240,14 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
             double v = strtod(val, &end);
             if (!*val || *end || errno || !isfinite(v) || !(v >= 0.01 && v <= MAX_CPUS_OPT) ||
                 strspn(val, "0123456789.") != strlen(val)) {
-                seterr(err, errlen, "--cpus '%s' is not a number from 0.01 to %d", val,
+                vt__seterr(err, errlen, "--cpus '%s' is not a number from 0.01 to %d", val,
                        MAX_CPUS_OPT);
                 return VT_EXIT_USAGE;
             }
             o->cpus = v;
         } else if (!strcmp(name, "--platform")) {
             if (!vt_platform_known(val)) {
-                seterr(err, errlen, "unknown platform '%s' (valid: lambda, cloudrun, "
+                vt__seterr(err, errlen, "unknown platform '%s' (valid: lambda, cloudrun, "
                        "azure-functions, kubernetes, host)", val);
                 return VT_EXIT_USAGE;
             }
@@ -269,19 +258,19 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
             else if (!strcmp(val, "tiles"))
                 o->workload = VT_WORKLOAD_TILES;
             else {
-                seterr(err, errlen, "unknown workload '%s' (valid: batch, tiles)", val);
+                vt__seterr(err, errlen, "unknown workload '%s' (valid: batch, tiles)", val);
                 return VT_EXIT_USAGE;
             }
         } else if (!strcmp(name, "--format")) {
             if (vt_format_parse(val, &o->format)) {
-                seterr(err, errlen, "unknown format '%s' (valid: %s)", val, vt_format_list());
+                vt__seterr(err, errlen, "unknown format '%s' (valid: %s)", val, vt_format_list());
                 return VT_EXIT_USAGE;
             }
         } else if (!strcmp(name, "--profiles")) {
             o->profiles_dir = val;
         } else if (!strcmp(name, "--plugin-dir")) {
             if (!valid_path_list(val)) {
-                seterr(err, errlen, "--plugin-dir '%s' must be absolute paths separated "
+                vt__seterr(err, errlen, "--plugin-dir '%s' must be absolute paths separated "
                        "by ':'", val);
                 return VT_EXIT_USAGE;
             }
@@ -292,7 +281,7 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
             o->proc_root = val;
         } else if (!strcmp(name, "--count")) {
             if (parse_whole(val, 1, 1000000, &o->count)) {
-                seterr(err, errlen, "--count '%s' is not a whole number from 1 to 1000000",
+                vt__seterr(err, errlen, "--count '%s' is not a whole number from 1 to 1000000",
                        val);
                 return VT_EXIT_USAGE;
             }
@@ -302,21 +291,21 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
             double v = strtod(val, &end);
             if (!*val || *end || errno || !isfinite(v) || v < 0.1 || v > 3600 ||
                 strspn(val, "0123456789.") != strlen(val)) {
-                seterr(err, errlen, "--interval '%s' is not a number of seconds from 0.1 "
+                vt__seterr(err, errlen, "--interval '%s' is not a number of seconds from 0.1 "
                        "to 3600", val);
                 return VT_EXIT_USAGE;
             }
             o->interval_s = v;
         } else if (!strcmp(name, "--match")) {
             if (!*val || strchr(val, '\n')) {
-                seterr(err, errlen, "--match needs a non-empty one-line string");
+                vt__seterr(err, errlen, "--match needs a non-empty one-line string");
                 return VT_EXIT_USAGE;
             }
             o->match = val;
         }
     }
     if (!strcmp(o->command, "exec") && !o->cmd) {
-        seterr(err, errlen, "exec needs a command: tunerd exec [options] -- CMD [ARGS...]");
+        vt__seterr(err, errlen, "exec needs a command: tunerd exec [options] -- CMD [ARGS...]");
         return VT_EXIT_USAGE;
     }
     return VT_EXIT_OK;

@@ -20,20 +20,9 @@
 
 #include "detect.h"
 #include "envblock.h"
+#include "errbuf.h"
 #include "platform.h"
 #include "watch.h"
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* Everything `profile` and `exec` compute. */
 typedef struct resolved {
@@ -58,7 +47,7 @@ static int resolve(const vt_cli_opts *o, const char *profiles_dir, resolved *r,
     if (d.warning[0] && !o->memory_mb) {
         /* the platform's own memory variable is garbage: guessing would size
          * the wrong tier, so stop and ask */
-        seterr(err, errlen, "cannot determine memory: %s; pass --memory MB", d.warning);
+        vt__seterr(err, errlen, "cannot determine memory: %s; pass --memory MB", d.warning);
         return VT_EXIT_DETECT;
     }
     if (o->platform)
@@ -87,10 +76,10 @@ static int resolve(const vt_cli_opts *o, const char *profiles_dir, resolved *r,
         if (r->in.memory_mb > r->plat.memory_max_mb && d.platform_memory_mb == 0)
             r->in.memory_mb = r->plat.memory_max_mb;
     } else if (same) {
-        seterr(err, errlen, "cannot determine memory (%s); pass --memory MB", d.memory_src);
+        vt__seterr(err, errlen, "cannot determine memory (%s); pass --memory MB", d.memory_src);
         return VT_EXIT_DETECT;
     } else {
-        seterr(err, errlen, "--platform %s needs --memory MB when not running on %s",
+        vt__seterr(err, errlen, "--platform %s needs --memory MB when not running on %s",
                pname, pname);
         return VT_EXIT_USAGE;
     }
@@ -99,7 +88,7 @@ static int resolve(const vt_cli_opts *o, const char *profiles_dir, resolved *r,
         r->in.cpus_from_option = 1;
     } else if (same && r->plat.cpu_rule == VT_CPU_GIVEN) {
         if (d.cpus <= 0) {
-            seterr(err, errlen, "cannot determine CPUs (%s); pass --cpus N", d.cpus_src);
+            vt__seterr(err, errlen, "cannot determine CPUs (%s); pass --cpus N", d.cpus_src);
             return VT_EXIT_DETECT;
         }
         r->in.cpus = d.cpus;
@@ -109,7 +98,7 @@ static int resolve(const vt_cli_opts *o, const char *profiles_dir, resolved *r,
         return rc == VT_SIZE_ETOOSMALL ? VT_EXIT_TOOSMALL : VT_EXIT_USAGE;
     if (vt_envblock_build(&r->plat, &r->s, o->workload, o->plugin,
                           o->plugin_dir ? o->plugin_dir : TUNERD_PLUGIN_DIR, &r->env)) {
-        seterr(err, errlen, "%s.profile: too many env.NAME lines", pname);
+        vt__seterr(err, errlen, "%s.profile: too many env.NAME lines", pname);
         return VT_EXIT_PROFILE;
     }
     if (o->plugin_dir && o->plugin) /* the option beats the profile's layer path */
@@ -126,7 +115,7 @@ int vt__cmd_profile(const vt_cli_opts *o, const char *pdir, char *err, size_t er
         return rc;
     vt_emit_ctx ctx = { &r.plat, &r.in, &r.s, &r.env, r.memory_src };
     if (vt_emit(stdout, o->format, &ctx)) {
-        seterr(err, errlen, "cannot write the profile: %s", strerror(errno));
+        vt__seterr(err, errlen, "cannot write the profile: %s", strerror(errno));
         return VT_EXIT_INTERNAL;
     }
     return VT_EXIT_OK;
@@ -135,7 +124,7 @@ int vt__cmd_profile(const vt_cli_opts *o, const char *pdir, char *err, size_t er
 int vt__cmd_exec_plain(char **cmd, char *err, size_t errlen)
 {
     execvp(cmd[0], cmd);
-    seterr(err, errlen, "exec %s: %s", cmd[0], strerror(errno));
+    vt__seterr(err, errlen, "exec %s: %s", cmd[0], strerror(errno));
     return errno == ENOENT ? VT_EXIT_NOTFOUND : VT_EXIT_NOEXEC;
 }
 
@@ -161,7 +150,7 @@ int vt__cmd_exec(const vt_cli_opts *o, const char *pdir, char *err, size_t errle
             continue;
         }
         if (setenv(v->name, v->value, 0) != 0) {
-            seterr(err, errlen, "setenv %s: %s", v->name, strerror(errno));
+            vt__seterr(err, errlen, "setenv %s: %s", v->name, strerror(errno));
             return VT_EXIT_INTERNAL;
         }
         if (o->verbose)
@@ -182,7 +171,7 @@ int vt__cmd_detect(const vt_cli_opts *o, const char *pdir, char *err, size_t err
     else
         vt_detect_print(stdout, &d);
     if (fflush(stdout) != 0) {
-        seterr(err, errlen, "cannot write: %s", strerror(errno));
+        vt__seterr(err, errlen, "cannot write: %s", strerror(errno));
         return VT_EXIT_INTERNAL;
     }
     return VT_EXIT_OK;
@@ -252,7 +241,7 @@ int vt__cmd_watch(const vt_cli_opts *o, char *err, size_t errlen)
         strftime(when, sizeof when, "%H:%M:%S", localtime_r(&t, &tm));
         vt_watch_print(stdout, when, procs, n, found);
         if (fflush(stdout) != 0) {
-            seterr(err, errlen, "cannot write: %s", strerror(errno));
+            vt__seterr(err, errlen, "cannot write: %s", strerror(errno));
             return VT_EXIT_INTERNAL;
         }
         if (i + 1 < o->count) {

@@ -16,20 +16,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "errbuf.h"
+
 const char *vt_workload_name(vt_workload w)
 {
     return w == VT_WORKLOAD_TILES ? "tiles" : "batch";
-}
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!err || !errlen)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
 }
 
 static long floor_to(double v, long granule)
@@ -140,7 +131,7 @@ static vt_size_rc decide_vcpu(const vt_sizing_in *in, vt_sizing *s,
         if (p->max_vcpu > 0 && s->vcpu > p->max_vcpu)
             s->vcpu = p->max_vcpu;
         if (in->cpus_from_option && fabs(in->cpus - s->vcpu) > 0.005) {
-            seterr(err, errlen,
+            vt__seterr(err, errlen,
                    "--cpus %g contradicts %s: its vCPU follow from memory "
                    "(%ld MB -> %.2f vCPU); drop --cpus",
                    in->cpus, p->name, in->memory_mb, s->vcpu);
@@ -151,7 +142,7 @@ static vt_size_rc decide_vcpu(const vt_sizing_in *in, vt_sizing *s,
         s->vcpu = p->vcpu;
         s->vcpu_source = "fixed by the platform";
         if (in->cpus_from_option && fabs(in->cpus - s->vcpu) > 0.005) {
-            seterr(err, errlen, "--cpus %g contradicts %s: it gives %g vCPU; drop --cpus",
+            vt__seterr(err, errlen, "--cpus %g contradicts %s: it gives %g vCPU; drop --cpus",
                    in->cpus, p->name, p->vcpu);
             return VT_SIZE_EINPUT;
         }
@@ -171,24 +162,24 @@ static vt_size_rc decide_vcpu(const vt_sizing_in *in, vt_sizing *s,
                 }
             s->vcpu_source = "fewest vCPU the platform allows for this memory (no --cpus)";
         } else {
-            seterr(err, errlen, "%s needs --cpus N (vCPU are not implied by memory)",
+            vt__seterr(err, errlen, "%s needs --cpus N (vCPU are not implied by memory)",
                    p->name);
             return VT_SIZE_EINPUT;
         }
         if (in->cpus_from_option && !cpus_allowed(p, s->vcpu)) {
             allowed_list(p, list, sizeof list);
-            seterr(err, errlen, "--cpus %g is not offered by %s (valid: %s)", s->vcpu,
+            vt__seterr(err, errlen, "--cpus %g is not offered by %s (valid: %s)", s->vcpu,
                    p->name, list);
             return VT_SIZE_EINPUT;
         }
         if (p->max_vcpu > 0 && s->vcpu > p->max_vcpu + 1e-9) {
-            seterr(err, errlen, "--cpus %g exceeds the %s maximum of %g vCPU",
+            vt__seterr(err, errlen, "--cpus %g exceeds the %s maximum of %g vCPU",
                    s->vcpu, p->name, p->max_vcpu);
             return VT_SIZE_EINPUT;
         }
         if (in->cpus_from_option && p->max_mb_per_vcpu > 0 &&
             (double)in->memory_mb > s->vcpu * (double)p->max_mb_per_vcpu + 1e-9) {
-            seterr(err, errlen,
+            vt__seterr(err, errlen,
                    "--memory %ld needs at least %.0f vCPU on %s (max %ld MB per vCPU); "
                    "got %g",
                    in->memory_mb, ceil((double)in->memory_mb / p->max_mb_per_vcpu),
@@ -216,7 +207,7 @@ vt_size_rc vt_sizing_compute(const vt_sizing_in *in, vt_sizing *out,
     out->start_method = p->start_method[0] ? p->start_method : "fork";
 
     if (in->memory_mb < p->memory_min_mb || in->memory_mb > p->memory_max_mb) {
-        seterr(err, errlen, "--memory %ld is outside what %s offers (valid: %ld..%ld MB)",
+        vt__seterr(err, errlen, "--memory %ld is outside what %s offers (valid: %ld..%ld MB)",
                in->memory_mb, p->name, p->memory_min_mb, p->memory_max_mb);
         return VT_SIZE_EINPUT;
     }
@@ -237,7 +228,7 @@ vt_size_rc vt_sizing_compute(const vt_sizing_in *in, vt_sizing *out,
 
     if (in->workers) {
         if (in->workers < 1 || in->workers > out->max_workers) {
-            seterr(err, errlen,
+            vt__seterr(err, errlen,
                    "--workers %d contradicts %s at %ld MB (%.2f vCPU): valid 1..%d",
                    in->workers, p->name, in->memory_mb, out->vcpu, out->max_workers);
             return VT_SIZE_EINPUT;
@@ -255,11 +246,11 @@ vt_size_rc vt_sizing_compute(const vt_sizing_in *in, vt_sizing *out,
                     break;
             }
             if (out->free_mb >= 0)
-                seterr(err, errlen,
+                vt__seterr(err, errlen,
                        "--workers %d contradicts %s at %ld MB: the ledger needs %ld MB; "
                        "valid 1..%d", in->workers, p->name, in->memory_mb, need, fit);
             else
-                seterr(err, errlen,
+                vt__seterr(err, errlen,
                        "--workers %d contradicts %s at %ld MB: the ledger needs %ld MB",
                        in->workers, p->name, in->memory_mb, need);
             return out->free_mb >= 0 ? VT_SIZE_EINPUT : VT_SIZE_ETOOSMALL;
@@ -278,7 +269,7 @@ vt_size_rc vt_sizing_compute(const vt_sizing_in *in, vt_sizing *out,
         else
             break;
     }
-    seterr(err, errlen,
+    vt__seterr(err, errlen,
            "%s at %ld MB is too small: the minimum ledger needs %ld MB "
            "(runtime %d + block cache %ld + range cache %ld + arrays %d + headroom %ld)",
            p->name, in->memory_mb, out->total_mb, VT_SIZE_RUNTIME_MB, out->cachemax_mb,

@@ -1,0 +1,16 @@
+/* errbuf.c: fill a caller's error buffer (errbuf.h). */
+#include "errbuf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+void vt__seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!err || errlen == 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
