@@ -1,0 +1,279 @@
+"""common.py: what every benchmark scenario shares.
+
+The three contenders and the environment each one runs with, the one way the suite
+runs a child process (a watchdog that kills a run past its bound and keeps what the
+child printed, so a stall is recorded as a stall instead of eating the time budget),
+medians and ratios, the machine description, and the progress display.
+
+Children (the probes in bench/probes/) print one JSON object per line on stdout;
+the last line holding "result" is the run's result. Standard library only: this
+module runs under /usr/bin/python3 and is imported by bench/run.py and by the
+scenario modules; it never imports GDAL itself.
+"""
+
+import json
+import os
+import platform
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+PROBES = BENCH / "probes"
+PYTHON = "/usr/bin/python3"  # has osgeo, rasterio, numpy; the python3 on PATH may not
+
+sys.path.insert(0, str(REPO / "tests" / "integration"))
+sys.path.insert(0, str(REPO / "tests" / "lab"))
+import lab_client  # noqa: E402  (the lab's Python client, owned by the lab)
+
+# Seed 001's variables: what a well-read user of stock GDAL sets.
+TUNED = {
+    "GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",
+    "CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".tif,.tiff,.vrt,.ovr",
+    "VSI_CACHE": "TRUE",
+    "VSI_CACHE_SIZE": "536870912",
+    "GDAL_CACHEMAX": "512",
+    "GDAL_HTTP_MULTIPLEX": "YES",
+    "GDAL_HTTP_VERSION": "2",
+}
+
+# Order matters: runs alternate in this order (A B C A B C ...).
+CONTENDERS = ("stock", "tuned", "vsitune")
+LABELS = {"stock": "stock GDAL (default)", "tuned": "stock GDAL, seed-001 tuned",
+          "vsitune": "vsitune (no configuration)"}
+
+
+def contender_env(lab, name, endpoint, build_dir, extra=None):
+    """The full child environment for contender `name` against lab `endpoint`:
+    the caller's environment scrubbed of AWS_/GDAL_/CPL_/VSI_/CURL_ variables,
+    the lab's endpoint and credentials, then the contender's own settings.
+    Only vsitune gets GDAL_DRIVER_PATH (and nothing else)."""
+    env = lab_client.gdal_env(lab.env(endpoint), vsitune=False, extra=None)
+    if name == "tuned":
+        env.update(TUNED)
+    elif name == "vsitune":
+        env["GDAL_DRIVER_PATH"] = str(Path(build_dir) / "vsiplugin")
+    elif name != "stock":
+        raise ValueError(f"unknown contender {name!r}")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    if extra:
+        env.update(extra)
+    return env
+
+
+class RunResult:
+    """What one child run produced: its last "result" object (or None), every
+    progress line, wall seconds, exit status, and whether the watchdog fired."""
+
+    def __init__(self, result, lines, wall, rc, timed_out, stdout, stderr):
+        self.result = result
+        self.lines = lines
+        self.wall = wall
+        self.rc = rc
+        self.timed_out = timed_out
+        self.stdout = stdout
+        self.stderr = stderr
+
+    @property
+    def ok(self):
+        return self.rc == 0 and not self.timed_out and self.result is not None
+
+    def error(self):
+        """A one-line reason for a failed run (for the results file)."""
+        if self.timed_out:
+            return f"killed by the watchdog after {self.wall:.1f} s"
+        if self.rc != 0:
+            tail = [ln for ln in self.stderr.strip().splitlines() if ln.strip()][-1:]
+            return f"exit status {self.rc}: {tail[0][:300] if tail else 'no message'}"
+        if self.result is None:
+            return "the probe printed no result"
+        return None
+
+
+def run_child(argv, env, timeout, cwd=None):
+    """Run argv with env, at most `timeout` seconds of wall time. The child gets
+    its own session so the watchdog can kill it and everything it forked (by its
+    process group id, which is the child's pid). Returns a RunResult; never raises
+    for a failing child. Called from the main thread only."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen([str(a) for a in argv], env=env, cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    timed_out = False
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = proc.communicate()
+    wall = time.monotonic() - t0
+    lines, result = [], None
+    for ln in out.splitlines():
+        ln = ln.strip()
+        if not ln.startswith("{"):
+            continue
+        try:
+            obj = json.loads(ln)
+        except ValueError:
+            continue
+        lines.append(obj)
+        if "result" in obj:
+            result = obj["result"]
+    return RunResult(result, lines, wall, proc.returncode, timed_out, out or "", err or "")
+
+
+def run_rusage(argv, env, timeout):
+    """Run argv to completion and return (wall seconds, ru_maxrss kB, exit status,
+    stdout). Uses os.wait4 so the peak RSS is this child's alone. A run past
+    `timeout` is killed (its process group) and reported with status None."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen([str(a) for a in argv], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = t0 + timeout
+    out = b""
+    while True:
+        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            wall = time.monotonic() - t0
+            out = proc.stdout.read()
+            proc.stdout.close()
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return wall, ru.ru_maxrss, proc.returncode, out.decode(errors="replace")
+        if time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            os.wait4(proc.pid, 0)
+            proc.stdout.close()
+            proc.returncode = -9
+            return time.monotonic() - t0, None, None, ""
+        time.sleep(0.001)
+
+
+# -- statistics -------------------------------------------------------------------
+def median(values):
+    vals = [v for v in values if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def ratio(a, b):
+    """a / b, or None when either is missing or b is 0."""
+    if a is None or b in (None, 0):
+        return None
+    return a / b
+
+
+def request_summary(log):
+    """Counts by kind from a slice of the lab's request log."""
+    out = {"total": len(log), "bytes": sum(e.get("bytes_sent") or 0 for e in log)}
+    for e in log:
+        out[e.get("kind", "OTHER")] = out.get(e.get("kind", "OTHER"), 0) + 1
+    out["errors"] = sum(1 for e in log if (e.get("status") or 0) >= 400)
+    return out
+
+
+# -- machine description ----------------------------------------------------------
+def _first(path, pattern):
+    try:
+        with open(path) as f:
+            for ln in f:
+                m = re.match(pattern, ln)
+                if m:
+                    return m.group(1).strip()
+    except OSError:
+        pass
+    return None
+
+
+def _version(argv):
+    try:
+        cp = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        return (cp.stdout or cp.stderr).strip().splitlines()[0]
+    except (OSError, subprocess.TimeoutExpired, IndexError):
+        return None
+
+
+def machine():
+    """The machine the numbers were measured on (rendered above every table)."""
+    mem_kb = _first("/proc/meminfo", r"MemTotal:\s+(\d+)")
+    load = os.getloadavg()
+    return {
+        "nproc": os.cpu_count(),
+        "cpu_model": _first("/proc/cpuinfo", r"model name\s*:\s*(.*)"),
+        "memory_mb": int(mem_kb) // 1024 if mem_kb else None,
+        "kernel": platform.release(),
+        "os": _first("/etc/os-release", r'PRETTY_NAME="?([^"]*)"?'),
+        "python": platform.python_version(),
+        "gdal": _version(["gdalinfo", "--version"]),
+        "curl": _version(["curl", "--version"]),
+        "node": _version(["node", "--version"]),
+        "nghttpx": _version(["nghttpx", "--version"]),
+        "loadavg_at_start": [round(x, 2) for x in load],
+    }
+
+
+def git_commit():
+    try:
+        cp = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True, timeout=10)
+        return cp.stdout.strip() or None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+# -- progress -----------------------------------------------------------------------
+class Progress:
+    """One status line on stderr: scenario, step i/n, elapsed, and an estimate of
+    what is left. Redrawn in place on a terminal, one line per step otherwise.
+    Main thread only."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.t0 = time.monotonic()
+        self.scenario = ""
+        self.total = 0
+        self.done = 0
+        self.s_t0 = self.t0
+
+    def start(self, scenario, total):
+        self._finish_line()
+        self.scenario, self.total, self.done = scenario, max(1, total), 0
+        self.s_t0 = time.monotonic()
+        self.show("starting")
+
+    def step(self, what):
+        self.done += 1
+        self.show(what)
+
+    def show(self, what):
+        now = time.monotonic()
+        spent = now - self.s_t0
+        eta = spent / self.done * (self.total - self.done) if self.done else None
+        msg = (f"[{_mmss(now - self.t0)}] {self.scenario}: {self.done}/{self.total}"
+               f"{'' if eta is None else ' (~' + _mmss(eta) + ' left)'}  {what}")
+        if self.tty:
+            self.stream.write("\r\x1b[K" + msg[:160])
+        else:
+            self.stream.write(msg + "\n")
+        self.stream.flush()
+
+    def note(self, msg):
+        self._finish_line()
+        self.stream.write(f"[{_mmss(time.monotonic() - self.t0)}] {msg}\n")
+        self.stream.flush()
+
+    def _finish_line(self):
+        if self.tty and self.scenario:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _mmss(s):
+    s = int(s)
+    return f"{s // 60:d}:{s % 60:02d}"

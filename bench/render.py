@@ -1,0 +1,496 @@
+#!/usr/bin/python3
+"""render.py: results JSON -> docs/performance.md and docs/img/*.png.
+
+Reads nothing but the results file bench/run.py wrote: every number in the page
+is a value of that file (medians and ratios were computed when it was written),
+formatted here. Re-render without re-measuring:
+    /usr/bin/python3 bench/render.py bench/results/results.json docs/
+Plots use matplotlib's Agg backend (Debian's python3-matplotlib); without it the
+page is still written, with a note instead of the pictures.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+CONTENDERS = ("stock", "tuned", "vsitune")
+SHORT = {"stock": "stock", "tuned": "stock tuned", "vsitune": "vsitune"}
+COLORS = {"stock": "#9e9e9e", "tuned": "#5b8fd6", "vsitune": "#e07b24"}
+PROTO = {"h1": "HTTP/1.1", "h2": "h2 (TLS)", "h1tls": "HTTP/1.1 (TLS)"}
+
+
+def f(v, nd=0, suffix=""):
+    """A number for a table cell; an en dash when missing."""
+    if v is None:
+        return "–"
+    if isinstance(v, float) and nd == 0:
+        return f"{v:,.0f}{suffix}"
+    return f"{v:,.{nd}f}{suffix}"
+
+
+def x(v, nd=2):
+    return "–" if v is None else f"{v:.{nd}f}×"
+
+
+def table(head, rows):
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join(" --- " for _ in head) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def _plt():
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        return plt
+    except ImportError:
+        return None
+
+
+# -- sections ----------------------------------------------------------------------
+def sec_machine(r):
+    m = r["meta"]["machine"]
+    fx = r["meta"].get("fixture", {})
+    rows = [("CPUs (nproc)", m.get("nproc")), ("CPU model", m.get("cpu_model")),
+            ("memory", f"{m.get('memory_mb'):,} MB" if m.get("memory_mb") else "–"),
+            ("kernel", m.get("kernel")), ("OS", m.get("os")), ("GDAL", m.get("gdal")),
+            ("curl", m.get("curl")), ("nghttpx (lab TLS front)", m.get("nghttpx")),
+            ("Python", m.get("python")),
+            ("load average at start (1/5/15 min)", " / ".join(str(v) for v in m.get("loadavg_at_start", []))),
+            ("load average at end", " / ".join(str(v) for v in r["meta"].get("loadavg_at_end", [])) or "–"),
+            ("date (UTC)", r["meta"]["date"]), ("commit", r["meta"].get("commit") or "–"),
+            ("suite duration", f(r["meta"].get("duration_s"), 0, " s")),
+            ("fixture", f"{fx.get('name')} COG {fx.get('width')}x{fx.get('height')} uint16, 512x512 "
+                        f"DEFLATE tiles, {f(fx.get('bytes'))} bytes, beside 224 sibling keys")]
+    return "## Machine\n\n" + table(["", ""], rows)
+
+
+def sec_headline(r):
+    s = r["scenarios"]
+    rows = []
+    cw = s.get("cold_window", {})
+    for cell in cw.get("cells", []):
+        if cell["rtt_ms"] != max(c["rtt_ms"] for c in cw["cells"]):
+            continue
+        cs = cell["contenders"]
+        rows.append([f"cold 512x512 window, RTT {cell['rtt_ms']} ms, {PROTO[cell['protocol']]}: "
+                     "requests / wall ms"] +
+                    [f"{f(cs[c]['requests'])} / {f(_ms(cs[c]['wall_s']))}" for c in CONTENDERS])
+    ts = s.get("tile_server", {})
+    for cell in ts.get("cells", []):
+        if cell["threads"] == max(c["threads"] for c in ts["cells"]) and \
+                cell["rtt_ms"] == max(c["rtt_ms"] for c in ts["cells"]):
+            cs = cell["contenders"]
+            rows.append([f"tile server, {cell['threads']} threads, RTT {cell['rtt_ms']} ms, "
+                         f"{PROTO[cell['protocol']]}: windows/s / connections"] +
+                        [f"{_tile_wps(cs[c])} / {f(cs[c]['connections'])}" for c in CONTENDERS])
+    so = s.get("memory_soak", {})
+    for cell in so.get("cells", []):
+        if cell["malloc_arena_max"] == "default":
+            cs = cell["contenders"]
+            rows.append([f"memory soak, {so['requests']} tiles at concurrency 16: RSS growth MB"] +
+                        [f(cs[c]["growth_mb"]) for c in CONTENDERS])
+    cpu = s.get("cpu_per_window", {})
+    if cpu.get("contenders"):
+        rows.append(["CPU per warm 512x512 window (callgrind): million instructions"] +
+                     [f(_mega(cpu["contenders"][c]["instructions_per_window"]), 1) for c in CONTENDERS])
+    if not rows:
+        return "## Headline\n\nNo scenario produced a headline number in this run."
+    return ("## Headline\n\nMedians from this run (details and every repeat below).\n\n" +
+            table(["measure"] + [SHORT[c] for c in CONTENDERS], rows))
+
+
+def _section(r, key, title):
+    """(results of scenario `key`, None) or (None, the text saying why there are none)."""
+    res = r["scenarios"].get(key)
+    if not res:
+        return None, ""
+    if "error" in res:
+        return None, f"## {title}\n\nThis scenario failed: `{res['error']}`"
+    if "skipped" in res:
+        return None, f"## {title}\n\nNot measured: {res['skipped']}"
+    return res, None
+
+
+def _each(res):
+    """(cell, contender, that contender's values) over a scenario's cells."""
+    for cell in res["cells"]:
+        for c in CONTENDERS:
+            yield cell, c, cell["contenders"][c]
+
+
+def _ms(v):
+    return None if v is None else v * 1000
+
+
+def _mega(v):
+    return None if v is None else v / 1e6
+
+
+def _tile_wps(c):
+    if c.get("stalls") and c.get("windows_per_s") is None:
+        return "stalled"
+    return f(c.get("windows_per_s"), 1)
+
+
+def sec_cold(r, key, title, intro, img):
+    res, why = _section(r, key, title)
+    if res is None:
+        return why
+    rows = []
+    for cell, c, v in _each(res):
+        rows.append([cell["rtt_ms"], PROTO[cell["protocol"]], SHORT[c],
+                     f"{f(v['requests'])} ({f(v['lists'])} LIST)", f(v["connections"]),
+                     f(v["bytes"]), f(_ms(v["wall_s"])), f(v["wall_rtt"], 1),
+                     f(_ms(cell["floor_s"])), x(v["over_floor"]),
+                     x(v.get("vsitune_speedup")) if c != "vsitune" else "",
+                     f"{v['failed']}" + (f", {v['wrong_checksums']} wrong" if v.get("wrong_checksums") else "")])
+    fl = res["cells"][0]["floor_parts"] if res["cells"] else {}
+    note = (f"Floor = the same program against the local file (median "
+            f"{f(_ms(res.get('local_wall_s')))} ms: interpreter start, imports, open, decode) + "
+            f"connect round trips (0 for plain HTTP: the lab's delay proxy does not delay TCP's "
+            f"handshake; 1 for TLS 1.3) + {fl.get('request_rtts')} request round trip(s) + the "
+            f"smallest byte count any contender moved, at the lab's loopback rate "
+            f"({f((r['meta'].get('fixture', {}).get('loopback_bytes_per_s') or 0) / 1e6)} MB/s). "
+            f"{res['reps']} runs per cell, alternated; medians.")
+    return (f"## {title}\n\n{intro}\n\n" +
+            table(["RTT ms", "protocol", "contender", "requests", "conn.", "bytes", "wall ms",
+                   "wall / RTT", "floor ms", "× floor", "vsitune faster by", "failed runs"], rows) +
+            f"\n\n{note}" + _img(title, img))
+
+
+def _img(alt, img):
+    return f"\n\n![{alt}](img/{img})\n" if img else ""
+
+
+def sec_tiles(r, img):
+    res, why = _section(r, "tile_server", "3. Tile server")
+    if res is None:
+        return why
+    rows = []
+    for cell, c, v in _each(res):
+        rows.append([cell["rtt_ms"], PROTO[cell["protocol"]], cell["threads"], SHORT[c],
+                     _tile_wps(v), f(v["requests_per_window"], 2), f(v["connections"]),
+                     f(v["peak_rss_mb"]), f(v["latency_max_s"], 2),
+                     x(v.get("vsitune_speedup")) if c != "vsitune" else "",
+                     f"{v['stalls']} / {v['failed']}" +
+                     (f" / {v['wrong_checksums']} wrong" if v["wrong_checksums"] else "")])
+    stalls = sum(cell["contenders"][c]["stalls"] for cell in res["cells"] for c in CONTENDERS)
+    return ("## 3. Tile server (open per request)\n\n"
+            "A thread pool serves random 256x256 windows; each request opens the COG with rasterio, "
+            "reads, closes (TiTiler's shape). Windows per run: " +
+            ", ".join(f"{cell['requests_per_run']} at {cell['threads']} thread(s)"
+                      for cell in res["cells"][:len({c['threads'] for c in res['cells']})]) +
+            f"; {res['reps']} run(s) per cell, alternated; windows/s counts the serving only "
+            "(not the interpreter start). Connections: TCP connections the lab's front accepted. "
+            f"Peak RSS: the process's VmHWM. A run still going after {res['timeout_s']} s is killed "
+            f"and counted as a stall (issue 4: stock GDAL's HTTP/2 multiplexing can wait for "
+            f"nghttpx's 180 s timeout); {stalls} stall(s) in this run.\n\n" +
+            table(["RTT ms", "protocol", "threads", "contender", "windows/s", "requests/window",
+                   "conn.", "peak RSS MB", "slowest window s", "vsitune faster by",
+                   "stalls / failed"], rows) + _img("tile server", img))
+
+
+def sec_pool(r, img):
+    res, why = _section(r, "pool_sweep", "4. Process-pool sweep")
+    if res is None:
+        return why
+    series = res["series"]
+    head = ["workers"] + [f"{e} / {SHORT[c]}" for e in ("process", "thread") for c in CONTENDERS]
+    rows = []
+    for i, w in enumerate(res["workers"]):
+        row = [w]
+        for e in ("process", "thread"):
+            for c in CONTENDERS:
+                pt = series[f"{e}/{c}"]["points"][i]
+                cellv = (f"{f(pt['windows_per_s'], 1)} ({x(pt['speedup'], 1)})"
+                         if pt["windows_per_s"] is not None else "failed")
+                if pt["failed"]:
+                    cellv += f" [{pt['failed']} failed]"
+                if pt["wrong_windows"]:
+                    cellv += f" [{pt['wrong_windows']} wrong]"
+                row.append(cellv)
+        rows.append(row)
+    knees = table(["series", "flattens at (workers)"],
+                  [[f"{s['executor']} / {SHORT[s['contender']]}", f(s["knee_workers"]) if
+                    s["knee_workers"] else "does not flatten in the sweep"] for s in series.values()])
+    errors = sorted({run["error"] for s in series.values() for pt in s["points"]
+                     for run in pt["runs"] if run.get("error")})
+    err_txt = ("\n\nErrors seen (stock GDAL in forked workers reads through the connection it "
+               "inherited from the parent, which opened the file first):\n\n" +
+               "\n".join(f"- `{e[:240]}`" for e in errors)) if errors else ""
+    cpus = res.get("cpus")
+    pk = {c: series[f"process/{c}"]["knee_workers"] for c in CONTENDERS}
+    tk = {c: series[f"thread/{c}"]["knee_workers"] for c in CONTENDERS}
+    best = {e: max(((pt["windows_per_s"] or 0, pt["workers"], c) for c in CONTENDERS
+                    for pt in series[f"{e}/{c}"]["points"]), default=(0, None, None))
+            for e in ("process", "thread")}
+    mapping = (
+        f"This machine has {cpus} CPUs (shared with other jobs). Measured here, the process "
+        f"pool flattens at " + ", ".join(f"{f(pk[c]) if pk[c] else 'no knee'} ({SHORT[c]})"
+                                         for c in CONTENDERS) +
+        " and the thread pool at " + ", ".join(f"{f(tk[c]) if tk[c] else 'no knee'} ({SHORT[c]})"
+                                               for c in CONTENDERS) +
+        f" workers; the best process-pool point is {f(best['process'][0], 1)} windows/s "
+        f"({best['process'][1]} workers, {SHORT.get(best['process'][2], '–')}), the best "
+        f"thread-pool point {f(best['thread'][0], 1)} windows/s ({best['thread'][1]} workers, "
+        f"{SHORT.get(best['thread'][2], '–')}). How it maps to seed 000's 6-vCPU numbers (14.2 "
+        "windows/s at 1 worker, near-linear to 4, a knee at 6, nothing from 8): with the RTT "
+        f"added here ({res['rtt_ms']} ms) each task waits on the network for part of its time, so "
+        f"a pool can gain past its {cpus} CPUs until the CPU share of the tasks fills them; the "
+        f"knee sits where workers x (CPU share per task) reaches the CPU count. On a 6-vCPU "
+        "function the same tasks would flatten at about 6/" + f"{cpus} = {6 / cpus:.0f} times "
+        "the worker count where they flatten here, bounded by the seed's own observation that "
+        "the parent needs one vCPU.")
+    return ("## 4. Process-pool sweep (seed 000's handler)\n\n"
+            f"Window statistics (masked mean and std) over {res['windows']} block-aligned 512x512 "
+            f"windows ({res['cols']}x{res['rows']} tiles of the scene, not all 441: the budget), "
+            f"each task opening the COG itself, {PROTO[res['protocol']]} at RTT {res['rtt_ms']} ms. "
+            "ProcessPoolExecutor with fork (chunksize as in the seed) against ThreadPoolExecutor; "
+            "windows/s and, in parentheses, the speedup over one worker of the same series.\n\n" +
+            table(head, rows) + "\n\n" + knees +
+            "\n\n'Flattens at' is the last worker count before one that gains less than 10%. " +
+            mapping + err_txt +
+            _img("pool sweep", img))
+
+
+def sec_soak(r, img):
+    res, why = _section(r, "memory_soak", "5. Memory soak")
+    if res is None:
+        return why
+    rows = []
+    for cell, c, v in _each(res):
+        rows.append([cell["malloc_arena_max"], SHORT[c], f(v["rss_before_mb"]),
+                     f(v["rss_after_mb"]), f(v["growth_mb"]), f(v["peak_rss_mb"]),
+                     f(v["windows_per_s"], 1), f(v["requests"]), f(v["connections"]),
+                     f"{v['failed']}" + (f", {v['wrong_checksums']} wrong" if v["wrong_checksums"] else "")])
+    scaled = ("" if res["requests"] >= res["requests_seed"] else
+              f" Scaled down from the seed's {res['requests_seed']:,} requests to "
+              f"{res['requests']:,} so the whole suite fits its 15-minute budget on this machine.")
+    return ("## 5. Memory soak (seed 003)\n\n"
+            f"{res['requests']:,} random 256x256 tile requests at concurrency {res['concurrency']} "
+            f"through the threaded reader (open per request), {PROTO[res['protocol']]}, RTT "
+            f"{res['rtt_ms']} ms. RSS before = after the imports, before the first request; "
+            f"after = when the last request is done; MB = MiB.{scaled}\n\n" +
+            table(["MALLOC_ARENA_MAX", "contender", "RSS before", "RSS after", "growth",
+                   "peak RSS", "windows/s", "requests", "conn.", "failed"], rows) +
+            _img("memory soak", img))
+
+
+def sec_cpu(r):
+    res, why = _section(r, "cpu_per_window", "6. CPU per window")
+    if res is None:
+        return why
+    rows = []
+    for c in CONTENDERS:
+        v = res["contenders"][c]
+        rows.append([SHORT[c], f(_mega(v["instructions_per_window"]), 2),
+                     x(v.get("vsitune_ratio")) if c != "vsitune" else "",
+                     sum(1 for run in v["runs"] if not run["ok"])])
+    return ("## 6. CPU per window (callgrind)\n\n"
+            f"Instructions of {res['windows']} warm 512x512 window reads (dataset open, connection "
+            f"made, header read; each window a new tile, so fetched and decoded), counted by "
+            f"valgrind --tool=callgrind over every thread, divided by {res['windows']}; "
+            f"{PROTO[res['protocol']]} at no added delay. Instruction counts do not depend on the "
+            "machine's load.\n\n" +
+            table(["contender", "M instructions / window", "vsitune / this", "failed runs"], rows))
+
+
+def sec_tunerd(r):
+    res, why = _section(r, "tunerd_speed", "7. tunerd profile speed")
+    if res is None:
+        return why
+    return ("## 7. tunerd profile speed\n\n"
+            f"`tunerd {' '.join(res['argv'])}`, {res['runs']} runs, each a new process:\n\n" +
+            table(["median ms", "p95 ms", "fastest ms", "`true` median ms (fork+exec alone)",
+                   "peak RSS kB", "failed"],
+                  [[f(res["median_ms"], 2), f(res["p95_ms"], 2), f(res["min_ms"], 2),
+                    f(res.get("true_median_ms"), 2), f(res["peak_rss_kb"]), res["failed"]]]) +
+            "\n\n`bench/tunerd_bench.sh` times the same command in process, without process start.")
+
+
+def sec_load(r):
+    res, why = _section(r, "plugin_load", "8. Plugin load cost")
+    if res is None:
+        return why
+    a = res["arms"]
+    return ("## 8. Plugin load cost\n\n"
+            f"`gdalinfo --version`, {res['runs']} runs per arm, alternated; wall time and peak RSS "
+            "(ru_maxrss) of the process. Plugin registered in the 'with' arm (seen in "
+            f"`gdalinfo --formats`): {'yes' if res.get('plugin_registered') else 'NO'}.\n\n" +
+            table(["GDAL_DRIVER_PATH", "median ms", "peak RSS MB", "failed"],
+                  [[arm, f(a[arm]["median_ms"], 1), f(a[arm]["peak_rss_mb"], 1), a[arm]["failed"]]
+                   for arm in ("without", "with")]) +
+            f"\n\nAdded by the plugin: {f(res.get('added_ms'), 1)} ms, "
+            f"{f(res.get('added_rss_mb'), 1)} MB.")
+
+
+# -- plots ---------------------------------------------------------------------------
+def plot_cold(plt, res, path, title):
+    cells = res["cells"]
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    width = 0.26
+    for i, c in enumerate(CONTENDERS):
+        xs = [j + (i - 1) * width for j in range(len(cells))]
+        ys = [_ms(cell["contenders"][c]["wall_s"]) or 0 for cell in cells]
+        ax.bar(xs, ys, width, label=SHORT[c], color=COLORS[c])
+    for j, cell in enumerate(cells):
+        if cell["floor_s"]:
+            ax.hlines(cell["floor_s"] * 1000, j - 1.5 * width, j + 1.5 * width, colors="k",
+                      linestyles="dashed", label="floor" if j == 0 else None)
+    ax.set_xticks(range(len(cells)))
+    ax.set_xticklabels([f"RTT {c['rtt_ms']} ms\n{PROTO[c['protocol']]}" for c in cells])
+    ax.set_ylabel("wall time of the process, ms")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_tiles(plt, res, path):
+    keys = sorted({(c["rtt_ms"], c["protocol"]) for c in res["cells"]})
+    fig, axes = plt.subplots(1, len(keys), figsize=(3.2 * len(keys), 3.2), squeeze=False)
+    for ax, (rtt, ep) in zip(axes[0], keys):
+        cells = [c for c in res["cells"] if c["rtt_ms"] == rtt and c["protocol"] == ep]
+        for c in CONTENDERS:
+            pts = [(cell["threads"], cell["contenders"][c]["windows_per_s"]) for cell in cells]
+            pts = [(t, v) for t, v in pts if v is not None]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=COLORS[c],
+                        label=SHORT[c])
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([c["threads"] for c in cells])
+        ax.set_xticklabels([str(c["threads"]) for c in cells])
+        ax.set_title(f"RTT {rtt} ms, {PROTO[ep]}", fontsize=9)
+        ax.set_xlabel("threads")
+        ax.set_ylim(bottom=0)
+    axes[0][0].set_ylabel("windows/s")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_pool(plt, res, path):
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    for s in res["series"].values():
+        pts = [(p["workers"], p["windows_per_s"]) for p in s["points"] if p["windows_per_s"]]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts],
+                    "o-" if s["executor"] == "process" else "s--", color=COLORS[s["contender"]],
+                    label=f"{s['executor']} / {SHORT[s['contender']]}")
+    ax.axvline(res.get("cpus") or 2, color="k", lw=0.8, ls=":", label="CPUs")
+    ax.set_xlabel("workers")
+    ax.set_ylabel("windows/s")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_soak(plt, res, path):
+    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    cells = res["cells"]
+    width = 0.26
+    for i, c in enumerate(CONTENDERS):
+        xs = [j + (i - 1) * width for j in range(len(cells))]
+        before = [cell["contenders"][c]["rss_before_mb"] or 0 for cell in cells]
+        growth = [cell["contenders"][c]["growth_mb"] or 0 for cell in cells]
+        ax.bar(xs, before, width, color=COLORS[c], alpha=0.45)
+        ax.bar(xs, growth, width, bottom=before, color=COLORS[c], label=f"{SHORT[c]} (growth on top)")
+    ax.set_xticks(range(len(cells)))
+    ax.set_xticklabels([f"MALLOC_ARENA_MAX={c['malloc_arena_max']}" for c in cells])
+    ax.set_ylabel("RSS, MB (before + growth)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def render(results, docs, source="bench/results/results.json"):
+    """Write <docs>/performance.md and <docs>/img/*.png from `results` (read from
+    the file named `source`, which the page cites); returns the paths written."""
+    docs = Path(docs)
+    img = docs / "img"
+    img.mkdir(parents=True, exist_ok=True)
+    plt = _plt()
+    written = []
+    s = results["scenarios"]
+    plots = {"cold_window.png": (lambda p: plot_cold(plt, s["cold_window"], p, "cold window read"),
+                                 "cold_window"),
+             "gdalinfo_cold.png": (lambda p: plot_cold(plt, s["gdalinfo_cold"], p, "gdalinfo, cold"),
+                                   "gdalinfo_cold"),
+             "tile_server.png": (lambda p: plot_tiles(plt, s["tile_server"], p), "tile_server"),
+             "pool_sweep.png": (lambda p: plot_pool(plt, s["pool_sweep"], p), "pool_sweep"),
+             "memory_soak.png": (lambda p: plot_soak(plt, s["memory_soak"], p), "memory_soak")}
+    have = set()
+    for name, (fn, key) in plots.items():
+        if plt is None or key not in s or "error" in s[key]:
+            continue
+        fn(img / name)
+        written.append(img / name)
+        have.add(name)
+
+    def im(name):
+        return name if name in have else None
+
+    meta = results["meta"]
+    parts = [
+        "# Performance: vsitune against stock GDAL\n",
+        f"Generated by `bench/run.py`{' --quick' if meta['quick'] else ''} on {meta['date']} from "
+        f"`{source}`; every number below is a value of that file (each run is "
+        "kept there, with the medians and ratios shown here). Regenerate everything with "
+        "`bench/run.sh` (or `/usr/bin/python3 bench/run.py`); do not edit this page by hand.\n",
+        "Contenders, run alternately (A B C A B C ...) against the S3 lab (tests/lab: s3rver behind "
+        "a SigV4 verifier, nghttpx TLS fronts, delay proxies for latency):\n\n"
+        "- **stock**: stock GDAL 3.6 with its default configuration;\n"
+        "- **stock tuned**: stock GDAL with seed 001's variables: " +
+        ", ".join(f"`{k}={v}`" for k, v in meta["tuned_env"].items()) + ";\n"
+        "- **vsitune**: stock GDAL loading the plugin through `GDAL_DRIVER_PATH`, nothing else set.\n",
+        "The S3 fixture is one Sentinel-2-like band (uint16, DEFLATE + predictor, 512x512 tiles, "
+        "internal overviews) in a prefix with 224 sibling objects, so a LIST costs what it does on "
+        "a real bucket of scenes. RTT is set by the lab's delay proxy (one-way delay = RTT / 2). "
+        "The machine is shared with other jobs: wall times carry that noise (see the load average); "
+        "request and connection counts and instruction counts do not.\n",
+        sec_machine(results),
+        sec_headline(results),
+        sec_cold(results, "cold_window", "1. Cold window (seed 001)",
+                 "A fresh Python process (osgeo.gdal) opens the COG on /vsis3/ and reads one "
+                 "512x512 window (one internal tile); wall = the whole process, start to exit, "
+                 "timed from outside. Requests are what the lab's log saw.", im("cold_window.png")),
+        sec_cold(results, "gdalinfo_cold", "2. gdalinfo, cold",
+                 "`gdalinfo /vsis3/...` in a fresh process, same grid.", im("gdalinfo_cold.png")),
+        sec_tiles(results, im("tile_server.png")),
+        sec_pool(results, im("pool_sweep.png")),
+        sec_soak(results, im("memory_soak.png")),
+        sec_cpu(results),
+        sec_tunerd(results),
+        sec_load(results),
+    ]
+    if plt is None:
+        parts.append("_Plots not drawn: python3-matplotlib is not installed._")
+    out = docs / "performance.md"
+    out.write_text("\n\n".join(p.strip() for p in parts if p) + "\n")
+    written.insert(0, out)
+    return written
+
+
+def main(argv):
+    if len(argv) != 3:
+        print("usage: render.py RESULTS.json DOCS_DIR", file=sys.stderr)
+        return 2
+    try:
+        results = json.loads(Path(argv[1]).read_text())
+    except (OSError, ValueError) as e:
+        print(f"render: cannot read {argv[1]}: {e}", file=sys.stderr)
+        return 2
+    for p in render(results, argv[2], source=argv[1]):
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

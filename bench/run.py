@@ -1,0 +1,193 @@
+#!/usr/bin/python3
+"""run.py: the one command that benchmarks vsitune against stock GDAL.
+
+Starts the S3 lab (tests/lab, through tests/integration/lab_client.py), uploads
+the fixture COG with its sibling keys, runs the scenarios with the three
+contenders alternated (stock GDAL default, stock GDAL with seed 001's variables,
+vsitune with no configuration), writes every run and every median/ratio to a JSON
+results file, then renders docs/performance.md and its plots from that file alone
+(bench/render.py). --quick runs each scenario once at small size into the build
+directory: it checks that numbers come out, not what they are.
+
+usage: /usr/bin/python3 bench/run.py [--quick] [--only 1,3,...] [--build-dir DIR]
+                                     [--out FILE] [--docs DIR] [--no-render]
+Exit status: 0 all scenarios produced results; 1 a scenario failed or a run gave
+wrong bytes; 2 bad arguments or missing prerequisites (plugin not built, ...).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+import types
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+import render  # noqa: E402
+import scen_cold  # noqa: E402
+import scen_local  # noqa: E402
+import scen_pool  # noqa: E402
+import scen_tiles  # noqa: E402
+
+FULL = {
+    "fixture": "s2", "window": [4096, 4096, 512],
+    "rtts_ms": [20, 100], "protocols": ["h1", "h2"],
+    "cold_reps": 5, "cold_timeout": 60,
+    "tile_threads": [1, 4, 16], "tile_requests": {"1": 8, "4": 24, "16": 48},
+    "tile_reps": 2, "tile_timeout": 40,
+    "pool_workers": [1, 2, 3, 4, 6, 8], "pool_cols": 8, "pool_rows": 8,
+    "pool_protocol": "h1", "pool_rtt_ms": 20, "pool_reps": 1, "pool_timeout": 180,
+    "soak_requests": 480, "soak_protocol": "h1", "soak_rtt_ms": 0, "soak_reps": 1,
+    "soak_timeout": 300,
+    "cpu_windows": 8, "cpu_protocol": "h1tls", "cpu_reps": 1, "cpu_timeout": 300,
+    "tunerd_runs": 200, "load_runs": 20,
+}
+QUICK = dict(FULL, **{
+    "fixture": "small", "window": [1024, 1024, 512],
+    "rtts_ms": [20], "protocols": ["h2"], "cold_reps": 1, "pool_timeout": 60,
+    "tile_threads": [4], "tile_requests": {"4": 8}, "tile_reps": 1,
+    "pool_workers": [2], "pool_cols": 2, "pool_rows": 2,
+    "soak_requests": 16, "cpu_windows": 2, "tunerd_runs": 5, "load_runs": 2,
+})
+
+SCENARIOS = [
+    ("1", "cold_window", scen_cold.cold_window),
+    ("2", "gdalinfo_cold", scen_cold.gdalinfo_cold),
+    ("3", "tile_server", scen_tiles.tile_server),
+    ("4", "pool_sweep", scen_pool.pool_sweep),
+    ("5", "memory_soak", scen_tiles.memory_soak),
+    ("6", "cpu_per_window", scen_local.cpu_per_window),
+    ("7", "tunerd_speed", scen_local.tunerd_speed),
+    ("8", "plugin_load", scen_local.plugin_load),
+]
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description="vsitune vs stock GDAL benchmarks")
+    ap.add_argument("--quick", action="store_true",
+                    help="each scenario once at small size (checks numbers come out)")
+    ap.add_argument("--only", default="", help="comma-separated scenario numbers (1-8)")
+    ap.add_argument("--build-dir", default=os.environ.get("VT_BUILD_DIR") or
+                    str(common.REPO / "build"), help="CMake build dir holding vsiplugin/")
+    ap.add_argument("--out", help="results JSON (default: bench/results/results.json, "
+                    "or <build>/bench-quick/results.json with --quick)")
+    ap.add_argument("--docs", help="where performance.md and img/ go (default: docs/, "
+                    "or <build>/bench-quick/ with --quick)")
+    ap.add_argument("--no-render", action="store_true", help="write the JSON only")
+    a = ap.parse_args(argv)
+    known = {n for n, _, _ in SCENARIOS}
+    a.only = [s.strip() for s in a.only.split(",") if s.strip()]
+    bad = [s for s in a.only if s not in known]
+    if bad:
+        ap.error(f"unknown scenario {', '.join(bad)}; known: 1-8")
+    quick_dir = Path(a.build_dir) / "bench-quick"
+    a.out = Path(a.out) if a.out else (quick_dir / "results.json" if a.quick
+                                       else common.BENCH / "results" / "results.json")
+    a.docs = Path(a.docs) if a.docs else (quick_dir if a.quick else common.REPO / "docs")
+    return a
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    plugin = Path(a.build_dir) / "vsiplugin" / "gdal_vsitune.so"
+    if not plugin.is_file():
+        print(f"bench: {plugin} is not built; build first (scripts/setup.sh, or cmake "
+              f"--build {a.build_dir}), or name the build with --build-dir", file=sys.stderr)
+        return 2
+    if not Path(common.PYTHON).is_file():
+        print(f"bench: {common.PYTHON} is missing (it must have osgeo, rasterio, numpy)",
+              file=sys.stderr)
+        return 2
+    os.environ["VT_BUILD_DIR"] = str(Path(a.build_dir).resolve())
+    p = QUICK if a.quick else FULL
+    prog = common.Progress()
+    t_start = time.monotonic()
+    results = {
+        "meta": {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                 "quick": a.quick, "commit": common.git_commit(), "machine": common.machine(),
+                 "params": p, "contenders": {c: common.LABELS[c] for c in common.CONTENDERS},
+                 "tuned_env": common.TUNED},
+        "scenarios": {},
+    }
+    import fixtures  # tests/lab/fixtures.py (on sys.path through common)
+    prog.note(f"generating/finding fixture '{p['fixture']}' and starting the lab")
+    lab = common.lab_client.Lab()
+    failed = False
+    try:
+        local = fixtures.generate(p["fixture"])
+        lab.start()
+        up = fixtures.upload(lab, names=(p["fixture"],), siblings=True)[p["fixture"]]
+        size = fixtures.FIXTURES[p["fixture"]]["size"]
+        ctx = types.SimpleNamespace(
+            lab=lab, p=p, progress=prog, build_dir=Path(a.build_dir).resolve(),
+            local_path=str(local), remote_path=f"/vsis3/{up['bucket']}/{up['key']}",
+            width=size, height=size, window=tuple(p["window"]), rate=None)
+        ctx.rate = scen_cold.loopback_rate(lab)
+        results["meta"]["fixture"] = {"name": p["fixture"], "key": up["key"], "bytes": up["size"],
+                                      "width": size, "height": size, "siblings": True,
+                                      "loopback_bytes_per_s": ctx.rate}
+        for num, name, fn in SCENARIOS:
+            if a.only and num not in a.only:
+                continue
+            t0 = time.monotonic()
+            try:
+                res = fn(ctx)
+            except Exception as e:  # record and go on: one scenario must not lose the rest
+                res = {"error": f"{type(e).__name__}: {e}"}
+                prog.note(f"scenario {num} {name} failed: {res['error']}")
+            res["duration_s"] = time.monotonic() - t0
+            results["scenarios"][name] = res
+            prog.note(f"scenario {num} {name} done in {res['duration_s']:.0f} s")
+            _write(a.out, results, t_start)  # keep what we have if interrupted later
+    finally:
+        lab.stop()
+    _write(a.out, results, t_start)
+    problems = check(results)
+    for msg in problems:
+        prog.note(f"PROBLEM: {msg}")
+    failed = bool(problems)
+    if not a.no_render:
+        try:
+            source = a.out.resolve().relative_to(common.REPO)
+        except ValueError:
+            source = a.out
+        written = render.render(results, a.docs, source=str(source))
+        prog.note("wrote " + ", ".join(str(w) for w in written))
+    prog.note(f"results in {a.out} ({results['meta']['duration_s']:.0f} s)")
+    return 1 if failed else 0
+
+
+def _write(path, results, t_start):
+    results["meta"]["duration_s"] = time.monotonic() - t_start
+    results["meta"]["loadavg_at_end"] = [round(v, 2) for v in os.getloadavg()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(results, indent=1, sort_keys=False) + "\n")
+    os.replace(tmp, path)
+
+
+def check(results):
+    """What makes the run a failure: a scenario error, or vsitune reading wrong
+    bytes. (Stock GDAL reading wrong bytes is a finding, shown in the report.)"""
+    out = []
+    for name, res in results["scenarios"].items():
+        if "error" in res:
+            out.append(f"{name}: {res['error']}")
+        if res.get("wrong_checksums_vsitune"):
+            out.append(f"{name}: {res['wrong_checksums']} runs read wrong bytes")
+        for cell in res.get("cells", []):
+            for c, v in cell.get("contenders", {}).items():
+                if c == "vsitune" and v.get("wrong_checksums"):
+                    out.append(f"{name}: {c} read wrong bytes in {v['wrong_checksums']} runs")
+        for key, s in res.get("series", {}).items():
+            for pt in s["points"]:
+                if s["contender"] == "vsitune" and pt.get("wrong_windows"):
+                    out.append(f"{name}: {key} x{pt['workers']}: {pt['wrong_windows']} wrong windows")
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""scen_cold.py: scenarios 1 and 2, a cold process against the lab.
+
+1. cold window (seed 001): a fresh Python process opens the COG on /vsis3/ and
+   reads one 512x512 window; 2. gdalinfo cold. Both over the grid RTT x protocol,
+   every contender, runs alternated A B C A B C and repeated. For each run: the
+   wall time of the whole process (start to exit, timed here), the requests and
+   connections the lab saw. Beside them, the floor: the same process against the
+   local file (process start, imports, decode) plus the round trips no client can
+   avoid (connect, then two request round trips for a window: header, tile; one
+   for gdalinfo) plus the transfer of the bytes at the lab's loopback rate.
+"""
+
+import http.client
+import os
+import time
+
+import common
+from common import CONTENDERS, PROBES, PYTHON, median, ratio
+
+WINDOW = (4096, 4096, 512)  # x, y, size: one internal tile of the s2 fixture
+
+
+def connect_rtts(endpoint):
+    """Round trips a new connection costs through the lab before the first
+    request: the delay proxy does not delay TCP's own handshake (see
+    tests/lab/lib/delayproxy.js), TLS 1.3 (nghttpx) costs one."""
+    return 0 if endpoint == "h1" else 1
+
+
+def loopback_rate(lab):
+    """Bytes per second of one plain GET through the h1 endpoint at delay 0:
+    the transfer term of the floor. Uses an anonymous read of a public object."""
+    payload = os.urandom(8 << 20)
+    lab.put_object("public", "bench/rate.bin", payload)
+    lab.reset()
+    port = lab.info["endpoints"]["h1"]["port"]
+    best = None
+    for _ in range(3):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        t0 = time.monotonic()
+        conn.request("GET", "/public/bench/rate.bin")
+        body = conn.getresponse().read()
+        dt = time.monotonic() - t0
+        conn.close()
+        if len(body) == len(payload):
+            best = dt if best is None else min(best, dt)
+    lab.delete_object("public", "bench/rate.bin")
+    return len(payload) / best if best else None
+
+
+def _grid(ctx):
+    return [(rtt, ep) for rtt in ctx.p["rtts_ms"] for ep in ctx.p["protocols"]]
+
+
+def _measure(ctx, name, argv_for, local_argv, reps, request_rtts, check):
+    """Run one cold scenario: argv_for(path) builds the command; local_argv is
+    the floor's command. Returns the scenario's results dict."""
+    lab, prog = ctx.lab, ctx.progress
+    grid = _grid(ctx)
+    prog.start(name, reps * (1 + len(grid) * len(CONTENDERS)))
+    local = []
+    runs = {(rtt, ep, c): [] for rtt, ep in grid for c in CONTENDERS}
+    for rep in range(reps):
+        # the floor's process (same program, local file), alternated with the rest
+        env = common.lab_client.gdal_env({}, vsitune=False)
+        r = common.run_child(local_argv, env, timeout=120)
+        local.append(r.wall if check(r) else None)
+        prog.step(f"local file {r.wall:.2f} s")
+        for rtt, ep in grid:
+            for c in CONTENDERS:
+                lab.reset()
+                env = common.contender_env(lab, c, ep, ctx.build_dir)
+                lab.set_delay(rtt // 2, ep)
+                r = common.run_child(argv_for(ctx.remote_path), env, timeout=ctx.p["cold_timeout"])
+                log = lab.log()
+                run = {"rep": rep, "wall_s": r.wall, "ok": check(r), "error": r.error(),
+                       "requests": common.request_summary(log),
+                       "connections": lab.connections(ep)["accepted"]}
+                if r.result:
+                    run["inside"] = {k: r.result.get(k) for k in
+                                     ("import_s", "open_s", "read_s", "checksum")}
+                runs[(rtt, ep, c)].append(run)
+                prog.step(f"{c} {ep} RTT {rtt} ms: {r.wall:.2f} s, {len(log)} requests")
+    local_wall = median(local)
+    cells = []
+    for rtt, ep in grid:
+        min_bytes = min((run["requests"]["bytes"] for c in CONTENDERS
+                         for run in runs[(rtt, ep, c)] if run["ok"]), default=None)
+        transfer = min_bytes / ctx.rate if (min_bytes and ctx.rate) else 0.0
+        floor = (local_wall + (connect_rtts(ep) + request_rtts) * rtt / 1000 + transfer
+                 if local_wall is not None else None)
+        row = {"rtt_ms": rtt, "protocol": ep, "floor_s": floor,
+               "floor_parts": {"local_process_s": local_wall, "connect_rtts": connect_rtts(ep),
+                               "request_rtts": request_rtts, "transfer_bytes": min_bytes,
+                               "transfer_s": transfer},
+               "contenders": {}}
+        for c in CONTENDERS:
+            rs = runs[(rtt, ep, c)]
+            ok = [x for x in rs if x["ok"]]
+            wall = median([x["wall_s"] for x in ok])
+            row["contenders"][c] = {
+                "runs": rs, "failed": len(rs) - len(ok),
+                "wall_s": wall,
+                "wall_rtt": wall / (rtt / 1000) if wall is not None and rtt else None,
+                "requests": median([x["requests"]["total"] for x in ok]),
+                "lists": median([x["requests"].get("LIST", 0) for x in ok]),
+                "heads": median([x["requests"].get("HEAD", 0) for x in ok]),
+                "connections": median([x["connections"] for x in ok]),
+                "bytes": median([x["requests"]["bytes"] for x in ok]),
+                "over_floor": ratio(wall, floor),
+            }
+        for c in ("stock", "tuned"):
+            row["contenders"][c]["vsitune_speedup"] = ratio(row["contenders"][c]["wall_s"],
+                                                            row["contenders"]["vsitune"]["wall_s"])
+        cells.append(row)
+    return {"reps": reps, "local_runs_s": local, "local_wall_s": local_wall, "cells": cells}
+
+
+def cold_window(ctx):
+    x, y, size = ctx.window
+
+    def check(r):
+        return r.ok and r.result.get("shape") == [size, size]
+
+    def argv(path):
+        return [PYTHON, PROBES / "cold_window.py", path, x, y, size]
+
+    res = _measure(ctx, "1 cold window", argv, argv(ctx.local_path), ctx.p["cold_reps"],
+                   request_rtts=2, check=check)
+    # byte-exactness: every remote run's checksum equals the local file's
+    local = common.run_child(argv(ctx.local_path), common.lab_client.gdal_env({}), timeout=120)
+    want = local.result.get("checksum") if local.ok else None
+    for cell in res["cells"]:
+        for c in CONTENDERS:
+            v = cell["contenders"][c]
+            v["wrong_checksums"] = sum(1 for run in v["runs"] if run["ok"] and
+                                       run.get("inside", {}).get("checksum") != want)
+    res.update({"window": {"x": x, "y": y, "size": size}, "expected_checksum": want})
+    return res
+
+
+def gdalinfo_cold(ctx):
+    def check(r):
+        return r.rc == 0 and not r.timed_out and "Size is" in r.stdout
+
+    def argv(path):
+        return ["gdalinfo", path]
+
+    return _measure(ctx, "2 gdalinfo cold", argv, argv(ctx.local_path), ctx.p["cold_reps"],
+                    request_rtts=1, check=check)

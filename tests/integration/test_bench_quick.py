@@ -1,0 +1,109 @@
+"""test_bench_quick.py: the benchmark suite runs end to end and its numbers come out.
+
+Runs `bench/run.py --quick` (each scenario once, small fixture, its own lab) into a
+temporary directory and checks the results file and the rendered page: every
+scenario produced values for every contender, the bytes read were right (the run
+exits non-zero otherwise), the page and its plots exist and carry the JSON's
+numbers. No timing is asserted: timings belong to bench/, not to tests. Also checks
+that bad arguments fail fast with a clear message.
+Run with /usr/bin/python3 -m pytest tests/integration/test_bench_quick.py.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import lab_client
+
+RUN = lab_client.REPO / "bench" / "run.py"
+CONTENDERS = ("stock", "tuned", "vsitune")
+
+
+def _run(args, timeout):
+    return subprocess.run([sys.executable, str(RUN)] + [str(a) for a in args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    if not lab_client.plugin_built():
+        pytest.skip(f"gdal_vsitune.so not built in {lab_client.plugin_dir()}")
+    out = tmp_path_factory.mktemp("bench")
+    # 400 s: a liveness bound on a loaded 2-core machine, not a timing assertion.
+    cp = _run(["--quick", "--build-dir", lab_client.build_dir(), "--out", out / "results.json",
+               "--docs", out / "docs"], timeout=400)
+    return cp, out
+
+
+def test_quick_run_succeeds(quick):
+    cp, out = quick
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    assert "scenario 1 cold_window done" in cp.stderr  # the progress display ran
+
+
+def test_every_scenario_has_numbers(quick):
+    cp, out = quick
+    r = json.loads((out / "results.json").read_text())
+    assert r["meta"]["quick"] is True and r["meta"]["machine"]["nproc"] >= 1
+    s = r["scenarios"]
+    assert not [k for k, v in s.items() if "error" in v]
+    for key in ("cold_window", "gdalinfo_cold"):
+        for cell in s[key]["cells"]:
+            assert cell["floor_s"] > 0
+            for c in CONTENDERS:
+                v = cell["contenders"][c]
+                assert v["failed"] == 0 and v["requests"] >= 1 and v["wall_s"] > 0, (key, c, v)
+                assert v["connections"] >= 1
+    assert all(cell["contenders"][c]["wrong_checksums"] == 0
+               for cell in s["cold_window"]["cells"] for c in CONTENDERS)
+    for cell in s["tile_server"]["cells"]:
+        for c in CONTENDERS:
+            v = cell["contenders"][c]
+            assert v["stalls"] or (v["windows_per_s"] > 0 and v["peak_rss_mb"] > 0), (c, v)
+            assert v["wrong_checksums"] == 0
+        assert cell["contenders"]["vsitune"]["windows_per_s"] > 0
+    pool = s["pool_sweep"]["series"]
+    assert set(pool) == {f"{e}/{c}" for e in ("process", "thread") for c in CONTENDERS}
+    for key in ("process/vsitune", "thread/vsitune", "thread/stock"):
+        assert all(p["windows_per_s"] > 0 and p["wrong_windows"] == 0 for p in pool[key]["points"])
+    for cell in s["memory_soak"]["cells"]:
+        for c in CONTENDERS:
+            v = cell["contenders"][c]
+            assert v["rss_before_mb"] > 0 and v["rss_after_mb"] > 0 and v["requests"] >= 1
+    cpu = s["cpu_per_window"]
+    if shutil.which("valgrind"):
+        assert all(cpu["contenders"][c]["instructions_per_window"] > 0 for c in CONTENDERS)
+    load = s["plugin_load"]
+    assert load["plugin_registered"] is True
+    assert all(load["arms"][a]["median_ms"] > 0 for a in ("with", "without"))
+    if "skipped" not in s["tunerd_speed"]:
+        assert s["tunerd_speed"]["failed"] == 0 and s["tunerd_speed"]["median_ms"] > 0
+
+
+def test_page_and_plots_come_from_the_json(quick):
+    cp, out = quick
+    r = json.loads((out / "results.json").read_text())
+    page = (out / "docs" / "performance.md").read_text()
+    for heading in ("## Machine", "## Headline", "## 1. Cold window", "## 2. gdalinfo",
+                    "## 3. Tile server", "## 4. Process-pool sweep", "## 5. Memory soak",
+                    "## 6. CPU per window", "## 8. Plugin load cost"):
+        assert heading in page
+    # a number of the JSON, as the page formats it, is in the page
+    v = r["scenarios"]["cold_window"]["cells"][0]["contenders"]["vsitune"]
+    assert f"{v['wall_s'] * 1000:,.0f}" in page
+    assert r["meta"]["machine"]["gdal"] in page
+    for png in ("cold_window", "tile_server", "pool_sweep", "memory_soak"):
+        p = out / "docs" / "img" / f"{png}.png"
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", p
+        assert f"img/{png}.png" in page
+
+
+def test_bad_arguments_fail_fast(tmp_path):
+    cp = _run(["--only", "9"], timeout=60)
+    assert cp.returncode == 2 and "unknown scenario 9" in cp.stderr
+    cp = _run(["--quick", "--build-dir", tmp_path / "nowhere"], timeout=60)
+    assert cp.returncode == 2 and "is not built" in cp.stderr
