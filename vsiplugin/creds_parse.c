@@ -56,7 +56,8 @@ char *vt__ini_get(const char *text, size_t len, const char *section,
                 continue;
             const char *ns = s + 1, *ne = rb;
             trim(&ns, &ne);
-            in_section = ((size_t)(ne - ns) == slen && !memcmp(ns, section, slen));
+            in_section =
+                ((size_t)(ne - ns) == slen && !memcmp(ns, section, slen));
             continue;
         }
         /* Indented lines continue a nested value (e.g. "s3 =\n  x = y"):
@@ -163,7 +164,8 @@ static vt_err fill(vt_creds *out, char *ak, char *sk, char *tok, char *exp)
 {
     vt_err err = VT_OK;
     time_t t = 0;
-    if (!ak || !sk || !*ak || !*sk || (exp && *exp && vt__parse_iso8601(exp, &t))) {
+    if (!ak || !sk || !*ak || !*sk ||
+        (exp && *exp && vt__parse_iso8601(exp, &t))) {
         err = VT_EPROTO;
         goto out;
     }
