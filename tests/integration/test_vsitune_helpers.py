@@ -34,8 +34,9 @@ VT_UA = "vsitune/"  # the User-Agent prefix of requests vsitune itself makes
 
 # The worker's own program. It reads one JSON object per line on stdin:
 # {"code": "..."}; runs the code with `result = None` preset and answers one JSON
-# line on its private copy of stdout: {"ok": true, "result": ...} or
-# {"ok": false, "error": "...", "cpl": "..."}. Anything the code or GDAL prints
+# line on its private copy of stdout: {"ok": true, "result": ..., "errors": [...]}
+# or {"ok": false, "error": "...", "errors": [...], "cpl": "..."}, where errors
+# lists every CPLError the snippet caused (a Python error handler collects them). Anything the code or GDAL prints
 # goes to stderr, so the answer channel stays clean.
 WORKER_SRC = r'''
 import ctypes, json, os, sys, traceback
@@ -90,15 +91,18 @@ def read_all(path):
     finally:
         gdal.VSIFCloseL(f)
 
+errors = []  # every CPLError of the current snippet: [class, number, message]
+gdal.PushErrorHandler(lambda cls, no, msg: errors.append([cls, no, msg]))
 ns = {"gdal": gdal, "np": np, "read_multi": read_multi, "read_all": read_all, "os": os}
 for line in sys.stdin:
     req = json.loads(line)
     ns["result"] = None
+    del errors[:]
     try:
         exec(req["code"], ns)
-        ans = {"ok": True, "result": ns["result"]}
+        ans = {"ok": True, "result": ns["result"], "errors": errors}
     except Exception as e:
-        ans = {"ok": False, "error": "%s: %s" % (type(e).__name__, e),
+        ans = {"ok": False, "error": "%s: %s" % (type(e).__name__, e), "errors": errors,
                "cpl": gdal.GetLastErrorMsg(), "trace": traceback.format_exc()}
     out.write(json.dumps(ans) + "\n")
     out.flush()
@@ -106,7 +110,8 @@ for line in sys.stdin:
 
 
 class WorkerError(RuntimeError):
-    """The snippet raised in the worker; .answer holds error, cpl and trace."""
+    """The snippet raised in the worker; .answer holds error, errors (every
+    CPLError it raised: [class, number, message]), cpl and trace."""
 
     def __init__(self, answer):
         super().__init__(answer.get("error"))
@@ -126,6 +131,7 @@ class Worker:
         self.proc = subprocess.Popen([PY, "-u", "-c", WORKER_SRC], env=env, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self._err)
         self._buf = b""
+        self.errors = []  # the CPLErrors of the last call: [class, number, message]
 
     def call(self, code, timeout=120, **params):
         """Run `code` (which sets `result`) with `params` bound as variables;
@@ -137,6 +143,7 @@ class Worker:
         self.proc.stdin.write((json.dumps({"code": src}) + "\n").encode())
         self.proc.stdin.flush()
         ans = json.loads(self._readline(timeout))
+        self.errors = ans.get("errors", [])
         if not ans["ok"]:
             raise WorkerError(ans)
         return ans["result"]
