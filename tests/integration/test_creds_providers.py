@@ -64,7 +64,8 @@ class Fake:
         self.arrived = threading.Event()
         self.release = threading.Event()
         self.redirect_region = "eu-west-2"
-        self.redirect_says_region = True
+        self.redirect_how = "header"  # header | xml-region | xml-endpoint | none
+        self.redirect_status = 301
         self.object = b"".join(bytes([i % 251]) for i in range(5000))
 
     def next_creds(self):
@@ -226,9 +227,14 @@ class Handler(BaseHTTPRequestHandler):
     def s3_get(self, fake):
         auth = self.headers.get("Authorization") or ""
         if f"/{fake.redirect_region}/s3/aws4_request" not in auth:
-            hdrs = {"x-amz-bucket-region": fake.redirect_region} if fake.redirect_says_region else {}
-            return self.reply(301, "<?xml version=\"1.0\"?><Error><Code>PermanentRedirect</Code>"
-                              "<Message>Use the right region</Message></Error>",
+            how = fake.redirect_how
+            hdrs = {"x-amz-bucket-region": fake.redirect_region} if how == "header" else {}
+            extra = {"xml-region": f"<Region>{fake.redirect_region}</Region>",
+                     "xml-endpoint": f"<Endpoint>bucket.s3.{fake.redirect_region}"
+                                     ".amazonaws.com</Endpoint>"}.get(how, "")
+            code = "AuthorizationHeaderMalformed" if fake.redirect_status == 400 else "PermanentRedirect"
+            return self.reply(fake.redirect_status, f"<?xml version=\"1.0\"?><Error><Code>{code}</Code>"
+                              f"<Message>Use the right region</Message>{extra}</Error>",
                               "application/xml", hdrs)
         rng = self.headers.get("Range", "")
         a, b = (int(x) for x in rng[len("bytes="):].split("-"))
@@ -505,7 +511,10 @@ def test_refresh_does_not_stall_readers(probe, fake, base_env):
 
 
 # -- S3 region redirect ---------------------------------------------------------------
-def test_region_redirect_retries_once_in_the_right_region(probe, fake, base_env):
+@pytest.mark.parametrize("status,how", [(301, "header"), (307, "header"), (400, "header"),
+                                        (400, "xml-region"), (301, "xml-endpoint")])
+def test_region_redirect_retries_once_in_the_right_region(probe, fake, base_env, status, how):
+    fake.redirect_status, fake.redirect_how = status, how
     env = dict(base_env, AWS_S3_ENDPOINT=fake.url[len("http://"):], AWS_HTTPS="NO",
                AWS_ACCESS_KEY_ID="AKIDREDIRECT", AWS_SECRET_ACCESS_KEY="secret",
                AWS_REGION="us-east-1")
@@ -533,7 +542,7 @@ def test_right_region_needs_no_retry(probe, fake, base_env):
 
 
 def test_redirect_without_region_is_a_clear_error(probe, fake, base_env):
-    fake.redirect_says_region = False
+    fake.redirect_how = "none"
     env = dict(base_env, AWS_S3_ENDPOINT=fake.url[len("http://"):], AWS_HTTPS="NO",
                AWS_ACCESS_KEY_ID="AK", AWS_SECRET_ACCESS_KEY="SK")
     cp = run(probe, ["get", "bucket/k", "0", "10"], env)

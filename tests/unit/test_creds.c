@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,6 +218,43 @@ static void test_web_identity_token_missing(void **state)
     CPLSetConfigOption("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://example.com/creds");
     assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_ECREDS);
     assert_non_null(strstr(err, "FULL_URI"));
+}
+
+/* Many threads reading while another resets the cache: every answer is the
+ * profile's keys, never a torn or freed copy (ASan/TSan builds check the
+ * memory side). */
+static int hammer_bad;
+
+static void *hammer(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 300; i++) {
+        vt_creds c;
+        char err[512];
+        if (vt__creds_get(&c, err, sizeof(err)) != VT_OK ||
+            strcmp(c.access_key, "AKT") || strcmp(c.secret_key, "SKT") ||
+            strcmp(c.session_token, "TT"))
+            __atomic_store_n(&hammer_bad, 1, __ATOMIC_SEQ_CST);
+        vt__creds_clear(&c);
+    }
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    pthread_t t[6];
+    write_file("c4", "[default]\naws_access_key_id=AKT\naws_secret_access_key=SKT\n"
+                     "aws_session_token=TT\n");
+    set_path_opt("AWS_SHARED_CREDENTIALS_FILE", "c4");
+    hammer_bad = 0;
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, hammer, NULL), 0);
+    for (int i = 0; i < 100; i++)
+        vt__creds_reset();
+    for (int i = 0; i < 6; i++)
+        pthread_join(t[i], NULL);
+    assert_int_equal(hammer_bad, 0);
 }
 
 static void test_ini(void **state)
@@ -430,6 +468,7 @@ int main(void)
         cmocka_unit_test_setup(test_profiles, setup),
         cmocka_unit_test_setup(test_cache, setup),
         cmocka_unit_test_setup(test_web_identity_token_missing, setup),
+        cmocka_unit_test_setup(test_threads, setup),
         cmocka_unit_test_setup(test_ini, setup),
         cmocka_unit_test_setup(test_iso8601, setup),
         cmocka_unit_test_setup(test_sts_xml, setup),
