@@ -18,6 +18,7 @@
 #include "engine.h"
 #include "planner.h"
 #include "s3.h"
+#include "stats.h"
 
 #define TABLE_BUCKETS 1024
 #define TABLE_MAX_ENTRIES 8192
@@ -306,6 +307,7 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
     free_list(dead);
 
     err = load_header(o, http_status, errbuf, errlen);
+    vt__stats_tick();
 
     pthread_mutex_lock(&table_mu);
     o->loading = 0;
@@ -449,6 +451,7 @@ static vt_err fetch_runs(vt_object *o, vt_cache *c, pinned *p, size_t np,
         reqs[i] = rq[i].req;
     }
     vt__engine_perform_many(nruns, reqs, resps, errs);
+    vt__stats_tick();
 
     for (i = 0; i < nruns; i++) {
         uint64_t off = runs[i].first * bs, j;

@@ -3,6 +3,8 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -21,7 +23,7 @@ size_t vt__stats_json(char *buf, size_t len)
     vt__cache_get_stats(vt__object_cache(), &cs);
     vt__engine_get_stats(&es);
     n = snprintf(buf, len,
-                 "{\"pid\": %ld, "
+                 "{\"pid\": %ld, \"time\": %lld, "
                  "\"cache\": {\"budget\": %zu, \"retained_bytes\": %zu, "
                  "\"peak_retained_bytes\": %zu, \"transient_bytes\": %zu, "
                  "\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
@@ -30,7 +32,7 @@ size_t vt__stats_json(char *buf, size_t len)
                  "\"engine\": {\"requests\": %" PRIu64 ", \"retries\": %" PRIu64
                  ", \"bytes_received\": %" PRIu64 ", \"connections\": %" PRIu64
                  ", \"in_flight\": %" PRIu64 ", \"h2_responses\": %" PRIu64 "}}",
-                 (long)getpid(), cs.budget, cs.retained_bytes,
+                 (long)getpid(), (long long)time(NULL), cs.budget, cs.retained_bytes,
                  cs.peak_retained_bytes, cs.transient_bytes, cs.hits, cs.misses,
                  cs.waits, cs.evictions, cs.blocks, es.requests, es.retries,
                  es.bytes_received, es.connections, es.in_flight,
@@ -44,21 +46,62 @@ size_t vt__stats_json(char *buf, size_t len)
 }
 
 static pid_t dump_owner;
+static atomic_llong last_publish;
+
+/* Write the document to path through path.tmp + rename, so a reader never
+ * sees half a file. */
+static void write_atomically(const char *path)
+{
+    char buf[2048], tmp[4200];
+    FILE *f;
+
+    vt__stats_json(buf, sizeof(buf));
+    if (snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid()) >=
+        (int)sizeof(tmp))
+        return;
+    f = fopen(tmp, "w");
+    if (!f)
+        return;
+    fprintf(f, "%s\n", buf);
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        unlink(tmp);
+}
+
+static void publish(void)
+{
+    const char *dir = vt__cfg_str("VSITUNE_STATS_DIR");
+    char path[4096];
+
+    if (!dir || !*dir)
+        return;
+    if (snprintf(path, sizeof(path), "%s/vsitune-%ld.json", dir,
+                 (long)getpid()) >= (int)sizeof(path))
+        return;
+    write_atomically(path);
+}
+
+void vt__stats_tick(void)
+{
+    long long now = (long long)time(NULL), last = atomic_load(&last_publish);
+    const char *dir = vt__cfg_str("VSITUNE_STATS_DIR");
+
+    if (!dir || !*dir || now - last < 1)
+        return;
+    if (atomic_compare_exchange_strong(&last_publish, &last, now))
+        publish(); /* one thread publishes; the others go on */
+}
 
 static void exit_dump(void)
 {
     const char *path = vt__cfg_str("VSITUNE_STATS_FILE");
-    char buf[2048];
-    FILE *f;
 
-    if (!path || !*path || getpid() != dump_owner)
-        return; /* a fork()ed child does not overwrite its parent's dump */
-    vt__stats_json(buf, sizeof(buf));
-    f = fopen(path, "w");
-    if (!f)
+    if (getpid() != dump_owner) {
+        publish(); /* a fork()ed child: its own file, not the parent's */
         return;
-    fprintf(f, "%s\n", buf);
-    fclose(f);
+    }
+    publish();
+    if (path && *path)
+        write_atomically(path);
 }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
