@@ -110,7 +110,11 @@ class Lab {
     // Koa contexts inherit app.context, so this reaches every request (lib/s3store.js).
     this.s3.store = this.s3.context.store = cacheMetadata(this.s3.store);
     const addr = await this.s3.run();
-    this.s3.httpServer.keepAliveTimeout = 30000;
+    // Idle keep-alive: each hop's client gives up on an idle connection before its
+    // server does (verifier agent 60 s < s3rver 10 min; nghttpx backend 30 s <
+    // verifier 120 s), so no request is ever sent on a connection being closed.
+    this.s3.httpServer.keepAliveTimeout = 600000;
+    this.s3.httpServer.headersTimeout = 605000;
     this.s3rver = { host: '127.0.0.1', port: addr.port };
 
     this.tls = makeCertificate(this.dir);

@@ -4,7 +4,9 @@
 // completed when its response ends, so seq follows arrival order. Cheap by design
 // (no I/O per request, bounded length) so that it never slows 16 readers down.
 
-const MAX_ENTRIES = 1000000;
+// About 0.5 KB an entry; past the cap the oldest entries go (counts stay exact).
+const MAX_ENTRIES = 200000;
+const KINDS = ['LIST', 'HEAD', 'GET_RANGE', 'GET', 'PUT', 'POST', 'DELETE', 'OTHER'];
 
 // Classify a request the way the tests count them.
 function kindOf(method, key, hasRange) {
@@ -29,6 +31,18 @@ class RequestLog {
     this.entries = [];
     this.seq = 0;
     this.dropped = 0;
+    this.generation = (this.generation || 0) + 1;
+    this.totals = new Map(); // endpoint -> counts, kept as requests come and finish
+  }
+
+  totalsFor(endpoint) {
+    let t = this.totals.get(endpoint);
+    if (!t) {
+      t = { total: 0, bytes: 0 };
+      for (const k of KINDS) t[k] = 0;
+      this.totals.set(endpoint, t);
+    }
+    return t;
   }
 
   // Returns the entry; the caller fills status, bytes_sent, ... when done.
@@ -45,7 +59,17 @@ class RequestLog {
       this.dropped++;
     }
     this.entries.push(e);
+    Object.defineProperty(e, 'generation', { value: this.generation, enumerable: false });
+    const t = this.totalsFor(e.endpoint);
+    t[e.kind]++;
+    t.total++;
     return e;
+  }
+
+  // Called once when the entry's response is over (bytes_sent final).
+  complete(e) {
+    if (e.generation !== this.generation) return; // began before a reset
+    this.totalsFor(e.endpoint).bytes += e.bytes_sent;
   }
 
   // Entries with seq > since.
@@ -56,14 +80,13 @@ class RequestLog {
   }
 
   counts(endpoint) {
-    const c = { LIST: 0, HEAD: 0, GET_RANGE: 0, GET: 0, PUT: 0, POST: 0, DELETE: 0, OTHER: 0,
-      total: 0, bytes: 0 };
-    for (const e of this.entries) {
-      if (endpoint && e.endpoint !== endpoint) continue;
-      c[e.kind]++;
-      c.total++;
-      c.bytes += e.bytes_sent;
+    const c = { total: 0, bytes: 0 };
+    for (const k of KINDS) c[k] = 0;
+    for (const [ep, t] of this.totals) {
+      if (endpoint && ep !== endpoint) continue;
+      for (const k of Object.keys(c)) c[k] += t[k];
     }
+    c.dropped_entries = this.dropped;
     return c;
   }
 }

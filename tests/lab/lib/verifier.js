@@ -69,7 +69,9 @@ class Verifier {
   // lab: { log, faults, lookupCredential(akid), region, s3rver: { host, port } }
   constructor(lab) {
     this.lab = lab;
-    this.agent = new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 64 });
+    // timeout: idle upstream sockets close after 60 s, before s3rver's 10 min (labd.js).
+    this.agent = new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 64,
+      timeout: 60000 });
     this.servers = [];
     this.pendingTimers = new Set();
   }
@@ -85,8 +87,8 @@ class Verifier {
         }
       });
     });
-    server.keepAliveTimeout = 30000;
-    server.headersTimeout = 35000;
+    server.keepAliveTimeout = 120000; // longer than nghttpx's backend keep-alive (30 s)
+    server.headersTimeout = 125000;
     server.requestTimeout = 0;
     this.servers.push(server);
     return new Promise((resolve, reject) => {
@@ -124,6 +126,7 @@ class Verifier {
       entry.bytes_sent = res._labBytes;
       entry.done = true;
       entry.dur_ms = Number(process.hrtime.bigint() - t0) / 1e6;
+      this.lab.log.complete(entry);
     });
 
     if (!decoded) {
