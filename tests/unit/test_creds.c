@@ -23,6 +23,8 @@
 #include "creds.h"
 #include "creds_parse.h"
 
+#include "fuzz_bytes.h"
+
 static char tmpdir[256];
 
 static const char *all_opts[] = {
@@ -410,26 +412,12 @@ static void test_garbage(void **state)
 {
     (void)state;
     uint32_t seed = 777;
-    const char *frags[] = {"\"AccessKeyId\"", ":", "\"", "\\", "\\u00", "{", "}",
-                           "<AccessKeyId>", "</AccessKeyId>", "[default]", "=",
-                           "\n", "<SecretAccessKey>", "\"Token\":\""};
+    static const char *frags[] = {"\"AccessKeyId\"", ":", "\"", "\\", "\\u00", "{", "}",
+                                  "<AccessKeyId>", "</AccessKeyId>", "[default]", "=",
+                                  "\n", "<SecretAccessKey>", "\"Token\":\""};
     for (int iter = 0; iter < 20000; iter++) {
-        size_t len = (seed = seed * 1664525u + 1013904223u) % 128;
-        char *buf = malloc(len ? len : 1);
-        size_t i = 0;
-        while (i < len) {
-            seed = seed * 1664525u + 1013904223u;
-            if ((seed >> 16) % 2) {
-                const char *f = frags[(seed >> 8) % (sizeof(frags) / sizeof(frags[0]))];
-                size_t fl = strlen(f);
-                if (fl > len - i)
-                    fl = len - i;
-                memcpy(buf + i, f, fl);
-                i += fl;
-            } else {
-                buf[i++] = (char)(seed >> 24);
-            }
-        }
+        size_t len;
+        char *buf = fuzz_bytes(&seed, 128, frags, sizeof(frags) / sizeof(frags[0]), &len);
         vt_creds c = {0};
         if (vt__creds_parse_json(buf, len, &c) == VT_OK)
             vt__creds_clear(&c);

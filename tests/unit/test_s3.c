@@ -20,6 +20,8 @@
 #include "sigv4.h"
 #include "xmlscan.h"
 
+#include "fuzz_bytes.h"
+
 static const char *all_opts[] = {
     "AWS_S3_ENDPOINT", "AWS_HTTPS", "AWS_VIRTUAL_HOSTING", "AWS_REGION",
     "AWS_DEFAULT_REGION", "AWS_REQUEST_PAYER", "AWS_NO_SIGN_REQUEST",
@@ -172,25 +174,11 @@ static void test_parse_error_garbage(void **state)
 {
     (void)state;
     uint32_t seed = 12345;
-    const char *frags[] = {"<Code>", "</Code>", "<Message>", "</Message>", "&amp;",
-                           "&#x41;", "&", "<", ">", "/", "Code", " a=b"};
+    static const char *frags[] = {"<Code>", "</Code>", "<Message>", "</Message>",
+                                  "&amp;", "&#x41;", "&", "<", ">", "/", "Code", " a=b"};
     for (int iter = 0; iter < 20000; iter++) {
-        size_t len = (seed = seed * 1103515245u + 12345u) % 96;
-        char *buf = malloc(len ? len : 1);
-        size_t i = 0;
-        while (i < len) {
-            seed = seed * 1103515245u + 12345u;
-            if ((seed >> 16) % 3 == 0) {
-                const char *f = frags[(seed >> 8) % (sizeof(frags) / sizeof(frags[0]))];
-                size_t fl = strlen(f);
-                if (fl > len - i)
-                    fl = len - i;
-                memcpy(buf + i, f, fl);
-                i += fl;
-            } else {
-                buf[i++] = (char)(seed >> 20);
-            }
-        }
+        size_t len;
+        char *buf = fuzz_bytes(&seed, 96, frags, sizeof(frags) / sizeof(frags[0]), &len);
         char *code, *msg;
         vt__s3_parse_error(buf, len, &code, &msg);
         if (code)
