@@ -300,7 +300,12 @@ static vt_err build_get_in(const char *bucket, const char *key, uint64_t off,
     memset(out, 0, sizeof(*out));
     if (errlen)
         errbuf[0] = '\0';
-    if (!bucket || !*bucket || !key || !region || !valid_region(region) ||
+    if (region && !valid_region(region)) {
+        snprintf(errbuf, errlen, "AWS_REGION '%s' is not a region name "
+                 "(lowercase letters, digits and '-')", region);
+        return VT_EINVAL;
+    }
+    if (!bucket || !*bucket || !key || !region ||
         (if_match && !clean_value(if_match)) ||
         (len > 0 && off > UINT64_MAX - len)) {
         snprintf(errbuf, errlen, "s3://%s/%s: invalid request arguments",

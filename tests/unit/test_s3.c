@@ -331,6 +331,14 @@ static void test_region_for(void **state)
     r = vt__s3_region_for("b");
     assert_string_equal(r, "eu-north-1");
     free(r);
+    /* A malformed region is a clear error, not a malformed signature. */
+    vt_s3_request rq;
+    char err[256];
+    CPLSetConfigOption("AWS_REGION", "EU North");
+    assert_int_equal(vt__s3_build_get("b", "k", 0, 1, NULL, &rq, err, sizeof(err)),
+                     VT_EINVAL);
+    assert_non_null(strstr(err, "AWS_REGION 'EU North'"));
+    assert_null(rq.url);
 }
 
 int main(void)
