@@ -503,6 +503,11 @@ static void describe(const char *bucket, const char *key,
     free(msg);
 }
 
+/* Returns VT_OK for 200/206; for any other answer vt__s3_status_err(status)
+ * with errbuf = "s3://bucket/key: HTTP <status> <Code>: <Message>"; for a
+ * transport failure the engine's error with its words. *resp always holds
+ * the last answer (status, body) and is the caller's to clear. Blocks the
+ * calling thread (any thread); takes region_lock briefly after a redirect. */
 vt_err vt__s3_get(const char *bucket, const char *key, uint64_t off,
                   uint64_t len, const char *if_match, vt_http_resp *resp,
                   char *errbuf, size_t errlen)
