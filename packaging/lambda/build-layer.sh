@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# build-layer.sh: package gdal_vsitune.so, tunerd, the Lambda exec wrapper and
+# the platform profiles as an AWS Lambda layer zip.
+#
+# Why a script and not just `zip`: a layer is unpacked under /opt, so the zip's
+# root must be what a `cmake --install --prefix /opt` puts under /opt, with the
+# plugin in lib/gdalplugins (the GDAL_DRIVER_PATH tunerd's lambda profile
+# emits) and tunerd next to share/vsitune/profiles (where it looks first).
+# The script stages exactly that install, checks the layout, records what the
+# binaries need from the function's runtime (RUNTIME.txt, see
+# docs/packaging.md: the layer does NOT ship GDAL, libcurl or OpenSSL), and zips
+# it with file modes kept.
+#
+# Usage: build-layer.sh [--build-dir DIR] [--output FILE] [--no-strip] [-h]
+#   --build-dir DIR  package this existing CMake build (its CMAKE_INSTALL_LIBDIR
+#                    must be "lib", the default for a /usr/local or /opt prefix).
+#                    Default: configure and build a dedicated tree
+#                    <repo>/build-layer (prefix /opt, no tests) and package it.
+#   --output FILE    the zip to write (default <repo>/build-layer/vsitune-layer.zip);
+#                    an existing file is replaced.
+#   --no-strip       keep debug symbols (the default strips: layers count size).
+# Exit status: 0 ok, 2 bad usage or a missing tool/build, 3 the staged install
+# does not have the layer layout, 1 anything else (build, zip).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD_DIR=
+OUTPUT=$ROOT/build-layer/vsitune-layer.zip
+STRIP=--strip
+
+die() { echo "build-layer: $2" >&2; exit "$1"; }
+
+usage() { sed -n '/^# Usage:/,/^# Exit status/p' "$0" | sed 's/^# \{0,1\}//'; }
+
+while [ $# -gt 0 ]; do
+    case $1 in
+        --build-dir) [ $# -ge 2 ] || die 2 "--build-dir needs a directory"
+                     BUILD_DIR=$2; shift 2 ;;
+        --output)    [ $# -ge 2 ] || die 2 "--output needs a file name"
+                     OUTPUT=$2; shift 2 ;;
+        --no-strip)  STRIP=; shift ;;
+        -h|--help)   usage; exit 0 ;;
+        *)           die 2 "unknown argument '$1' (valid: --build-dir DIR, --output FILE, --no-strip, --help)" ;;
+    esac
+done
+
+for tool in cmake zip readelf; do
+    command -v "$tool" >/dev/null 2>&1 ||
+        die 2 "'$tool' not found (Debian: apt-get install cmake zip binutils)"
+done
+case $OUTPUT in
+    *.zip) ;;
+    *) die 2 "--output must name a .zip file (got '$OUTPUT')" ;;
+esac
+
+if [ -z "$BUILD_DIR" ]; then
+    BUILD_DIR=$ROOT/build-layer/build
+    cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+          -DCMAKE_INSTALL_PREFIX=/opt -DCMAKE_INSTALL_LIBDIR=lib \
+          -DVT_BUILD_TESTS=OFF >/dev/null
+    cmake --build "$BUILD_DIR" -j"$(nproc)"
+fi
+[ -f "$BUILD_DIR/CMakeCache.txt" ] ||
+    die 2 "'$BUILD_DIR' is not a CMake build directory (no CMakeCache.txt)"
+[ -f "$BUILD_DIR/vsiplugin/gdal_vsitune.so" ] && [ -x "$BUILD_DIR/tunerd/tunerd" ] ||
+    die 2 "'$BUILD_DIR' has no built gdal_vsitune.so and tunerd (run: cmake --build $BUILD_DIR)"
+
+# The staging tree is ours alone; removed on every exit.
+STAGE=$(mktemp -d "${TMPDIR:-/tmp}/vsitune-layer.XXXXXX")
+trap 'rm -rf "$STAGE"' EXIT
+
+# shellcheck disable=SC2086  # STRIP is empty or one word
+DESTDIR=$STAGE cmake --install "$BUILD_DIR" --prefix /opt $STRIP >/dev/null
+OPT=$STAGE/opt
+rm -rf "$OPT/share/doc"   # documentation is not a runtime file
+
+for f in lib/gdalplugins/gdal_vsitune.so bin/tunerd bin/lambda-exec-wrapper \
+         share/vsitune/profiles/lambda.profile share/vsitune/profiles/host.profile; do
+    [ -f "$OPT/$f" ] || die 3 "the install has no /opt/$f: is $BUILD_DIR configured with \
+CMAKE_INSTALL_LIBDIR=lib? (found: $(cd "$OPT" && find . -type f | sort | tr '\n' ' '))"
+done
+for f in bin/tunerd bin/lambda-exec-wrapper; do
+    [ -x "$OPT/$f" ] || die 3 "/opt/$f is not executable"
+done
+extra=$(cd "$OPT" && find . -type f ! -path './lib/gdalplugins/gdal_vsitune.so' \
+        ! -path './bin/tunerd' ! -path './bin/lambda-exec-wrapper' \
+        ! -path './share/vsitune/profiles/*.profile' | sort)
+[ -z "$extra" ] || die 3 "unexpected files in the install, refusing to ship them: $extra"
+
+# What the function's runtime must provide: read from the ELF files themselves.
+gdal_version=$(sed -n 's/^GDAL_VERSION:INTERNAL=//p; s/^GDAL_VERSION:STRING=//p' \
+               "$BUILD_DIR/CMakeCache.txt" | head -n 1)
+[ -n "$gdal_version" ] || gdal_version=$(pkg-config --modversion gdal 2>/dev/null || echo unknown)
+needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort -u | tr '\n' ' '; }
+versions() {  # the highest version asked of each symbol set: GLIBC_2.34 ...
+    readelf -V "$1" | sed -n 's/.*Name: \([A-Za-z][A-Za-z_+]*_[0-9][0-9.]*\) .*/\1/p' |
+        sed -E 's/^(.*)_([0-9][0-9.]*)$/\1 \2/' | sort -k1,1 -k2,2V |
+        awk '{ best[$1] = $2 } END { for (n in best) print n "_" best[n] }' | sort | tr '\n' ' '
+}
+cat > "$OPT/share/vsitune/RUNTIME.txt" <<EOF
+vsitune Lambda layer: what the function's runtime must provide (not in this layer).
+Built on: $(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-unknown}"), $(uname -m)
+Built against GDAL: $gdal_version (the plugin refuses any other major.minor and stays inactive)
+lib/gdalplugins/gdal_vsitune.so needs: $(needed "$OPT/lib/gdalplugins/gdal_vsitune.so")
+  highest symbol versions: $(versions "$OPT/lib/gdalplugins/gdal_vsitune.so")
+bin/tunerd needs: $(needed "$OPT/bin/tunerd")
+  highest symbol versions: $(versions "$OPT/bin/tunerd")
+libcurl must be the OpenSSL flavour (CURL_OPENSSL_4 symbols) and built with nghttp2 for HTTP/2.
+Set GDAL_DRIVER_PATH=/opt/lib/gdalplugins (tunerd's lambda profile does) or
+AWS_LAMBDA_EXEC_WRAPPER=/opt/bin/lambda-exec-wrapper.
+EOF
+
+mkdir -p "$(dirname "$OUTPUT")"
+OUTPUT=$(cd "$(dirname "$OUTPUT")" && pwd)/$(basename "$OUTPUT")
+rm -f "$OUTPUT"
+# -X: no extra uid/gid fields; -y: keep symlinks as links; modes are kept.
+(cd "$OPT" && zip -q -r -X -y "$OUTPUT" bin lib share) || die 1 "zip failed"
+echo "build-layer: wrote $OUTPUT ($(stat -c %s "$OUTPUT") bytes); runtime needs: $(needed "$OPT/lib/gdalplugins/gdal_vsitune.so")"
