@@ -18,6 +18,7 @@ DEBS=(
   python3-rasterio python3-numpy python3-pytest python3-yaml python3-matplotlib
   nodejs npm
   valgrind procps
+  zip unzip
 )
 
 need_apt() {
