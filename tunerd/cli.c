@@ -28,6 +28,8 @@ static const char usage_text[] =
 "       tunerd exec [profile options] [-v] [--fail-open] -- CMD [ARGS...]\n"
 "       tunerd check-profiles [--profiles DIR]\n"
 "       tunerd watch [--interval S] [--count N] [--match STR] [--proc-root DIR]\n"
+"                    [--stats-dir DIR]\n"
+"       tunerd stats [--dir DIR] [--json] [--clean] [--proc-root DIR]\n"
 "       tunerd --help | --version\n"
 "\n"
 "profile   print the environment block for a platform and memory tier\n"
@@ -36,7 +38,12 @@ static const char usage_text[] =
 "check-profiles  validate every profiles/*.profile file (file:line: message)\n"
 "watch     RSS, PSS and anonymous MB of each process that mapped libgdal,\n"
 "          --count samples (default 1, max 1000000) every --interval seconds\n"
-"          (default 1, 0.1..3600)\n"
+"          (default 1, 0.1..3600); with the plugin's counters (--stats-dir,\n"
+"          default $VSITUNE_STATS_DIR) also each process's requests and cache MB\n"
+"stats     the counters each vsitune process left in --dir (default\n"
+"          $VSITUNE_STATS_DIR): one row per process, state running, exited or\n"
+"          killed-or-gone (no clean exit: OOM kill, signal, crash); --clean\n"
+"          then removes the files of processes that are not running\n"
 "\n"
 "options:\n"
 "  --memory MB       memory tier in MB, 1..1048576 (default: detected)\n"
@@ -56,7 +63,10 @@ static const char usage_text[] =
 "                    <exe>/../share/vsitune/profiles, then the install dir)\n"
 "  --sys-root DIR    read /sys from DIR (or $TUNERD_SYSFS_ROOT)\n"
 "  --proc-root DIR   read /proc from DIR (or $TUNERD_PROCFS_ROOT)\n"
-"  --json            detect: print JSON\n"
+"  --json            detect, stats: print JSON\n"
+"  --dir DIR         stats: the VSITUNE_STATS_DIR to read\n"
+"  --clean           stats: remove the files of exited and killed-or-gone processes\n"
+"  --stats-dir DIR   watch: read the plugin's counters from DIR\n"
 "  -v, --verbose     exec: report each variable set or kept on stderr\n"
 "  --fail-open       exec: if sizing fails, warn and run CMD unchanged\n"
 "\n"
@@ -67,7 +77,8 @@ static const char usage_text[] =
 "  3    the memory tier is too small for the minimum ledger\n"
 "  4    a platform profile file is missing or invalid\n"
 "  5    memory or CPUs could not be determined (pass --memory / --cpus);\n"
-"       watch: /proc cannot be read\n"
+"       watch, stats: /proc cannot be read\n"
+"  6    stats: the directory cannot be read, or --clean could not remove a file\n"
 "  126  exec: CMD is not executable     127  exec: CMD not found\n"
 "\n"
 "The sizing model and its sources: docs/tuning.md.\n";
@@ -120,8 +131,8 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
     err[0] = '\0';
 
     if (argc < 2) {
-        vt__seterr(err, errlen, "no command (valid: profile, detect, exec, check-profiles, watch; "
-               "see tunerd --help)");
+        vt__seterr(err, errlen, "no command (valid: profile, detect, exec, check-profiles, watch, "
+               "stats; see tunerd --help)");
         return VT_EXIT_USAGE;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -135,9 +146,9 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
     o->command = argv[1];
     if (strcmp(o->command, "profile") && strcmp(o->command, "detect") &&
         strcmp(o->command, "exec") && strcmp(o->command, "check-profiles") &&
-        strcmp(o->command, "watch")) {
+        strcmp(o->command, "watch") && strcmp(o->command, "stats")) {
         vt__seterr(err, errlen, "unknown command '%s' (valid: profile, detect, exec, "
-               "check-profiles, watch)", o->command);
+               "check-profiles, watch, stats)", o->command);
         return VT_EXIT_USAGE;
     }
     for (i = 2; i < argc; i++) {
@@ -174,7 +185,7 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
         /* flags */
         if (!strcmp(name, "--no-plugin") || !strcmp(name, "--json") ||
             !strcmp(name, "-v") || !strcmp(name, "--verbose") ||
-            !strcmp(name, "--fail-open")) {
+            !strcmp(name, "--fail-open") || !strcmp(name, "--clean")) {
             if (val) {
                 vt__seterr(err, errlen, "%s takes no value", name);
                 return VT_EXIT_USAGE;
@@ -185,6 +196,8 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
                 o->json = 1;
             else if (!strcmp(name, "--fail-open"))
                 o->fail_open = 1;
+            else if (!strcmp(name, "--clean"))
+                o->clean = 1;
             else
                 o->verbose = 1;
             continue;
@@ -192,7 +205,7 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
         static const char *const with_value[] = {
             "--memory", "--platform", "--cpus", "--workload", "--workers", "--format",
             "--profiles", "--plugin-dir", "--sys-root", "--proc-root", "--interval",
-            "--count", "--match", NULL
+            "--count", "--match", "--dir", "--stats-dir", NULL
         };
         int known = 0;
         for (int k = 0; with_value[k]; k++)
@@ -201,7 +214,7 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
             vt__seterr(err, errlen, "unknown option '%s' (valid: --memory, --platform, --cpus, "
                    "--workload, --workers, --format, --no-plugin, --plugin-dir, --profiles, "
                    "--sys-root, --proc-root, --json, --verbose, --fail-open, --interval, --count, "
-                   "--match)", name);
+                   "--match, --dir, --clean, --stats-dir)", name);
             return VT_EXIT_USAGE;
         }
         if (!val) {
@@ -302,7 +315,22 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
                 return VT_EXIT_USAGE;
             }
             o->match = val;
+        } else if (!strcmp(name, "--dir") || !strcmp(name, "--stats-dir")) {
+            const char *want = !strcmp(name, "--dir") ? "stats" : "watch";
+            if (strcmp(o->command, want) != 0) {
+                vt__seterr(err, errlen, "%s is only valid with %s", name, want);
+                return VT_EXIT_USAGE;
+            }
+            if (!*val) {
+                vt__seterr(err, errlen, "%s needs a directory", name);
+                return VT_EXIT_USAGE;
+            }
+            o->stats_dir = val;
         }
+    }
+    if (o->clean && strcmp(o->command, "stats") != 0) {
+        vt__seterr(err, errlen, "--clean is only valid with stats");
+        return VT_EXIT_USAGE;
     }
     if (!strcmp(o->command, "exec") && !o->cmd) {
         vt__seterr(err, errlen, "exec needs a command: tunerd exec [options] -- CMD [ARGS...]");
@@ -330,6 +358,10 @@ int vt_cli_main(int argc, char **argv)
     }
     if (!strcmp(o.command, "watch")) {
         rc = vt__cmd_watch(&o, err, sizeof err);
+        goto out;
+    }
+    if (!strcmp(o.command, "stats")) {
+        rc = vt__cmd_stats(&o, err, sizeof err);
         goto out;
     }
     if (vt_platform_find_dir(o.profiles_dir, pdir, sizeof pdir, err, sizeof err)) {

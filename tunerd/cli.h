@@ -17,13 +17,14 @@ enum {
     VT_EXIT_USAGE = 2,     /* bad option or value, contradictory request */
     VT_EXIT_TOOSMALL = 3,  /* the tier cannot hold the minimum ledger */
     VT_EXIT_PROFILE = 4,   /* a platform profile file is missing or invalid */
-    VT_EXIT_DETECT = 5,    /* memory or CPUs could not be determined; watch: no /proc */
+    VT_EXIT_DETECT = 5,    /* memory or CPUs could not be determined; watch, stats: no /proc */
+    VT_EXIT_STATS = 6,     /* stats: the directory cannot be read, or --clean failed */
     VT_EXIT_NOEXEC = 126,  /* exec: command found but not executable */
     VT_EXIT_NOTFOUND = 127 /* exec: command not found */
 };
 
 typedef struct vt_cli_opts {
-    const char *command;     /* profile | detect | exec | check-profiles | watch */
+    const char *command;     /* profile | detect | exec | check-profiles | watch | stats */
     long memory_mb;          /* 0 = not given */
     double cpus;             /* 0 = not given */
     const char *platform;    /* NULL = detect / default */
@@ -35,13 +36,15 @@ typedef struct vt_cli_opts {
     const char *plugin_dir;
     const char *sys_root;
     const char *proc_root;
-    int json;                /* detect --json */
+    int json;                /* detect, stats --json */
     int verbose;             /* exec -v: say what was set and kept */
     int fail_open;           /* exec --fail-open: run the command even if sizing fails */
     char **cmd;              /* exec: argv after "--" (NULL-terminated) */
     double interval_s;       /* watch: seconds between samples (default 1) */
     long count;              /* watch: number of samples (default 1) */
     const char *match;       /* watch: mapped-file substring (default "libgdal") */
+    const char *stats_dir;   /* stats --dir, watch --stats-dir (default $VSITUNE_STATS_DIR) */
+    int clean;               /* stats --clean */
     int help, version;
 } vt_cli_opts;
 

@@ -22,6 +22,7 @@
 #include "envblock.h"
 #include "errbuf.h"
 #include "platform.h"
+#include "statsdir.h"
 #include "watch.h"
 
 /* Everything `profile` and `exec` compute. */
@@ -218,28 +219,53 @@ int vt__cmd_check(const char *pdir)
     return bad || n == 0 ? VT_EXIT_PROFILE : VT_EXIT_OK;
 }
 
+static const char *proc_root_of(const vt_cli_opts *o)
+{
+    const char *proc_root = o->proc_root ? o->proc_root : getenv("TUNERD_PROCFS_ROOT");
+
+    return proc_root && *proc_root ? proc_root : "/proc";
+}
+
+/* --stats-dir / --dir, else $VSITUNE_STATS_DIR, else NULL. */
+static const char *stats_dir_of(const vt_cli_opts *o)
+{
+    const char *dir = o->stats_dir ? o->stats_dir : getenv("VSITUNE_STATS_DIR");
+
+    return dir && *dir ? dir : NULL;
+}
+
 /* watch: bounded by --count; sleeps --interval between samples. */
 int vt__cmd_watch(const vt_cli_opts *o, char *err, size_t errlen)
 {
     static vt_watch_proc procs[VT_WATCH_MAX];
-    const char *proc_root = o->proc_root ? o->proc_root : getenv("TUNERD_PROCFS_ROOT");
+    const char *proc_root = proc_root_of(o), *sdir = stats_dir_of(o);
 
-    if (!proc_root || !*proc_root)
-        proc_root = "/proc";
-    printf("# tunerd watch: processes mapping '%s', %ld sample(s) every %.1f s\n", o->match,
+    printf("# tunerd watch: processes mapping '%s', %ld sample(s) every %.1f s", o->match,
            o->count, o->interval_s);
-    printf("%-9s %8s %9s %9s %9s  %s\n", "time", "pid", "rss_mb", "pss_mb", "anon_mb",
-           "command");
+    if (sdir)
+        printf("; vsitune counters from %s", sdir);
+    printf("\n%-9s %8s %9s %9s %9s", "time", "pid", "rss_mb", "pss_mb", "anon_mb");
+    if (sdir)
+        printf(" %9s %9s", "requests", "cache_mb");
+    printf("  %s\n", "command");
     for (long i = 0; i < o->count; i++) {
         int found, n = vt_watch_scan(proc_root, o->match, procs, VT_WATCH_MAX, &found,
                                      err, errlen);
         if (n < 0)
             return VT_EXIT_DETECT;
+        for (int k = 0; sdir && k < n; k++) {
+            vt_stats_rec r;
+            if (vt_stats_lookup(sdir, proc_root, procs[k].pid, &r) == 0) {
+                procs[k].has_stats = 1;
+                procs[k].requests = r.engine.requests;
+                procs[k].cache_bytes = r.cache.retained_bytes;
+            }
+        }
         char when[16];
         time_t t = time(NULL);
         struct tm tm;
         strftime(when, sizeof when, "%H:%M:%S", localtime_r(&t, &tm));
-        vt_watch_print(stdout, when, procs, n, found);
+        vt_watch_print(stdout, when, procs, n, found, sdir != NULL);
         if (fflush(stdout) != 0) {
             vt__seterr(err, errlen, "cannot write: %s", strerror(errno));
             return VT_EXIT_INTERNAL;
@@ -252,4 +278,51 @@ int vt__cmd_watch(const vt_cli_opts *o, char *err, size_t errlen)
         }
     }
     return VT_EXIT_OK;
+}
+
+/* stats: one pass over the directory; --clean after the listing was made,
+ * so the post-mortem of what is removed is printed once. */
+int vt__cmd_stats(const vt_cli_opts *o, char *err, size_t errlen)
+{
+    const char *proc_root = proc_root_of(o), *dir = stats_dir_of(o);
+    vt_stats_entry *e = NULL;
+    int n, found, rc = VT_EXIT_OK;
+
+    if (!dir) {
+        vt__seterr(err, errlen, "stats needs a directory: --dir DIR or VSITUNE_STATS_DIR");
+        rc = VT_EXIT_USAGE;
+        goto out;
+    }
+    /* Without a readable /proc every process would look gone (and --clean
+     * would remove the files of live ones): refuse instead. */
+    if (access(proc_root, R_OK | X_OK) != 0) {
+        vt__seterr(err, errlen, "%s: %s (stats needs /proc to tell live processes from dead)",
+                   proc_root, strerror(errno));
+        rc = VT_EXIT_DETECT;
+        goto out;
+    }
+    e = calloc(VT_STATSDIR_MAX, sizeof *e);
+    if (!e) {
+        vt__seterr(err, errlen, "out of memory");
+        rc = VT_EXIT_INTERNAL;
+        goto out;
+    }
+    n = vt_stats_scan(dir, proc_root, e, VT_STATSDIR_MAX, &found, err, errlen);
+    if (n < 0) {
+        rc = VT_EXIT_STATS;
+        goto out;
+    }
+    if (o->clean && vt_stats_clean(dir, e, n, err, errlen) > 0)
+        rc = VT_EXIT_STATS;
+    if (o->json)
+        vt_stats_print_json(stdout, dir, e, n, found, time(NULL));
+    else
+        vt_stats_print(stdout, dir, e, n, found, time(NULL));
+    if (fflush(stdout) != 0) {
+        vt__seterr(err, errlen, "cannot write: %s", strerror(errno));
+        rc = VT_EXIT_INTERNAL;
+    }
+out:
+    free(e);
+    return rc;
 }

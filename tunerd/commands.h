@@ -16,6 +16,10 @@ int vt__cmd_detect(const vt_cli_opts *o, const char *pdir, char *err, size_t err
 int vt__cmd_check(const char *pdir);
 int vt__cmd_watch(const vt_cli_opts *o, char *err, size_t errlen);
 
+/* Lists the plugin's counters files (statsdir.h); allocates its table and
+ * frees it before returning. */
+int vt__cmd_stats(const vt_cli_opts *o, char *err, size_t errlen);
+
 /* Applies the profile (variables the caller did not set) and execs o->cmd;
  * with o->fail_open, a sizing failure warns and execs o->cmd unchanged. */
 int vt__cmd_exec(const vt_cli_opts *o, const char *pdir, char *err, size_t errlen);

@@ -34,7 +34,7 @@ const char *vt_format_list(void)
     return "env, shell, dotenv, json, lambda-json, terraform, dockerfile, k8s-yaml";
 }
 
-static void put_json_str(FILE *f, const char *s)
+void vt__json_str(FILE *f, const char *s)
 {
     fputc('"', f);
     for (; *s; s++) {
@@ -103,15 +103,15 @@ static void emit_json(FILE *f, const vt_emit_ctx *c)
     const vt_platform *p = c->plat;
 
     fputs("{\n  \"tunerd_version\": ", f);
-    put_json_str(f, VT_VERSION);
+    vt__json_str(f, VT_VERSION);
     fputs(",\n  \"platform\": ", f);
-    put_json_str(f, p->name);
+    vt__json_str(f, p->name);
     fputs(",\n  \"platform_title\": ", f);
-    put_json_str(f, p->title);
+    vt__json_str(f, p->title);
     fprintf(f, ",\n  \"memory_mb\": %ld,\n  \"memory_source\": ", c->in->memory_mb);
-    put_json_str(f, c->memory_source ? c->memory_source : "--memory");
+    vt__json_str(f, c->memory_source ? c->memory_source : "--memory");
     fprintf(f, ",\n  \"vcpu\": %.2f,\n  \"vcpu_source\": ", s->vcpu);
-    put_json_str(f, s->vcpu_source);
+    vt__json_str(f, s->vcpu_source);
     fprintf(f, ",\n  \"workload\": \"%s\",\n  \"plugin\": %s,\n",
             vt_workload_name(c->in->workload), c->in->plugin ? "true" : "false");
     fprintf(f, "  \"workers\": %d,\n  \"threads_per_worker\": %d,\n"
@@ -124,7 +124,7 @@ static void emit_json(FILE *f, const vt_emit_ctx *c)
             c->in->memory_mb);
     for (int i = 0; i < s->n_rows; i++) {
         fputs("      {\"item\": ", f);
-        put_json_str(f, s->rows[i].item);
+        vt__json_str(f, s->rows[i].item);
         fprintf(f, ", \"each_mb\": %ld, \"count\": %d, \"total_mb\": %ld}%s\n",
                 s->rows[i].each_mb, s->rows[i].count, s->rows[i].total_mb,
                 i + 1 < s->n_rows ? "," : "");
@@ -132,20 +132,20 @@ static void emit_json(FILE *f, const vt_emit_ctx *c)
     fprintf(f, "    ],\n    \"total_mb\": %ld,\n    \"free_mb\": %ld\n  },\n",
             s->total_mb, s->free_mb);
     fputs("  \"platform_limits\": {\"tmp_dir\": ", f);
-    put_json_str(f, p->tmp_dir);
+    vt__json_str(f, p->tmp_dir);
     fprintf(f, ", \"tmp_size_mb\": %ld, \"time_limit_s\": %ld, "
                "\"memory_min_mb\": %ld, \"memory_max_mb\": %ld},\n",
             p->tmp_size_mb, p->time_limit_s, p->memory_min_mb, p->memory_max_mb);
     fputs("  \"not_set\": {\"VSI_CACHE\": \"on GDAL 3.6.2 VSI_CACHE=TRUE adds a range "
           "GET to every open (measured); set it only where you measured it pays\"},\n", f);
     fputs("  \"note\": ", f);
-    put_json_str(f, p->note);
+    vt__json_str(f, p->note);
     fputs(",\n  \"env\": {\n", f);
     for (int i = 0; i < c->env->n; i++) {
         fputs("    ", f);
-        put_json_str(f, c->env->vars[i].name);
+        vt__json_str(f, c->env->vars[i].name);
         fputs(": ", f);
-        put_json_str(f, c->env->vars[i].value);
+        vt__json_str(f, c->env->vars[i].value);
         fputs(i + 1 < c->env->n ? ",\n" : "\n", f);
     }
     fputs("  }\n}\n", f);
@@ -183,9 +183,9 @@ int vt_emit(FILE *f, vt_format fmt, const vt_emit_ctx *c)
         fputs("{\n  \"Variables\": {\n", f);
         for (int i = 0; i < e->n; i++) {
             fputs("    ", f);
-            put_json_str(f, e->vars[i].name);
+            vt__json_str(f, e->vars[i].name);
             fputs(": ", f);
-            put_json_str(f, e->vars[i].value);
+            vt__json_str(f, e->vars[i].value);
             fputs(i + 1 < e->n ? ",\n" : "\n", f);
         }
         fputs("  }\n}\n", f);

@@ -45,4 +45,8 @@ const char *vt_format_list(void);
 /* Writes the profile to f. Returns 0, or -1 on a write error (errno set). */
 int vt_emit(FILE *f, vt_format fmt, const vt_emit_ctx *ctx);
 
+/* Writes s as a JSON string (RFC 8259 escapes, quotes included); shared by
+ * every JSON writer of tunerd. */
+void vt__json_str(FILE *f, const char *s);
+
 #endif

@@ -3,7 +3,8 @@
  * Reads /proc/PID/maps line by line and stops at the first match, so a big
  * address space costs one pass at most; smaps_rollup (Linux >= 4.14) gives
  * Rss, Pss and Anonymous in one small file; without it, /proc/PID/status
- * VmRSS is used and PSS is reported unknown. */
+ * VmRSS is used and PSS is reported unknown. The plugin's counters are
+ * joined in by the caller (commands.c), so the scan stays /proc only. */
 #include "watch.h"
 #include "textfile.h"
 
@@ -128,9 +129,11 @@ static void mb(FILE *f, long kb)
         fprintf(f, " %9.1f", kb / 1024.0);
 }
 
-void vt_watch_print(FILE *f, const char *when, const vt_watch_proc *p, int n, int n_found)
+void vt_watch_print(FILE *f, const char *when, const vt_watch_proc *p, int n, int n_found,
+                    int stats_cols)
 {
     long rss = 0, pss = 0, anon = 0;
+    uint64_t requests = 0, cache = 0;
     int pss_known = 1;
 
     for (int i = 0; i < n; i++) {
@@ -138,6 +141,11 @@ void vt_watch_print(FILE *f, const char *when, const vt_watch_proc *p, int n, in
         mb(f, p[i].rss_kb);
         mb(f, p[i].pss_kb);
         mb(f, p[i].anon_kb);
+        if (stats_cols && p[i].has_stats)
+            fprintf(f, " %9llu %9.1f", (unsigned long long)p[i].requests,
+                    (double)p[i].cache_bytes / (1024.0 * 1024.0));
+        else if (stats_cols)
+            fprintf(f, " %9s %9s", "-", "-");
         fprintf(f, "  %s\n", p[i].comm);
         rss += p[i].rss_kb > 0 ? p[i].rss_kb : 0;
         anon += p[i].anon_kb > 0 ? p[i].anon_kb : 0;
@@ -145,11 +153,18 @@ void vt_watch_print(FILE *f, const char *when, const vt_watch_proc *p, int n, in
             pss_known = 0;
         else
             pss += p[i].pss_kb;
+        if (p[i].has_stats) {
+            requests += p[i].requests;
+            cache += p[i].cache_bytes;
+        }
     }
     fprintf(f, "%-9s %8s", when, "total");
     mb(f, rss);
     mb(f, pss_known ? pss : -1);
     mb(f, anon);
+    if (stats_cols)
+        fprintf(f, " %9llu %9.1f", (unsigned long long)requests,
+                (double)cache / (1024.0 * 1024.0));
     fprintf(f, "  %d process(es)", n);
     if (n_found > n)
         fprintf(f, " of %d (only the first %d are shown)", n_found, n);

@@ -10,6 +10,7 @@
 #define VT_TUNERD_WATCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define VT_WATCH_MAX 256
@@ -20,6 +21,10 @@ typedef struct vt_watch_proc {
     long rss_kb;   /* -1 = unknown */
     long pss_kb;   /* -1 = unknown (no smaps_rollup) */
     long anon_kb;  /* -1 = unknown */
+    int has_stats; /* the plugin's counters below are this process's (set by
+                    * the caller from statsdir.h; the scan leaves it 0) */
+    uint64_t requests;
+    uint64_t cache_bytes; /* retained in the plugin's range cache */
 } vt_watch_proc;
 
 /* Scans <proc_root>/[0-9]* for processes mapping a file whose path contains
@@ -31,7 +36,10 @@ int vt_watch_scan(const char *proc_root, const char *match, vt_watch_proc *out,
                   int cap, int *n_found, char *err, size_t errlen);
 
 /* Prints one sample: a row per process and a total row, each starting with
- * the time label. */
-void vt_watch_print(FILE *f, const char *when, const vt_watch_proc *p, int n, int n_found);
+ * the time label. With stats_cols, two more columns after anon_mb: the
+ * plugin's requests and retained cache MB ("-" for a process without
+ * counters). */
+void vt_watch_print(FILE *f, const char *when, const vt_watch_proc *p, int n, int n_found,
+                    int stats_cols);
 
 #endif

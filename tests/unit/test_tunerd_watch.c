@@ -117,7 +117,7 @@ static void test_print(void **state)
     (void)state;
     int n = vt_watch_scan(root, "libgdal", p, 8, &found, err, sizeof err);
     FILE *f = open_memstream(&buf, &len);
-    vt_watch_print(f, "12:00:00", p, n, found);
+    vt_watch_print(f, "12:00:00", p, n, found, 0);
     fclose(f);
     assert_non_null(strstr(buf, "12:00:00       200     200.0     100.0      50.0  python3\n"));
     assert_non_null(strstr(buf, "12:00:00        31      10.0         -       2.0  worker\n"));
