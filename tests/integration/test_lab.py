@@ -367,7 +367,9 @@ def test_body_faults_through_tls_fronts(lab, pub, endpoint, kind):
     cp = subprocess.run(["curl", "-sS", "-o", "/dev/null", "--cacert", lab.info["cert"], "--http2",
                          "-w", "%{size_download}", lab.object_url("public", pub, endpoint)],
                         capture_output=True, text=True, timeout=60)
-    assert cp.returncode == (92 if endpoint == "h2" else 18), cp.stderr
+    # h2: a stream error; h1: closed early (18), or, when nghttpx saw the close
+    # before it had passed anything on, closed with no reply at all (52).
+    assert cp.returncode in ((92,) if endpoint == "h2" else (18, 52)), cp.stderr
     assert int(cp.stdout) < len(PAYLOAD)
     (e,) = lab.log()
     assert (e["endpoint"], e["fault"]) == (endpoint, kind)

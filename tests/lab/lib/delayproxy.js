@@ -15,7 +15,7 @@
 const net = require('net');
 
 const HIGH_WATER = 4 * 1024 * 1024; // bytes queued in one direction before pausing the reader
-const RST_GRACE_MS = 10;
+const RST_GRACE_MS = 20;
 
 class DelayProxy {
   // name: endpoint name; target: { host, port }; delayMs: initial one-way delay.

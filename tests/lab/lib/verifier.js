@@ -17,6 +17,8 @@ const { kindOf } = require('./reqlog');
 const { STATUS_FAULTS } = require('./faults');
 
 const PUBLIC_BUCKET = 'public';
+// Pause between the last body bytes and a reset/close fault (see act() in relay).
+const CUT_GRACE_MS = 20;
 // Request headers never forwarded to s3rver.
 const DROP = new Set(['authorization', 'x-amz-security-token', 'if-match', 'connection',
   'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'via',
@@ -32,6 +34,7 @@ function requestId() { return crypto.randomBytes(8).toString('hex').toUpperCase(
 // Answer an S3-style XML error. Returns nothing; the log entry is completed by
 // the 'close' listener installed in handle().
 function sendError(req, res, status, code, message, resource, extraHeaders, region) {
+  req.resume(); // discard any request body so the connection stays usable
   const body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>' + xmlEscape(code) +
     '</Code><Message>' + xmlEscape(message) + '</Message>' +
     (region ? '<Region>' + xmlEscape(region) + '</Region>' : '') +
@@ -166,7 +169,6 @@ class Verifier {
       if (sf) {
         entry.error = sf.code;
         const extra = fault.kind === 'throttle' ? { 'retry-after': String(fault.seconds) } : {};
-        req.resume();
         return sendError(req, res, sf.status, sf.code, sf.message, rawPath, extra);
       }
     }
@@ -181,7 +183,7 @@ class Verifier {
       if (!DROP.has(k)) headers[k] = v;
     }
     headers.host = `127.0.0.1:${this.lab.s3rver.port}`;
-    // Keep the path bytes as received; drop a presigned query (handled above).
+    // The path and query bytes exactly as received.
     const path = rawPath + (rawQuery ? '?' + rawQuery : '');
     return new Promise((resolve) => {
       const up = http.request({ host: this.lab.s3rver.host, port: this.lab.s3rver.port,
@@ -257,10 +259,12 @@ class Verifier {
         res.write('', () => setTimeout(() => {
           if (sock && !sock.destroyed && typeof sock.resetAndDestroy === 'function') sock.resetAndDestroy();
           else res.destroy();
-        }, 10));
+        }, CUT_GRACE_MS));
       } else if (fault.kind === 'truncated') {
         ures.destroy();
-        res.write('', () => { if (sock) sock.end(); res.destroy(); });
+        // Same grace as for reset, so a front (nghttpx) has passed the headers and
+        // the partial body on before it sees the backend close.
+        res.write('', () => setTimeout(() => { if (sock) sock.end(); res.destroy(); }, CUT_GRACE_MS));
       } else if (fault.kind === 'stall') {
         stalled = true;
         ures.pause();
