@@ -22,6 +22,10 @@
 #include "policy.h"
 #include "router.h"
 
+/* Why the last open on this thread failed (see vt__handler_open_error). */
+static _Thread_local char t_open_error[1024];
+static _Thread_local int t_open_error_class;
+
 typedef struct vt_handle {
     vt_object *obj;
     uint64_t pos;
@@ -91,10 +95,11 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
     }
     err = vt__object_open(path, &o, &status, errbuf, sizeof(errbuf));
     if (err != VT_OK) {
-        if (err == VT_ENOTFOUND)
-            CPLDebug("VSITUNE", "%s", errbuf);
-        else
-            CPLError(CE_Failure, cple_for(status, errbuf), "%s", errbuf);
+        /* Silent, as stat is for GDAL's own: GDALOpen tries to open the file
+         * even after a failed stat, and the open reports the error. A
+         * CE_Failure here would make the Python bindings raise on an open
+         * that then succeeds (a transient error that the retry fixed). */
+        CPLDebug("VSITUNE", "stat: %s", errbuf);
         errno = errno_for(err);
         return -1;
     }
@@ -120,10 +125,17 @@ static void *cb_open(void *ud, const char *path, const char *access)
     }
     err = vt__object_open(path, &o, &status, errbuf, sizeof(errbuf));
     if (err != VT_OK) {
-        CPLError(CE_Failure, cple_for(status, errbuf), "%s", errbuf);
+        /* Not a CPLError: GDALOpen tries stat after a failed open, and may
+         * still succeed (a transient error). The router hands this text to
+         * VSIError, which GDALOpen turns into the CPLError it reports when
+         * the whole open fails. */
+        CPLDebug("VSITUNE", "open: %s", errbuf);
+        t_open_error_class = cple_for(status, errbuf);
+        snprintf(t_open_error, sizeof(t_open_error), "%s", errbuf);
         errno = errno_for(err);
         return NULL;
     }
+    t_open_error[0] = '\0';
     h = calloc(1, sizeof(*h));
     if (!h) {
         vt__object_release(o);
@@ -265,6 +277,12 @@ static char **cb_read_dir(void *ud, const char *path, int max_files)
 {
     (void)ud;
     return vt__stock_read_dir(path, max_files);
+}
+
+const char *vt__handler_open_error(int *cple_class)
+{
+    *cple_class = t_open_error_class;
+    return t_open_error[0] ? t_open_error : NULL;
 }
 
 void vt__handler_fill_callbacks(VSIFilesystemPluginCallbacksStruct *cb)

@@ -12,4 +12,9 @@
 /* Fill the callbacks of a struct from VSIAllocFilesystemPluginCallbacksStruct. */
 void vt__handler_fill_callbacks(VSIFilesystemPluginCallbacksStruct *cb);
 
+/* Why the last failed open of this thread failed (bucket, key, status, S3
+ * code and message), or NULL; *cple_class gets the CPLE_ class to report it
+ * with (CPLE_AWSSignatureDoesNotMatch, CPLE_AWSObjectNotFound, ...). */
+const char *vt__handler_open_error(int *cple_class);
+
 #endif

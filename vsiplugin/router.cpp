@@ -11,10 +11,12 @@
 #include <string>
 
 #include <cpl_error.h>
+#include <cpl_vsi_error.h>
 #include <cpl_vsi_virtual.h>
 #include <gdal_priv.h>
 
 extern "C" {
+#include "handler.h"
 #include "object.h"
 #include "stats.h"
 }
@@ -30,6 +32,33 @@ void unload_driver(GDALDriver *)
 {
     if (g_on_unload)
         g_on_unload();
+}
+
+// Set while a call runs inside GDAL's own handler on this thread. GDAL's
+// Unlink/Rename/Sync/write paths stat their own names through VSIStatL, which
+// lands back on the router: those stats are GDAL's business, so they go to
+// GDAL's handler too, not to vsitune's "not found without a request" policy.
+thread_local int t_delegating = 0;
+
+struct Delegating {
+    Delegating() { ++t_delegating; }
+    ~Delegating() { --t_delegating; }
+    Delegating(const Delegating &) = delete;
+    Delegating &operator=(const Delegating &) = delete;
+};
+
+// The VSIE_ code matching a CPLE_ class, so VSIToCPLError restores it.
+int vsie_for(int cple)
+{
+    switch (cple) {
+    case CPLE_AWSSignatureDoesNotMatch: return VSIE_AWSSignatureDoesNotMatch;
+    case CPLE_AWSInvalidCredentials: return VSIE_AWSInvalidCredentials;
+    case CPLE_AWSBucketNotFound: return VSIE_AWSBucketNotFound;
+    case CPLE_AWSObjectNotFound: return VSIE_AWSObjectNotFound;
+    case CPLE_AWSAccessDenied: return VSIE_AWSAccessDenied;
+    case CPLE_AWSError: return VSIE_AWSError;
+    default: return VSIE_FileError;
+    }
 }
 
 bool is_read_access(const char *access)
@@ -67,14 +96,23 @@ class VtRouter final : public VSIFilesystemHandler
     VSIVirtualHandle *Open(const char *name, const char *access,
                            bool set_error, CSLConstList options) override
     {
-        if (is_read_access(access))
-            return reader_->Open(name, access, set_error, options);
+        if (is_read_access(access)) {
+            VSIVirtualHandle *h = reader_->Open(name, access, set_error, options);
+            int cls = 0;
+            const char *why = h ? nullptr : vt__handler_open_error(&cls);
+            if (why && set_error)
+                VSIError(vsie_for(cls), "%s", why);  // replaces strerror text
+            return h;
+        }
+        Delegating d;
         forget(name);
         return stock_->Open(stock_name(name).c_str(), access, set_error,
                             options);
     }
     int Stat(const char *name, VSIStatBufL *st, int flags) override
     {
+        if (t_delegating)
+            return stock_->Stat(stock_name(name).c_str(), st, flags);
         return reader_->Stat(name, st, flags);
     }
     char **SiblingFiles(const char *name) override
@@ -88,42 +126,54 @@ class VtRouter final : public VSIFilesystemHandler
     // Everything else is GDAL's.
     int Unlink(const char *name) override
     {
+        Delegating d;
+        int ret = stock_->Unlink(stock_name(name).c_str());
         forget(name);
-        return stock_->Unlink(stock_name(name).c_str());
+        return ret;
     }
     int *UnlinkBatch(CSLConstList files) override
     {
+        Delegating d;
+        int *ret = stock_->UnlinkBatch(files);
         for (CSLConstList p = files; p && *p; ++p)
             forget(*p);
-        return stock_->UnlinkBatch(files);
+        return ret;
     }
     int Mkdir(const char *name, long mode) override
     {
+        Delegating d;
         return stock_->Mkdir(stock_name(name).c_str(), mode);
     }
     int Rmdir(const char *name) override
     {
+        Delegating d;
         return stock_->Rmdir(stock_name(name).c_str());
     }
     int RmdirRecursive(const char *name) override
     {
+        Delegating d;
         return stock_->RmdirRecursive(stock_name(name).c_str());
     }
     char **ReadDirEx(const char *name, int max_files) override
     {
+        Delegating d;
         return stock_->ReadDirEx(stock_name(name).c_str(), max_files);
     }
     char **ReadDir(const char *name) override { return ReadDirEx(name, 0); }
     VSIDIR *OpenDir(const char *name, int depth,
                     const char *const *options) override
     {
+        Delegating d;
         return stock_->OpenDir(stock_name(name).c_str(), depth, options);
     }
     int Rename(const char *from, const char *to) override
     {
+        Delegating d;
+        int ret =
+            stock_->Rename(stock_name(from).c_str(), stock_name(to).c_str());
         forget(from);
         forget(to);
-        return stock_->Rename(stock_name(from).c_str(), stock_name(to).c_str());
+        return ret;
     }
     int IsCaseSensitive(const char *name) override
     {
@@ -150,24 +200,29 @@ class VtRouter final : public VSIFilesystemHandler
               GDALProgressFunc progress, void *progress_data,
               char ***outputs) override
     {
+        Delegating d;
+        bool ret =
+            stock_->Sync(src, dst, options, progress, progress_data, outputs);
         forget(dst);
-        return stock_->Sync(src, dst, options, progress, progress_data,
-                            outputs);
+        return ret;
     }
     char **GetFileMetadata(const char *name, const char *domain,
                            CSLConstList options) override
     {
+        Delegating d;
         return stock_->GetFileMetadata(stock_name(name).c_str(), domain,
                                        options);
     }
     bool SetFileMetadata(const char *name, CSLConstList md, const char *domain,
                          CSLConstList options) override
     {
+        Delegating d;
         return stock_->SetFileMetadata(stock_name(name).c_str(), md, domain,
                                        options);
     }
     bool AbortPendingUploads(const char *name) override
     {
+        Delegating d;
         return stock_->AbortPendingUploads(stock_name(name).c_str());
     }
     std::string GetStreamingFilename(const std::string &name) const override

@@ -48,6 +48,22 @@ size_t vt__stats_json(char *buf, size_t len)
 static pid_t dump_owner;
 static atomic_llong last_publish;
 
+/* The options as last read while GDAL was alive. The exit hook must not call
+ * CPLGetConfigOption: after GDALDestroy() its thread-local storage is gone
+ * (GDAL prints "CPLGetTLSList(): pthread_setspecific() failed!"). */
+static pthread_mutex_t opt_mu = PTHREAD_MUTEX_INITIALIZER;
+static char opt_dir[4096], opt_file[4096];
+
+static void remember_options(void)
+{
+    const char *d = vt__cfg_str("VSITUNE_STATS_DIR");
+    const char *f = vt__cfg_str("VSITUNE_STATS_FILE");
+    pthread_mutex_lock(&opt_mu);
+    snprintf(opt_dir, sizeof(opt_dir), "%s", d ? d : "");
+    snprintf(opt_file, sizeof(opt_file), "%s", f ? f : "");
+    pthread_mutex_unlock(&opt_mu);
+}
+
 /* Write the document to path through path.tmp + rename, so a reader never
  * sees half a file. */
 static void write_atomically(const char *path)
@@ -69,13 +85,15 @@ static void write_atomically(const char *path)
 
 static void publish(void)
 {
-    const char *dir = vt__cfg_str("VSITUNE_STATS_DIR");
-    char path[4096];
+    char path[4200];
+    int n;
 
-    if (!dir || !*dir)
-        return;
-    if (snprintf(path, sizeof(path), "%s/vsitune-%ld.json", dir,
-                 (long)getpid()) >= (int)sizeof(path))
+    pthread_mutex_lock(&opt_mu);
+    n = opt_dir[0] ? snprintf(path, sizeof(path), "%s/vsitune-%ld.json",
+                              opt_dir, (long)getpid())
+                   : -1;
+    pthread_mutex_unlock(&opt_mu);
+    if (n < 0 || n >= (int)sizeof(path))
         return;
     write_atomically(path);
 }
@@ -87,20 +105,23 @@ void vt__stats_tick(void)
 
     if (!dir || !*dir || now - last < 1)
         return;
-    if (atomic_compare_exchange_strong(&last_publish, &last, now))
+    if (atomic_compare_exchange_strong(&last_publish, &last, now)) {
+        remember_options();
         publish(); /* one thread publishes; the others go on */
+    }
 }
 
 static void exit_dump(void)
 {
-    const char *path = vt__cfg_str("VSITUNE_STATS_FILE");
+    char path[4096];
 
-    if (getpid() != dump_owner) {
-        publish(); /* a fork()ed child: its own file, not the parent's */
-        return;
-    }
-    publish();
-    if (path && *path)
+    publish(); /* a fork()ed child writes its own pid's file */
+    if (getpid() != dump_owner)
+        return; /* ...but never the parent's VSITUNE_STATS_FILE */
+    pthread_mutex_lock(&opt_mu);
+    snprintf(path, sizeof(path), "%s", opt_file);
+    pthread_mutex_unlock(&opt_mu);
+    if (path[0])
         write_atomically(path);
 }
 
@@ -109,6 +130,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void install(void)
 {
     dump_owner = getpid();
+    remember_options();
     atexit(exit_dump);
 }
 
