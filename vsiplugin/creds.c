@@ -323,4 +323,5 @@ void vt__creds_reset(void)
     state.fail_fp = NULL;
     state.gen++;
     pthread_mutex_unlock(&state.lock);
+    vt__creds_profile_region_reset();
 }

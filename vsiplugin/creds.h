@@ -38,4 +38,10 @@ void vt__creds_clear(vt_creds *c);
 /* Forget cached credentials (tests; a config change). */
 void vt__creds_reset(void);
 
+/* "region" of the current profile (AWS_PROFILE / AWS_DEFAULT_PROFILE /
+ * default) in the AWS config file, as GDAL and the AWS CLI use it when
+ * AWS_REGION is unset. malloc'd (caller frees) or NULL. The file is read once
+ * per profile and path (vt__creds_reset forgets it). Thread-safe. */
+char *vt__creds_profile_region(void);
+
 #endif

@@ -92,6 +92,9 @@ int vt__creds_from_assume_role(vt_creds *out, const struct vt_profile_hint *h,
 int vt__creds_from_container(vt_creds *out, const char *url, char *errbuf,
                              size_t errlen);
 
+/* Drop the cached answer of vt__creds_profile_region. */
+void vt__creds_profile_region_reset(void);
+
 /* EC2 instance metadata (IMDSv2, IMDSv1 fallback); never -1. */
 int vt__creds_from_imds(vt_creds *out, char *notes, size_t nlen);
 

@@ -4,6 +4,7 @@
  * returned directly; role settings (role_arn with source_profile or
  * web_identity_token_file) are handed back to creds.c as a hint. Reads files,
  * no network, no lock. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,4 +174,76 @@ out:
     free(ctext);
     free(ftext);
     return rc;
+}
+
+/* ---- the profile's region ------------------------------------------- */
+
+/* Last answer of vt__creds_profile_region, under region_lock (a leaf lock,
+ * never held across the file read). */
+static pthread_mutex_t region_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *region_key; /* "profile\x1fconfig path", malloc'd */
+static char *region_val; /* malloc'd, NULL: the profile sets no region */
+
+static const char *profile_name(void)
+{
+    const char *n = vt__creds_opt("AWS_PROFILE");
+    if (!n)
+        n = vt__creds_opt("AWS_DEFAULT_PROFILE");
+    return n ? n : "default";
+}
+
+char *vt__creds_profile_region(void)
+{
+    char fpath[1024], sect[300], *key, *val = NULL, *out = NULL;
+    size_t flen = 0;
+    const char *name = profile_name();
+    int hit = 0;
+
+    home_path(fpath, sizeof(fpath), "AWS_CONFIG_FILE", "config");
+    size_t klen = strlen(name) + strlen(fpath) + 2;
+    key = malloc(klen);
+    if (!key)
+        return NULL;
+    snprintf(key, klen, "%s\x1f%s", name, fpath);
+
+    pthread_mutex_lock(&region_lock);
+    if (region_key && !strcmp(region_key, key)) {
+        hit = 1;
+        out = region_val ? strdup(region_val) : NULL;
+    }
+    pthread_mutex_unlock(&region_lock);
+    if (hit) {
+        free(key);
+        return out;
+    }
+
+    char *ftext = vt__creds_read_file(fpath, &flen);
+    if (ftext) {
+        snprintf(sect, sizeof(sect), "profile %s", name);
+        val = vt__ini_get(ftext, flen, sect, "region");
+        if (!val)
+            val = vt__ini_get(ftext, flen, name, "region");
+        if (val && !*val) {
+            free(val);
+            val = NULL;
+        }
+        free(ftext);
+    }
+    out = val ? strdup(val) : NULL;
+    pthread_mutex_lock(&region_lock);
+    free(region_key);
+    free(region_val);
+    region_key = key;
+    region_val = val;
+    pthread_mutex_unlock(&region_lock);
+    return out;
+}
+
+void vt__creds_profile_region_reset(void)
+{
+    pthread_mutex_lock(&region_lock);
+    free(region_key);
+    free(region_val);
+    region_key = region_val = NULL;
+    pthread_mutex_unlock(&region_lock);
 }

@@ -30,12 +30,16 @@ static void sts_url(char *buf, size_t len)
     }
     const char *mode = vt__creds_opt("AWS_STS_REGIONAL_ENDPOINTS");
     const char *region = vt__creds_opt("AWS_REGION");
+    char *profile_region = NULL;
     if (!region)
         region = vt__creds_opt("AWS_DEFAULT_REGION");
+    if (!region)
+        region = profile_region = vt__creds_profile_region();
     if ((mode && !strcasecmp(mode, "legacy")) || !region)
         snprintf(buf, len, "https://sts.amazonaws.com/");
     else
         snprintf(buf, len, "https://sts.%s.amazonaws.com/", region);
+    free(profile_region);
 }
 
 int vt__creds_from_web_identity(vt_creds *out, const char *role_arn,

@@ -99,7 +99,11 @@ char *vt__s3_region_for(const char *bucket)
     char *r = bucket ? region_lookup(bucket) : NULL;
     if (r)
         return r;
-    return strdup(cfg("AWS_REGION", cfg("AWS_DEFAULT_REGION", "us-east-1")));
+    const char *o = cfg("AWS_REGION", cfg("AWS_DEFAULT_REGION", NULL));
+    if (o)
+        return strdup(o);
+    r = vt__creds_profile_region();
+    return r ? r : strdup("us-east-1");
 }
 
 /* A region name as S3 spells them: lowercase letters, digits, '-'. */

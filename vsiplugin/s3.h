@@ -48,7 +48,8 @@ void vt__s3_parse_error(const char *body, size_t len, char **code,
 vt_err vt__s3_status_err(long status);
 
 /* Region to use for a bucket: a remembered redirect, else AWS_REGION,
- * AWS_DEFAULT_REGION, else us-east-1. malloc'd. */
+ * AWS_DEFAULT_REGION, else the profile's "region" in the AWS config file
+ * (vt__creds_profile_region), else us-east-1. malloc'd. */
 char *vt__s3_region_for(const char *bucket);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cpl_conv.h>
 
@@ -331,6 +332,33 @@ static void test_region_for(void **state)
     r = vt__s3_region_for("b");
     assert_string_equal(r, "eu-north-1");
     free(r);
+    /* Without AWS_REGION / AWS_DEFAULT_REGION: the profile's region in the
+     * AWS config file, as GDAL and the AWS CLI do. */
+    char path[] = "/tmp/test_s3_config.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *cfgtext = "[default]\nregion = eu-south-1\n[profile p2]\nregion=ap-east-1\n";
+    assert_int_equal(write(fd, cfgtext, strlen(cfgtext)), (ssize_t)strlen(cfgtext));
+    close(fd);
+    CPLSetConfigOption("AWS_CONFIG_FILE", path);
+    CPLSetConfigOption("AWS_REGION", "");
+    CPLSetConfigOption("AWS_DEFAULT_REGION", "");
+    r = vt__s3_region_for("b");
+    assert_string_equal(r, "eu-south-1");
+    free(r);
+    CPLSetConfigOption("AWS_PROFILE", "p2");
+    r = vt__s3_region_for("b");
+    assert_string_equal(r, "ap-east-1");
+    free(r);
+    CPLSetConfigOption("AWS_REGION", "eu-north-1");
+    r = vt__s3_region_for("b");
+    assert_string_equal(r, "eu-north-1");
+    free(r);
+    unlink(path);
+    CPLSetConfigOption("AWS_PROFILE", "");
+    CPLSetConfigOption("AWS_CONFIG_FILE", "/nonexistent/config");
+    vt__creds_reset();
+
     /* A malformed region is a clear error, not a malformed signature. */
     vt_s3_request rq;
     char err[256];
