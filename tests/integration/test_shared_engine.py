@@ -1,4 +1,6 @@
-"""test_shared_engine.py: one engine, one cache, one pool per process (issue 4).
+"""test_shared_engine.py: liveness and the cache budget of the shared engine (issue 4).
+
+(test_vsitune_engine.py covers the connection counts, coalescing, reopening and fork.)
 
 Each test runs GDAL in a child process (vt_reader.py) through the built plugin and
 reads what the lab saw: requests from its log, TCP connections from its front's
@@ -51,44 +53,13 @@ def all_signed(lab):
     assert not bad, bad[:3]
 
 
-def test_h2_sixteen_threads_share_one_connection(lab, small_cog):
-    res = finish(reader(lab, small_cog, "windows", endpoint="h2", threads=16, windows=50))
-    assert res["windows"] == 16 * 50
-    assert lab.connections("h2")["accepted"] == 1
-    assert res["stats"]["engine"]["connections"] == 1
-    all_signed(lab)
-
-
 def test_h2_open_per_window_never_stalls(lab, small_cog):
     # Stock GDAL 3.6.2 + curl 7.88 stalls one window for 180 s in this shape.
     res = finish(reader(lab, small_cog, "open-per-window", endpoint="h2", threads=16,
                         windows=200), timeout=60)
     assert res["windows"] == 16 * (200 // 16)
     assert lab.connections("h2")["accepted"] == 1
-
-
-def test_h1_pool_is_bounded(lab, small_cog):
-    res = finish(reader(lab, small_cog, "windows", endpoint="h1", threads=16, windows=20,
-                        extra={"VSITUNE_MAX_CONNECTIONS": "4"}))
-    assert res["windows"] == 16 * 20
-    accepted = lab.connections("h1")["accepted"]
-    assert 1 <= accepted <= 4, accepted
     all_signed(lab)
-
-
-def test_same_tile_at_once_is_one_get(lab, small_cog):
-    p = reader(lab, small_cog, "same-tile", endpoint="h2", threads=16)
-    line = p.stdout.readline()
-    assert json.loads(line)["phase"] == "opened", line
-    assert lab.counts()["total"] == 1  # the header GET
-    lab.reset()
-    p.stdin.write("go\n")
-    p.stdin.flush()
-    res = finish(p)
-    assert res["windows"] == 16
-    gets = [r for r in lab.log() if r["method"] == "GET"]
-    assert len(gets) == 1, gets
-    assert gets[0]["kind"] == "GET_RANGE"
 
 
 def test_cache_budget_holds_over_a_full_scan(lab, cogs):
@@ -110,20 +81,3 @@ def test_cache_budget_holds_over_a_full_scan(lab, cogs):
     p.stdin.flush()
     finish(p)
     assert lab.counts()["total"] == 0  # the last tile read was still cached
-
-
-def test_reopening_costs_no_request(lab, small_cog):
-    res = finish(reader(lab, small_cog, "reopen", endpoint="h1", windows=100, size=256))
-    assert res["windows"] == 100
-    log = lab.log()
-    headers = [r for r in log if r["range"] and r["range"].startswith("bytes=0-")]
-    assert len(headers) == 1, [r["range"] for r in log]
-    assert len(log) == 2  # the header and the one tile, then nothing
-
-
-def test_fork_child_gets_a_fresh_engine(lab, small_cog):
-    res = finish(reader(lab, small_cog, "fork", endpoint="h2", size=256))
-    assert res["child_exit"] == 0
-    assert res["windows"] == 2  # the parent's two windows (the child checks its own)
-    # The child could not reuse the parent's TLS connection: it opened its own.
-    assert lab.connections("h2")["accepted"] == 2

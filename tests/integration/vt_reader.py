@@ -11,16 +11,11 @@ and the plugin's STATS (cache and engine counters) when vsitune is loaded.
 Modes:
   windows      each thread opens once, reads --windows random windows
   open-per-window  each window opens the dataset anew (tile-server shape)
-  same-tile    open once in the main thread, then --threads threads each open
-               their own handle and read the same tile at the same moment
   scan         read the whole band in strips (a full sequential scan)
-  reopen       open, read one window, close; --windows times
-  fork         read in the parent, fork, read in the child, then the parent again
 """
 
 import argparse
 import json
-import os
 import random
 import sys
 import threading
@@ -103,21 +98,6 @@ def main():
                 chk.fail(f"thread {t}: {e}")
         run_threads(a.threads, work)
 
-    elif a.mode == "same-tile":
-        gdal.Open(path)  # header: one GET, then the object is known
-        print(json.dumps({"phase": "opened"}), flush=True)
-        sys.stdin.readline()  # the test resets the lab's log, then says go
-        barrier = threading.Barrier(a.threads)
-
-        def work(t):
-            try:
-                ds = gdal.Open(path)
-                barrier.wait()
-                chk.check(ds, 1024, 1024, 512, 512)  # exactly one 512x512 tile
-            except Exception as e:
-                chk.fail(f"thread {t}: {e}")
-        run_threads(a.threads, work)
-
     elif a.mode == "scan":
         ds = gdal.Open(path)
         step = 512
@@ -129,31 +109,6 @@ def main():
         sys.stdin.readline()  # the test resets the lab's log, then says go
         chk.check(ds, xs - 512, ys - 512, 512, 512)  # the last tile read: still cached
 
-    elif a.mode == "reopen":
-        for _ in range(a.windows):
-            ds = gdal.Open(path)
-            chk.check(ds, 0, 0, a.size, a.size)
-            ds = None
-
-    elif a.mode == "fork":
-        ds = gdal.Open(path)
-        chk.check(ds, 0, 0, a.size, a.size)
-        pid = os.fork()
-        if pid == 0:
-            try:
-                ds2 = gdal.Open(path)
-                chk.check(ds2, xs - a.size, ys - a.size, a.size, a.size)
-                chk.check(ds, a.size, a.size, a.size, a.size)
-            except Exception as e:
-                chk.fail(f"child: {e}")
-            if chk.errors or chk.windows != 3:  # 1 before the fork + 2 here
-                sys.stderr.write(f"child: {chk.windows} windows, errors {chk.errors}\n")
-                sys.stderr.flush()
-                os._exit(3)
-            os._exit(0)
-        _, status = os.waitpid(pid, 0)
-        out["child_exit"] = os.waitstatus_to_exitcode(status)
-        chk.check(ds, 2 * a.size, 0, a.size, a.size)
     else:
         ap.error(f"unknown mode {a.mode}")
 
