@@ -509,3 +509,11 @@ def test_bad_start_arguments_fail_fast(tmp_path):
                          "--delay-ms", "x"],
                         capture_output=True, text=True, timeout=30)
     assert cp.returncode == 2 and "--delay-ms" in cp.stderr
+
+
+def test_missing_nghttpx_fails_clearly(tmp_path, monkeypatch):
+    monkeypatch.setenv("VT_NGHTTPX", str(tmp_path / "no-nghttpx"))
+    lab = lab_client.Lab()
+    with pytest.raises(lab_client.LabError, match=r"nghttpx \(h2\).*no-nghttpx"):
+        lab.start(tmp_path / "x", timeout=30)
+    assert lab.proc is None  # stopped, nothing left running
