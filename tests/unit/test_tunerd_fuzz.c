@@ -1,6 +1,7 @@
 /* test_tunerd_fuzz.c: deterministic mutation fuzzing of tunerd's parsers of
  * outside input: profile files (hand edited), the command line, and the
- * /proc and /sys files detect reads (mountinfo, cgroup, limits, meminfo).
+ * /proc and /sys files detect reads (mountinfo, cgroup, limits, meminfo),
+ * and the plugin's counters files `tunerd stats` reads (statsfile.c).
  * Each input must be accepted or refused with a "file:line:"-style message,
  * never crash or overrun (run under -DVT_ASAN=ON to make overruns fatal).
  * Seeded xorshift, so a failure replays. */
@@ -19,6 +20,7 @@
 #include "cli.h"
 #include "detect.h"
 #include "platform.h"
+#include "statsfile.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 
@@ -216,12 +218,50 @@ static void test_detect_inputs(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+static const char seed_stats[] =
+    "{\"pid\": 4242, \"time\": 1700000100, \"cache\": {\"budget\": 67108864, "
+    "\"retained_bytes\": 3145728, \"peak_retained_bytes\": 4194304, \"transient_bytes\": 0, "
+    "\"hits\": 6, \"misses\": 3, \"waits\": 1, \"evictions\": 2, \"blocks\": 3}, "
+    "\"engine\": {\"requests\": 5, \"retries\": 1, \"bytes_received\": 2621440, "
+    "\"connections\": 2, \"in_flight\": 0, \"h2_responses\": 4}, \"exited\": true}\n";
+
+static void test_stats_parser(void **state)
+{
+    static char buf[VT_STATS_FILE_MAX + 256];
+    char err[256];
+    vt_stats_rec r;
+    int ok = 0;
+
+    (void)state;
+    for (int i = 0; i < 50000; i++) {
+        size_t n = mutate(seed_stats, sizeof seed_stats - 1, buf, sizeof buf);
+        /* exactly n bytes: a parser reading past them trips ASan */
+        char *exact = malloc(n ? n : 1);
+        assert_non_null(exact);
+        memcpy(exact, buf, n);
+        int rc = vt_stats_parse(exact, n, &r, err, sizeof err);
+        free(exact);
+        if (rc == 0) {
+            ok++;
+            assert_true(r.pid >= 1 && r.pid <= INT32_MAX);
+            assert_true(r.exited >= -1 && r.exited <= 1);
+        } else {
+            assert_int_equal(rc, -1);
+            assert_true(err[0] != '\0');
+            assert_null(strchr(err, '\n'));
+            assert_int_equal(r.pid, 0);
+        }
+    }
+    assert_true(ok > 100); /* the success path is exercised too */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_profile_parser),
         cmocka_unit_test(test_cli_parser),
         cmocka_unit_test(test_detect_inputs),
+        cmocka_unit_test(test_stats_parser),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
