@@ -559,15 +559,38 @@ def lab_probe_env(lab, base_env, **extra):
                 AWS_VIRTUAL_HOSTING="FALSE", AWS_REGION=lab_env["AWS_REGION"], **extra)
 
 
-def test_lab_accepts_container_credentials(probe, fake, base_env, lab):
+
+def provider_env(provider, fake, base_env, tmp_path):
+    """Settings that make `provider` the one that answers, from `fake`."""
+    if provider == "container":
+        return dict(base_env, AWS_CONTAINER_CREDENTIALS_FULL_URI=fake.url + "/creds")
+    if provider == "web-identity":
+        (tmp_path / "token").write_text("jwt")
+        return dict(base_env, AWS_ROLE_ARN="arn:aws:iam::1:role/r",
+                    AWS_WEB_IDENTITY_TOKEN_FILE=str(tmp_path / "token"),
+                    AWS_STS_ENDPOINT=fake.url + "/sts/")
+    if provider == "assume-role":
+        fake.sts_secret = "src-secret"
+        return dict(base_env, **write_role_profiles(tmp_path, "src-secret"),
+                    AWS_STS_ENDPOINT=fake.url + "/sts/")
+    env = dict(base_env, AWS_EC2_METADATA_SERVICE_ENDPOINT=fake.url)
+    del env["AWS_EC2_METADATA_DISABLED"]
+    return env
+
+
+@pytest.mark.parametrize("provider", ["container", "web-identity", "assume-role", "imds"])
+def test_lab_accepts_provider_credentials(probe, fake, base_env, lab, tmp_path, provider):
     akid, secret, token = "ASIAVTCREDSPROBE0001", "probe/secret+key=", "probe-session-token"
     lab.register_credentials(akid, secret, token, expires_at=int(time.time()) + 3600)
     data = os.urandom(70000)
     key = "creds probe/obj+1 é.bin"
     lab.put_object("lab", key, data)
     fake.fixed_creds = (akid, secret, token)
-    env = lab_probe_env(lab, base_env, AWS_CONTAINER_CREDENTIALS_FULL_URI=fake.url + "/creds")
+    env = lab_probe_env(lab, provider_env(provider, fake, base_env, tmp_path))
     lab.reset()
+    cp = run(probe, ["creds"], env)
+    assert cp.returncode == 0, cp.stderr
+    assert parse_lines(cp.stdout)[0]["source"] == provider
     cp = run(probe, ["get", f"lab/{key}", "1000", "30000"], env)
     assert cp.returncode == 0, cp.stderr
     row = parse_lines(cp.stdout)[0]
@@ -576,7 +599,6 @@ def test_lab_accepts_container_credentials(probe, fake, base_env, lab):
     log = [e for e in lab.log() if e.get("method") == "GET"]
     assert len(log) == 1
     assert log[0]["sig"] == "ok" and log[0]["akid"] == akid
-    assert len(fake.of("/creds")) == 1
 
 
 def test_lab_rejects_wrong_secret_with_clear_error(probe, fake, base_env, lab):
