@@ -14,6 +14,10 @@
 #include "engine.h"
 #include "object.h"
 
+/* Set by the exit dump: its document says "exited": true, which is how
+ * `tunerd stats` tells a clean exit from a kill (OOM) or a crash. */
+static atomic_int exiting;
+
 size_t vt__stats_json(char *buf, size_t len)
 {
     vt_cache_stats cs;
@@ -31,12 +35,13 @@ size_t vt__stats_json(char *buf, size_t len)
                  ", \"blocks\": %" PRIu64 "}, "
                  "\"engine\": {\"requests\": %" PRIu64 ", \"retries\": %" PRIu64
                  ", \"bytes_received\": %" PRIu64 ", \"connections\": %" PRIu64
-                 ", \"in_flight\": %" PRIu64 ", \"h2_responses\": %" PRIu64 "}}",
+                 ", \"in_flight\": %" PRIu64 ", \"h2_responses\": %" PRIu64 "}, "
+                 "\"exited\": %s}",
                  (long)getpid(), (long long)time(NULL), cs.budget, cs.retained_bytes,
                  cs.peak_retained_bytes, cs.transient_bytes, cs.hits, cs.misses,
                  cs.waits, cs.evictions, cs.blocks, es.requests, es.retries,
                  es.bytes_received, es.connections, es.in_flight,
-                 es.h2_responses);
+                 es.h2_responses, atomic_load(&exiting) ? "true" : "false");
     if (n < 0) {
         if (len)
             buf[0] = '\0';
@@ -115,6 +120,7 @@ static void exit_dump(void)
 {
     char path[4096];
 
+    atomic_store(&exiting, 1);
     publish(); /* a fork()ed child writes its own pid's file */
     if (getpid() != dump_owner)
         return; /* ...but never the parent's VSITUNE_STATS_FILE */

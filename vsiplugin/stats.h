@@ -7,7 +7,8 @@
  *   <dir>/vsitune-<pid>.json is rewritten (atomically, by rename) at most once
  *   a second while the process reads, and at exit; `tunerd stats` and
  *   `tunerd watch` read it. A process killed by the OOM killer leaves its
- *   last counters behind, which is the point;
+ *   last counters behind, which is the point; the exit dump's document
+ *   says "exited": true, so a reader can tell a clean exit from a kill;
  * - at exit, to the file named by VSITUNE_STATS_FILE. */
 #ifndef VT_STATS_H
 #define VT_STATS_H
