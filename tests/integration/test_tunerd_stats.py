@@ -1,0 +1,205 @@
+#!/usr/bin/python3
+"""test_tunerd_stats.py: `tunerd stats` and `tunerd watch` on the counters real
+GDAL processes publish through the plugin (VSITUNE_STATS_DIR), against the lab.
+
+- A gdallocationinfo run through vsitune exits: its file says so, and `tunerd
+  stats --json` lists that pid as exited with exactly the requests the lab's log
+  counted (and the body bytes the lab sent).
+- A Python reader that has read two windows (the second after a pause longer than
+  the plugin's one-second publication interval, so its file holds every request)
+  is first seen running, by `stats` and by `watch` (whose requests column is the
+  reader's own live count), then SIGKILLed: `stats` shows it killed-or-gone with
+  the counters it had, `--clean` removes its file and only that.
+- Garbage in the directory is named as unreadable; a missing directory is exit 6.
+
+Run: /usr/bin/python3 -m pytest tests/integration/test_tunerd_stats.py
+Needs a built tree (tunerd and the plugin); VT_BUILD_DIR / VT_BINARY_DIR override build/.
+"""
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import lab_client
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("VT_BINARY_DIR") or lab_client.build_dir())
+TUNERD = BUILD / "tunerd" / "tunerd"
+POINT = (1500, 700)  # inside the small fixture's data swath
+
+READER = r"""
+import json, sys, time
+from osgeo import gdal
+gdal.UseExceptions()
+def live():
+    return json.loads(gdal.GetDriverByName("VSITUNE").GetMetadataItem("STATS"))
+ds = gdal.Open(sys.argv[1])
+band = ds.GetRasterBand(1)
+band.ReadAsArray(0, 0, 256, 256)                      # the first window
+# Another window after more than a second: its fetch publishes the file with every
+# request so far. Tiles from the far corner until one costs a request (bounded).
+for ty in range(3, -1, -1):
+    for tx in range(3, -1, -1):
+        before = live()["engine"]["requests"]
+        time.sleep(1.1)
+        band.ReadAsArray(tx * 512, ty * 512, 512, 512)
+        if live()["engine"]["requests"] > before:
+            break
+    else:
+        continue
+    break
+print(json.dumps({"ready": True, "stats": live()}), flush=True)
+sys.stdin.readline()                                   # killed while waiting here
+"""
+
+
+def tunerd(*args, check=True):
+    assert TUNERD.exists(), f"{TUNERD} not built: cmake --build build --target tunerd"
+    env = {k: v for k, v in os.environ.items() if k != "VSITUNE_STATS_DIR"}
+    p = subprocess.run([str(TUNERD), *map(str, args)], capture_output=True, text=True,
+                       timeout=60, env=env)
+    if check and p.returncode != 0:
+        raise AssertionError(f"tunerd {' '.join(map(str, args))} -> {p.returncode}: {p.stderr}")
+    return p
+
+
+def stats_json(d, *extra):
+    return json.loads(tunerd("stats", "--dir", d, "--json", *extra).stdout)
+
+
+def by_pid(doc, pid):
+    rows = [p for p in doc["processes"] if p["pid"] == pid]
+    assert len(rows) == 1, doc
+    return rows[0]
+
+
+@pytest.fixture
+def stats_dir(tmp_path):
+    d = tmp_path / "stats"
+    d.mkdir()
+    return d
+
+
+def vsitune_env(lab, stats_dir):
+    if not lab_client.plugin_built():
+        pytest.skip(f"gdal_vsitune.so not built in {lab_client.plugin_dir()}")
+    return lab_client.gdal_env(lab.env("h1"), vsitune=True,
+                               extra={"VSITUNE_STATS_DIR": str(stats_dir)})
+
+
+def test_exited_process_has_the_labs_counts(lab, small_cog, stats_dir):
+    p = subprocess.Popen(["gdallocationinfo", "-valonly", f"/vsis3/lab/{small_cog['key']}",
+                          str(POINT[0]), str(POINT[1])], env=vsitune_env(lab, stats_dir),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err
+    assert out.strip() not in ("", "0")
+    log = lab.log()
+    assert len(log) >= 2  # the header and a tile, at least
+
+    doc = stats_json(stats_dir)
+    assert doc["unreadable"] == [] and doc["not_shown"] == 0
+    assert [r["pid"] for r in doc["processes"]] == [p.pid]
+    row = by_pid(doc, p.pid)
+    assert row["state"] == "exited" and row["exited"] is True
+    assert row["engine"]["requests"] == len(log)
+    assert row["engine"]["retries"] == 0
+    assert row["engine"]["bytes_received"] == sum(e["bytes_sent"] for e in log)
+    assert row["engine"]["in_flight"] == 0
+    assert row["cache"]["budget"] > 0 and row["cache"]["misses"] > 0
+    assert row["removed"] is False
+
+    text = tunerd("stats", "--dir", stats_dir).stdout
+    rows = [ln.split() for ln in text.splitlines() if ln.split()[:1] == [str(p.pid)]]
+    assert len(rows) == 1 and rows[0][1] == "exited" and rows[0][3] == str(len(log)), text
+    # an exited process is gone too: --clean removes its file
+    doc = stats_json(stats_dir, "--clean")
+    assert by_pid(doc, p.pid)["removed"] is True
+    assert list(stats_dir.iterdir()) == []
+
+
+def _read_line(proc, timeout):
+    """One line of the reader's stdout within timeout seconds (never hangs)."""
+    r, _, _ = select.select([proc.stdout], [], [], timeout)
+    if not r:
+        proc.kill()
+        raise AssertionError(f"reader said nothing within {timeout} s: "
+                             f"{proc.stderr.read() if proc.poll() is not None else ''}")
+    return proc.stdout.readline()
+
+
+def test_killed_reader_leaves_its_last_counters(lab, small_cog, stats_dir):
+    env = vsitune_env(lab, stats_dir)
+    proc = subprocess.Popen([sys.executable, "-c", READER, f"/vsis3/lab/{small_cog['key']}"],
+                            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = _read_line(proc, 120)
+        assert line, proc.stderr.read()
+        live = json.loads(line)["stats"]
+        requests = len(lab.log())
+        assert live["engine"]["requests"] == requests >= 3
+
+        # what the plugin published last (its requests are all of them; its cache
+        # counters may predate the last fetch's fill: the plugin publishes after
+        # the transfers, before storing their blocks)
+        published = json.loads((stats_dir / f"vsitune-{proc.pid}.json").read_text())
+        assert published["engine"]["requests"] == requests
+
+        # alive: running, with those counters
+        row = by_pid(stats_json(stats_dir), proc.pid)
+        assert row["state"] == "running" and row["exited"] is False
+        assert row["engine"] == published["engine"] and row["cache"] == published["cache"]
+        # watch joins them to the reader's memory row
+        w = tunerd("watch", "--stats-dir", stats_dir, "--match", "libgdal").stdout
+        assert "requests  cache_mb" in w.splitlines()[1], w
+        mine = [ln.split() for ln in w.splitlines() if ln.split()[1:2] == [str(proc.pid)]]
+        assert len(mine) == 1, w
+        assert mine[0][5] == str(requests)
+        assert float(mine[0][6]) == pytest.approx(
+            published["cache"]["retained_bytes"] / 2**20, abs=0.051)
+        # --clean leaves a running process's file alone
+        assert by_pid(stats_json(stats_dir, "--clean"), proc.pid)["removed"] is False
+    finally:
+        proc.send_signal(signal.SIGKILL)  # mid-read: the dataset is open, no exit dump
+        proc.wait(timeout=30)
+        for s in (proc.stdin, proc.stdout, proc.stderr):
+            s.close()
+    assert proc.returncode == -signal.SIGKILL
+
+    doc = stats_json(stats_dir)
+    row = by_pid(doc, proc.pid)
+    assert row["state"] == "killed-or-gone" and row["exited"] is False
+    assert row["engine"]["requests"] == requests == len(lab.log())
+    assert row["engine"] == published["engine"] and row["cache"] == published["cache"]
+    assert row["time"] == published["time"]
+    text = tunerd("stats", "--dir", stats_dir).stdout
+    assert any(ln.split()[:2] == [str(proc.pid), "killed-or-gone"] for ln in text.splitlines())
+
+    # a garbage file next to it is named, not fatal, and --clean keeps it
+    (stats_dir / "vsitune-1.json").write_text('{"pid": 1, "time": ')
+    doc = stats_json(stats_dir, "--clean")
+    assert by_pid(doc, proc.pid)["removed"] is True
+    assert [u["file"] for u in doc["unreadable"]] == ["vsitune-1.json"]
+    assert "truncated" in doc["unreadable"][0]["error"]
+    assert sorted(f.name for f in stats_dir.iterdir()) == ["vsitune-1.json"]
+    assert stats_json(stats_dir)["processes"] == []
+
+
+def test_stats_bad_input(tmp_path):
+    p = tunerd("stats", "--dir", tmp_path / "missing", check=False)
+    assert p.returncode == 6 and "missing" in p.stderr and p.stdout == ""
+    p = tunerd("stats", check=False)  # no --dir, no VSITUNE_STATS_DIR
+    assert p.returncode == 2 and "--dir" in p.stderr
+    p = tunerd("stats", "--dir", tmp_path, "--proc-root", tmp_path / "noproc", check=False)
+    assert p.returncode == 5
+    p = tunerd("profile", "--clean", check=False)
+    assert p.returncode == 2 and "--clean is only valid with stats" in p.stderr
+    p = tunerd("watch", "--dir", tmp_path, check=False)
+    assert p.returncode == 2
+    assert "exit status" in tunerd("--help").stdout and "  6 " in tunerd("--help").stdout
