@@ -19,6 +19,7 @@
 #include "engine_int.h"
 #include "engine_retry.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -250,13 +251,15 @@ static void find_range(struct vt_eng_xfer *x)
     }
 }
 
-static void log_request(const vt_http_req *req, const vt_http_resp *resp,
-                        vt_err err)
+static void log_request(const struct vt_eng_xfer *x, vt_err err)
 {
-    CPLDebug("VSITUNE", "%s %s -> %ld, %zu bytes, HTTP/%d, %d attempt(s)%s%s",
-             req->method ? req->method : "GET", req->url, resp->status,
-             resp->body_len, resp->http_version, resp->attempts,
-             err == VT_OK ? "" : ": ", err == VT_OK ? "" : resp->error);
+    const vt_http_resp *r = x->resp;
+
+    CPLDebug("VSITUNE", "%s %s -> %ld, %zu bytes, HTTP/%d, %d attempt(s)%s%s%s%s",
+             x->req->method ? x->req->method : "GET", x->req->url, r->status,
+             r->body_len, r->http_version, r->attempts,
+             err == VT_OK ? "" : ": ", err == VT_OK ? "" : r->error,
+             x->retry_why[0] ? "; last retry: " : "", x->retry_why);
 }
 
 vt_err vt__engine_perform_many(size_t n, const vt_http_req *reqs,
@@ -339,7 +342,7 @@ vt_err vt__engine_perform_many(size_t n, const vt_http_req *reqs,
             snprintf(resps[i].error, sizeof(resps[i].error),
                      "could not start the I/O engine");
         }
-        log_request(&reqs[i], &resps[i], errs[i]);
+        log_request(&xs[i], errs[i]);
     }
     for (size_t i = 0; i < n; i++) {
         if (errs[i] != VT_OK) {

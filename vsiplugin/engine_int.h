@@ -54,6 +54,7 @@ struct vt_eng_xfer {
 
     /* io: one attempt's state */
     CURL *easy;
+    long bufsize;               /* io: receive buffer of easy */
     struct curl_slist *hdrs;
     struct vt_eng_xfer *prev;   /* active list links (next is shared) */
     unsigned char *buf;
@@ -65,6 +66,8 @@ struct vt_eng_xfer {
     int attempts;
     double due;                 /* monotonic s: when to (re)send */
     char errbuf[CURL_ERROR_SIZE];
+    char retry_why[160];        /* io, read by the waiter after completion:
+                                   why the last retry happened (for logs) */
 };
 
 struct vt_engine {
@@ -84,12 +87,17 @@ struct vt_engine {
     /* io (multi is also read by wakers once ready is set) */
     CURLM *multi;
     CURLSH *share;
-    CURL *free_easy[32];
+    CURL *free_easy[32];         /* default-buffer easy handles to reuse */
     int n_free;
     struct vt_eng_xfer *timers;  /* sorted by due */
     struct vt_eng_xfer *active;  /* in the multi handle */
     long n_active;               /* length of active, <= max_streams */
     uint64_t rng;
+    struct vt_eng_origin {       /* origins seen answering over h2 */
+        char name[128];          /* "https://host:port" ("" unused) */
+        int h2;
+    } origins[16];
+    unsigned origin_next;        /* round-robin slot to replace */
 };
 
 extern pthread_mutex_t vt__eng_lock;
@@ -102,6 +110,29 @@ extern pthread_cond_t vt__eng_park_cv, vt__eng_resume_cv;
 extern _Atomic uint64_t vt__eng_st_requests, vt__eng_st_retries,
     vt__eng_st_bytes, vt__eng_st_connections, vt__eng_st_in_flight,
     vt__eng_st_h2;
+
+/* What one finished attempt means (engine_xfer.c). */
+struct vt_eng_verdict {
+    vt_err err;
+    int transient;   /* worth another attempt */
+    int kill_conn;   /* we ended a stream early or it stalled: retire the
+                        connection (see kill_connection in engine_io.c) */
+    char why[CURL_ERROR_SIZE + 64];
+};
+
+/* engine_xfer.c, all on the I/O thread, no lock. */
+/* Forget one attempt's response state (before a retry, or at the end). */
+void vt__eng_reset_attempt(struct vt_eng_xfer *x);
+/* curl header and write callbacks; ud is the struct vt_eng_xfer. Headers
+ * kept are malloc'd into x and freed by vt__eng_reset_attempt or handed to
+ * the response; the body grows x->buf within the request's bound. */
+size_t vt__eng_on_header(char *buf, size_t size, size_t n, void *ud);
+size_t vt__eng_on_write(char *data, size_t size, size_t n, void *ud);
+/* Verdict on an attempt that curl ended with rc (not CURLE_OK) ... */
+void vt__eng_judge_curl(CURLcode rc, struct vt_eng_xfer *x,
+                        struct vt_eng_verdict *v);
+/* ... or that completed with an HTTP status (checks byte counts too). */
+void vt__eng_judge_status(struct vt_eng_xfer *x, struct vt_eng_verdict *v);
 
 /* The I/O thread's body (engine_io.c). arg: the struct vt_engine, owned by
  * engine.c, which joins the thread and frees it. */

@@ -27,14 +27,16 @@
 #include "engine_retry.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#define DEFAULT_MAX_BODY ((size_t)4 << 20)
 #define IDLE_POLL_MS 1000
+#define DEFAULT_RECV_BUFFER 16384L /* curl's CURLOPT_BUFFERSIZE default */
+#define MAX_RECV_BUFFER (1L << 20) /* per transfer; curl 7.88 allows 10 MB */
 
 static double now_s(void)
 {
@@ -42,140 +44,6 @@ static double now_s(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int ieq_n(const char *a, const char *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        int ca = (unsigned char)a[i], cb = (unsigned char)b[i];
-        if (ca >= 'A' && ca <= 'Z')
-            ca += 'a' - 'A';
-        if (cb >= 'A' && cb <= 'Z')
-            cb += 'a' - 'A';
-        if (ca != cb)
-            return 0;
-    }
-    return 1;
-}
-
-/* Forget one attempt's response (before a retry, or at the end). */
-static void reset_attempt(struct vt_eng_xfer *x)
-{
-    x->len = 0;
-    x->overflow = 0;
-    x->hdr_status = 0;
-    x->content_length = -1;
-    free(x->etag);
-    free(x->region);
-    free(x->retry_after);
-    free(x->content_range);
-    x->etag = x->region = x->retry_after = x->content_range = NULL;
-    x->errbuf[0] = '\0';
-}
-
-/* Header callback (I/O thread). A status line starts a new response (1xx,
- * or h2's synthesised "HTTP/2 200"), so parsed headers are reset there. */
-static size_t on_header(char *buf, size_t size, size_t n, void *ud)
-{
-    struct vt_eng_xfer *x = ud;
-    size_t len = size * n, name_len, vlen;
-    const char *colon, *v;
-    char **slot = NULL;
-
-    if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0) {
-        const char *sp = memchr(buf, ' ', len);
-        reset_attempt(x);
-        if (sp)
-            x->hdr_status = strtol(sp + 1, NULL, 10);
-        return len;
-    }
-    colon = memchr(buf, ':', len);
-    if (!colon)
-        return len;
-    name_len = (size_t)(colon - buf);
-    v = colon + 1;
-    vlen = len - name_len - 1;
-    while (vlen && (*v == ' ' || *v == '\t')) {
-        v++;
-        vlen--;
-    }
-    while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' ||
-                    v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
-        vlen--;
-    if (name_len == 4 && ieq_n(buf, "etag", 4))
-        slot = &x->etag;
-    else if (name_len == 19 && ieq_n(buf, "x-amz-bucket-region", 19))
-        slot = &x->region;
-    else if (name_len == 11 && ieq_n(buf, "retry-after", 11))
-        slot = &x->retry_after;
-    else if (name_len == 13 && ieq_n(buf, "content-range", 13))
-        slot = &x->content_range;
-    else if (name_len == 14 && ieq_n(buf, "content-length", 14)) {
-        char tmp[32];
-        if (vlen && vlen < sizeof(tmp)) {
-            char *end;
-            memcpy(tmp, v, vlen);
-            tmp[vlen] = '\0';
-            long long cl = strtoll(tmp, &end, 10);
-            if (*end == '\0' && cl >= 0)
-                x->content_length = cl;
-        }
-        return len;
-    }
-    if (slot) {
-        char *s = malloc(vlen + 1);
-        if (!s)
-            return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
-        memcpy(s, v, vlen);
-        s[vlen] = '\0';
-        free(*slot);
-        *slot = s;
-    }
-    return len;
-}
-
-/* Write callback (I/O thread). Never pauses: either the bytes fit the bound
- * and are kept, or the transfer is failed. Bodies of error statuses are cut
- * at the bound without failing (only their start is ever shown). */
-static size_t on_write(char *data, size_t size, size_t n, void *ud)
-{
-    struct vt_eng_xfer *x = ud;
-    size_t len = size * n, limit;
-    int is_error = x->hdr_status >= 300;
-
-    limit = x->req->max_body ? x->req->max_body : DEFAULT_MAX_BODY;
-    if (x->hdr_status == 206 && x->req->expect_len &&
-        x->req->expect_len < (uint64_t)limit)
-        limit = (size_t)x->req->expect_len;
-    if (len > limit - x->len) {
-        if (is_error) {
-            len = limit - x->len; /* keep the start, drop the rest */
-            if (len == 0)
-                return size * n;
-        } else {
-            x->overflow = 1;
-            return 0;
-        }
-    }
-    if (x->len + len + 1 > x->cap) {
-        size_t want = x->cap ? x->cap : 16384;
-        unsigned char *nb;
-        if (x->hdr_status == 206 && x->req->expect_len &&
-            x->req->expect_len + 1 > want)
-            want = (size_t)x->req->expect_len + 1;
-        while (want < x->len + len + 1)
-            want *= 2;
-        if (want > limit + 1)
-            want = limit + 1;
-        nb = realloc(x->buf, want);
-        if (!nb)
-            return 0;
-        x->buf = nb;
-        x->cap = want;
-    }
-    memcpy(x->buf + x->len, data, len);
-    x->len += len;
-    return size * n;
 }
 
 /* Hand the final outcome to the waiter. After the unlock, x (and its batch)
@@ -219,7 +87,7 @@ static void complete(struct vt_eng_xfer *x, vt_err err, int http_version)
     }
     free(x->buf);
     x->buf = NULL;
-    reset_attempt(x);
+    vt__eng_reset_attempt(x);
     curl_slist_free_all(x->hdrs);
     x->hdrs = NULL;
 
@@ -269,12 +137,29 @@ static void active_del(struct vt_engine *e, struct vt_eng_xfer *x)
     e->n_active--;
 }
 
-static void release_easy(struct vt_engine *e, CURL *easy)
+/* Easy handles with curl's default receive buffer are kept for reuse; the
+ * others are freed. curl 7.88 refuses CURLOPT_BUFFERSIZE while a handle still
+ * holds its buffer, which it keeps after a transfer that ended while other
+ * streams were using the connection, and curl_easy_reset() sets the size
+ * back to the default: so a bigger buffer needs a fresh handle. */
+static void release_easy(struct vt_engine *e, CURL *easy, long bufsize)
 {
-    if (e->n_free < (int)(sizeof(e->free_easy) / sizeof(e->free_easy[0])))
+    if (bufsize == DEFAULT_RECV_BUFFER &&
+        e->n_free < (int)(sizeof(e->free_easy) / sizeof(e->free_easy[0])))
         e->free_easy[e->n_free++] = easy;
     else
         curl_easy_cleanup(easy);
+}
+
+/* An easy handle for a transfer with receive buffer bufsize, or NULL. */
+static CURL *get_easy(struct vt_engine *e, long bufsize)
+{
+    if (bufsize == DEFAULT_RECV_BUFFER && e->n_free > 0) {
+        CURL *c = e->free_easy[--e->n_free];
+        curl_easy_reset(c);
+        return c;
+    }
+    return curl_easy_init();
 }
 
 static vt_err build_headers(struct vt_eng_xfer *x)
@@ -288,6 +173,71 @@ static vt_err build_headers(struct vt_eng_xfer *x)
         x->hdrs = n;
     }
     return VT_OK;
+}
+
+/* The origin part of a URL ("https://host:port") into out; 0 if it does not
+ * fit (then it is simply not remembered). */
+static int origin_of(const char *url, char *out, size_t cap)
+{
+    const char *p = strstr(url, "://");
+    size_t n;
+
+    if (!p)
+        return 0;
+    p += 3;
+    n = (size_t)(p - url) + strcspn(p, "/?#");
+    if (n >= cap)
+        return 0;
+    memcpy(out, url, n);
+    out[n] = '\0';
+    return 1;
+}
+
+static struct vt_eng_origin *origin_find(struct vt_engine *e, const char *url)
+{
+    char name[sizeof(e->origins[0].name)];
+
+    if (!origin_of(url, name, sizeof(name)))
+        return NULL;
+    for (size_t i = 0; i < sizeof(e->origins) / sizeof(e->origins[0]); i++)
+        if (strcmp(e->origins[i].name, name) == 0)
+            return &e->origins[i];
+    return NULL;
+}
+
+/* Remember whether url's origin answered over h2 (I/O thread). */
+static void origin_learn(struct vt_engine *e, const char *url, int h2)
+{
+    struct vt_eng_origin *o = origin_find(e, url);
+    size_t n = sizeof(e->origins) / sizeof(e->origins[0]);
+
+    if (!o) {
+        if (!h2)
+            return;
+        o = &e->origins[e->origin_next++ % n];
+        if (!origin_of(url, o->name, sizeof(o->name)))
+            return;
+    }
+    o->h2 = h2;
+}
+
+/* Receive buffer for a transfer: room for its whole body when that is known
+ * and at most MAX_RECV_BUFFER. In curl 7.88 DATA for a stream that is not
+ * the one reading goes into that stream's own buffer; when it does not fit,
+ * nghttp2 is paused for the whole connection until that stream drains
+ * (lib/http2.c, on_data_chunk_recv). A buffer that holds the whole response
+ * means a tile-sized response never pauses the connection. */
+static long buffer_size_for(const struct vt_eng_xfer *x)
+{
+    uint64_t want = x->req->expect_len;
+    long size = DEFAULT_RECV_BUFFER;
+
+    if (!want && x->has_req_range)
+        want = x->req_last - x->req_first + 1;
+    /* powers of two from 16 KiB to 1 MiB: few classes to reuse within */
+    while (size < MAX_RECV_BUFFER && (uint64_t)size < want + 1024)
+        size *= 2;
+    return size;
 }
 
 static CURLcode set_options(struct vt_engine *e, struct vt_eng_xfer *x)
@@ -310,11 +260,29 @@ static CURLcode set_options(struct vt_engine *e, struct vt_eng_xfer *x)
     SET(CURLOPT_PIPEWAIT, 1L);
     SET(CURLOPT_TCP_KEEPALIVE, 1L);
     SET(CURLOPT_HTTPHEADER, x->hdrs);
-    SET(CURLOPT_HEADERFUNCTION, on_header);
+    SET(CURLOPT_HEADERFUNCTION, vt__eng_on_header);
     SET(CURLOPT_HEADERDATA, (void *)x);
-    SET(CURLOPT_WRITEFUNCTION, on_write);
+    SET(CURLOPT_WRITEFUNCTION, vt__eng_on_write);
     SET(CURLOPT_WRITEDATA, (void *)x);
     SET(CURLOPT_ERRORBUFFER, x->errbuf);
+    if (x->bufsize != DEFAULT_RECV_BUFFER)
+        SET(CURLOPT_BUFFERSIZE, x->bufsize); /* a fresh handle: allowed */
+    if (o->http_version != CURL_HTTP_VERSION_1_1) {
+        const struct vt_eng_origin *org = origin_find(e, x->req->url);
+        /* On an origin known to answer over h2, let the end of the stream,
+         * not Content-Length, end the transfer (we still check the length
+         * ourselves). In curl 7.88 a transfer that completes by byte count
+         * while nghttp2 is paused on its last DATA frame is finished before
+         * its END_STREAM is processed, and the connection's input parked
+         * behind it is never processed: the other streams wait for socket
+         * readiness that never comes (seen here: 4 of 800 transfers stuck
+         * until the low-speed limit; stock GDAL: 180 s, nghttpx's read
+         * timeout). Waiting for END_STREAM makes that transfer read once
+         * more, which processes the parked input. Not on HTTP/1.1, where
+         * the body would then end only at connection close. */
+        if (org && org->h2)
+            SET(CURLOPT_IGNORE_CONTENT_LENGTH, 1L);
+    }
     SET(CURLOPT_CONNECTTIMEOUT_MS, o->connect_timeout_ms);
     if (o->timeout_ms > 0)
         SET(CURLOPT_TIMEOUT_MS, o->timeout_ms);
@@ -361,17 +329,13 @@ static void start(struct vt_engine *e, struct vt_eng_xfer *x)
         fail(x, VT_ENOMEM, "out of memory building headers");
         return;
     }
-    if (e->n_free > 0) {
-        x->easy = e->free_easy[--e->n_free];
-        curl_easy_reset(x->easy);
-    } else {
-        x->easy = curl_easy_init();
-    }
+    x->bufsize = buffer_size_for(x);
+    x->easy = get_easy(e, x->bufsize);
     if (!x->easy) {
         fail(x, VT_ENOMEM, "curl_easy_init failed");
         return;
     }
-    reset_attempt(x);
+    vt__eng_reset_attempt(x);
     rc = set_options(e, x);
     if (rc != CURLE_OK) {
         vt_err err = rc == CURLE_OUT_OF_MEMORY ? VT_ENOMEM : VT_EINVAL;
@@ -393,122 +357,6 @@ static void start(struct vt_engine *e, struct vt_eng_xfer *x)
     active_add(e, x);
     atomic_fetch_add(&vt__eng_st_requests, 1);
     atomic_fetch_add(&vt__eng_st_in_flight, 1);
-}
-
-/* What one finished attempt means. */
-struct verdict {
-    vt_err err;
-    int transient;   /* worth another attempt */
-    int kill_conn;   /* the connection stalled: retire it */
-    char why[CURL_ERROR_SIZE + 64];
-};
-
-static void judge_curl(CURLcode rc, struct vt_eng_xfer *x, struct verdict *v)
-{
-    v->transient = 1;
-    switch (rc) {
-    case CURLE_WRITE_ERROR:
-        if (x->overflow) {
-            /* We ended this stream early: on h2 curl 7.88 may leave other
-             * streams' input parked behind it (see kill_connection). */
-            v->err = VT_EPROTO;
-            v->transient = 0;
-            v->kill_conn = 1;
-            snprintf(v->why, sizeof(v->why),
-                     "response body larger than expected (status %ld)",
-                     x->hdr_status);
-            return;
-        }
-        v->err = VT_ENOMEM;
-        v->transient = 0;
-        break;
-    case CURLE_OPERATION_TIMEDOUT:
-        v->err = VT_ETIMEDOUT;
-        v->kill_conn = 1;
-        break;
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_RESOLVE_PROXY:
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_SSL_CONNECT_ERROR:
-        v->err = VT_ENETWORK;
-        break;
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-    case CURLE_WEIRD_SERVER_REPLY:
-    case CURLE_AGAIN:
-        v->err = VT_ETRANSIENT;
-        break;
-    case CURLE_OUT_OF_MEMORY:
-        v->err = VT_ENOMEM;
-        v->transient = 0;
-        break;
-    case CURLE_URL_MALFORMAT:
-    case CURLE_UNSUPPORTED_PROTOCOL:
-        v->err = VT_EINVAL;
-        v->transient = 0;
-        break;
-    default: /* certificate problems and the like: retrying won't help */
-        v->err = VT_ENETWORK;
-        v->transient = 0;
-        break;
-    }
-    snprintf(v->why, sizeof(v->why), "%s", x->errbuf[0] ? x->errbuf
-                                                         : curl_easy_strerror(rc));
-}
-
-static void judge_status(struct vt_eng_xfer *x, struct verdict *v)
-{
-    long st = x->hdr_status;
-    vt_content_range cr;
-    int is_head = x->req->method && strcmp(x->req->method, "HEAD") == 0;
-
-    v->err = VT_OK;
-    v->transient = 0;
-    if (vt__status_is_transient(st)) {
-        v->err = VT_ETRANSIENT;
-        v->transient = 1;
-        snprintf(v->why, sizeof(v->why), "HTTP %ld", st);
-        return;
-    }
-    if (st < 200 || st >= 300 || is_head)
-        return;
-    if (x->content_length >= 0 && (long long)x->len < x->content_length) {
-        v->err = VT_EPROTO;
-        v->transient = 1;
-        snprintf(v->why, sizeof(v->why),
-                 "truncated body: %zu of %lld bytes (Content-Length)", x->len,
-                 x->content_length);
-        return;
-    }
-    if (st != 206)
-        return;
-    if (!x->content_range ||
-        vt__parse_content_range(x->content_range, &cr) != VT_OK ||
-        !cr.has_range) {
-        v->err = VT_EPROTO;
-        snprintf(v->why, sizeof(v->why), "206 with bad Content-Range: %.120s",
-                 x->content_range ? x->content_range : "(none)");
-        return;
-    }
-    if ((uint64_t)x->len != cr.last - cr.first + 1) {
-        v->err = VT_EPROTO;
-        v->transient = 1; /* a stream cut short that curl called complete */
-        snprintf(v->why, sizeof(v->why),
-                 "truncated body: %zu bytes for Content-Range %.80s", x->len,
-                 x->content_range);
-        return;
-    }
-    if ((x->req->expect_len && cr.last - cr.first + 1 != x->req->expect_len) ||
-        (x->has_req_range && cr.first != x->req_first)) {
-        v->err = VT_EPROTO;
-        snprintf(v->why, sizeof(v->why),
-                 "Content-Range %.80s does not match the requested range",
-                 x->content_range);
-    }
 }
 
 /* Shut down the socket of the connection x last used, so curl retires it and
@@ -540,7 +388,7 @@ static void kill_connection(struct vt_eng_xfer *x, long httpver)
 static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
 {
     struct vt_eng_xfer *x;
-    struct verdict v = {VT_OK, 0, 0, ""};
+    struct vt_eng_verdict v = {VT_OK, 0, 0, ""};
     long httpver = 0, nconn = 0, status = 0;
     char *priv = NULL;
     int ver;
@@ -558,18 +406,20 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
     if (httpver == CURL_HTTP_VERSION_2_0 && x->hdr_status > 0)
         atomic_fetch_add(&vt__eng_st_h2, 1);
     ver = httpver == CURL_HTTP_VERSION_2_0 ? 2 : 1;
+    if (x->hdr_status > 0)
+        origin_learn(e, x->req->url, ver == 2);
 
     if (rc != CURLE_OK)
-        judge_curl(rc, x, &v);
+        vt__eng_judge_curl(rc, x, &v);
     else
-        judge_status(x, &v);
+        vt__eng_judge_status(x, &v);
     if (v.kill_conn)
         kill_connection(x, httpver);
 
     active_del(e, x);
     curl_multi_remove_handle(e->multi, easy);
     x->easy = NULL;
-    release_easy(e, easy);
+    release_easy(e, easy, x->bufsize);
 
     if (v.transient && x->attempts <= x->opts.max_retries) {
         double delay = vt__backoff_delay(x->opts.retry_delay, x->attempts,
@@ -580,6 +430,7 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
             if (ra > delay)
                 delay = ra;
         }
+        snprintf(x->retry_why, sizeof(x->retry_why), "%.150s", v.why);
         x->due = now_s() + delay;
         atomic_fetch_add(&vt__eng_st_retries, 1);
         timer_insert(e, x);

@@ -1,0 +1,259 @@
+/* engine_xfer.c: one transfer's response as the I/O thread receives it, and
+ * the verdict on it.
+ *
+ * The header and write callbacks curl calls for every transfer (on the I/O
+ * thread, no lock: the transfer's state belongs to that thread while it
+ * runs), and the judgement of a finished attempt: which outcomes are
+ * answers, which are worth another attempt, and which mean the connection
+ * itself must go. The pure parsers they use are in engine_retry.c. */
+#include "engine_int.h"
+#include "engine_retry.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_MAX_BODY ((size_t)4 << 20)
+
+static int ieq_n(const char *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int ca = (unsigned char)a[i], cb = (unsigned char)b[i];
+        if (ca >= 'A' && ca <= 'Z')
+            ca += 'a' - 'A';
+        if (cb >= 'A' && cb <= 'Z')
+            cb += 'a' - 'A';
+        if (ca != cb)
+            return 0;
+    }
+    return 1;
+}
+
+/* Forget one attempt's response (before a retry, or at the end). */
+void vt__eng_reset_attempt(struct vt_eng_xfer *x)
+{
+    x->len = 0;
+    x->overflow = 0;
+    x->hdr_status = 0;
+    x->content_length = -1;
+    free(x->etag);
+    free(x->region);
+    free(x->retry_after);
+    free(x->content_range);
+    x->etag = x->region = x->retry_after = x->content_range = NULL;
+    x->errbuf[0] = '\0';
+}
+
+/* Header callback (I/O thread). A status line starts a new response (1xx,
+ * or h2's synthesised "HTTP/2 200"), so parsed headers are reset there. */
+size_t vt__eng_on_header(char *buf, size_t size, size_t n, void *ud)
+{
+    struct vt_eng_xfer *x = ud;
+    size_t len = size * n, name_len, vlen;
+    const char *colon, *v;
+    char **slot = NULL;
+
+    if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0) {
+        const char *sp = memchr(buf, ' ', len);
+        vt__eng_reset_attempt(x);
+        if (sp)
+            x->hdr_status = strtol(sp + 1, NULL, 10);
+        return len;
+    }
+    colon = memchr(buf, ':', len);
+    if (!colon)
+        return len;
+    name_len = (size_t)(colon - buf);
+    v = colon + 1;
+    vlen = len - name_len - 1;
+    while (vlen && (*v == ' ' || *v == '\t')) {
+        v++;
+        vlen--;
+    }
+    while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n' ||
+                    v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+        vlen--;
+    if (name_len == 4 && ieq_n(buf, "etag", 4))
+        slot = &x->etag;
+    else if (name_len == 19 && ieq_n(buf, "x-amz-bucket-region", 19))
+        slot = &x->region;
+    else if (name_len == 11 && ieq_n(buf, "retry-after", 11))
+        slot = &x->retry_after;
+    else if (name_len == 13 && ieq_n(buf, "content-range", 13))
+        slot = &x->content_range;
+    else if (name_len == 14 && ieq_n(buf, "content-length", 14)) {
+        char tmp[32];
+        if (vlen && vlen < sizeof(tmp)) {
+            char *end;
+            memcpy(tmp, v, vlen);
+            tmp[vlen] = '\0';
+            long long cl = strtoll(tmp, &end, 10);
+            if (*end == '\0' && cl >= 0)
+                x->content_length = cl;
+        }
+        return len;
+    }
+    if (slot) {
+        char *s = malloc(vlen + 1);
+        if (!s)
+            return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
+        memcpy(s, v, vlen);
+        s[vlen] = '\0';
+        free(*slot);
+        *slot = s;
+    }
+    return len;
+}
+
+/* Write callback (I/O thread). Never pauses: either the bytes fit the bound
+ * and are kept, or the transfer is failed. Bodies of error statuses are cut
+ * at the bound without failing (only their start is ever shown). */
+size_t vt__eng_on_write(char *data, size_t size, size_t n, void *ud)
+{
+    struct vt_eng_xfer *x = ud;
+    size_t len = size * n, limit;
+    int is_error = x->hdr_status >= 300;
+
+    limit = x->req->max_body ? x->req->max_body : DEFAULT_MAX_BODY;
+    if (x->hdr_status == 206 && x->req->expect_len &&
+        x->req->expect_len < (uint64_t)limit)
+        limit = (size_t)x->req->expect_len;
+    if (len > limit - x->len) {
+        if (is_error) {
+            len = limit - x->len; /* keep the start, drop the rest */
+            if (len == 0)
+                return size * n;
+        } else {
+            x->overflow = 1;
+            return 0;
+        }
+    }
+    if (x->len + len + 1 > x->cap) {
+        size_t want = x->cap ? x->cap : 16384;
+        unsigned char *nb;
+        if (x->hdr_status == 206 && x->req->expect_len &&
+            x->req->expect_len + 1 > want)
+            want = (size_t)x->req->expect_len + 1;
+        while (want < x->len + len + 1)
+            want *= 2;
+        if (want > limit + 1)
+            want = limit + 1;
+        nb = realloc(x->buf, want);
+        if (!nb)
+            return 0;
+        x->buf = nb;
+        x->cap = want;
+    }
+    memcpy(x->buf + x->len, data, len);
+    x->len += len;
+    return size * n;
+}
+
+void vt__eng_judge_curl(CURLcode rc, struct vt_eng_xfer *x,
+                        struct vt_eng_verdict *v)
+{
+    v->transient = 1;
+    switch (rc) {
+    case CURLE_WRITE_ERROR:
+        if (x->overflow) {
+            /* We ended this stream early: on h2 curl 7.88 may leave other
+             * streams' input parked behind it (see kill_connection). */
+            v->err = VT_EPROTO;
+            v->transient = 0;
+            v->kill_conn = 1;
+            snprintf(v->why, sizeof(v->why),
+                     "response body larger than expected (status %ld)",
+                     x->hdr_status);
+            return;
+        }
+        v->err = VT_ENOMEM;
+        v->transient = 0;
+        break;
+    case CURLE_OPERATION_TIMEDOUT:
+        v->err = VT_ETIMEDOUT;
+        v->kill_conn = 1;
+        break;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_SSL_CONNECT_ERROR:
+        v->err = VT_ENETWORK;
+        break;
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_AGAIN:
+        v->err = VT_ETRANSIENT;
+        break;
+    case CURLE_OUT_OF_MEMORY:
+        v->err = VT_ENOMEM;
+        v->transient = 0;
+        break;
+    case CURLE_URL_MALFORMAT:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+        v->err = VT_EINVAL;
+        v->transient = 0;
+        break;
+    default: /* certificate problems and the like: retrying won't help */
+        v->err = VT_ENETWORK;
+        v->transient = 0;
+        break;
+    }
+    snprintf(v->why, sizeof(v->why), "%s", x->errbuf[0] ? x->errbuf
+                                                         : curl_easy_strerror(rc));
+}
+
+void vt__eng_judge_status(struct vt_eng_xfer *x, struct vt_eng_verdict *v)
+{
+    long st = x->hdr_status;
+    vt_content_range cr;
+    int is_head = x->req->method && strcmp(x->req->method, "HEAD") == 0;
+
+    v->err = VT_OK;
+    v->transient = 0;
+    if (vt__status_is_transient(st)) {
+        v->err = VT_ETRANSIENT;
+        v->transient = 1;
+        snprintf(v->why, sizeof(v->why), "HTTP %ld", st);
+        return;
+    }
+    if (st < 200 || st >= 300 || is_head)
+        return;
+    if (x->content_length >= 0 && (long long)x->len < x->content_length) {
+        v->err = VT_EPROTO;
+        v->transient = 1;
+        snprintf(v->why, sizeof(v->why),
+                 "truncated body: %zu of %lld bytes (Content-Length)", x->len,
+                 x->content_length);
+        return;
+    }
+    if (st != 206)
+        return;
+    if (!x->content_range ||
+        vt__parse_content_range(x->content_range, &cr) != VT_OK ||
+        !cr.has_range) {
+        v->err = VT_EPROTO;
+        snprintf(v->why, sizeof(v->why), "206 with bad Content-Range: %.120s",
+                 x->content_range ? x->content_range : "(none)");
+        return;
+    }
+    if ((uint64_t)x->len != cr.last - cr.first + 1) {
+        v->err = VT_EPROTO;
+        v->transient = 1; /* a stream cut short that curl called complete */
+        snprintf(v->why, sizeof(v->why),
+                 "truncated body: %zu bytes for Content-Range %.80s", x->len,
+                 x->content_range);
+        return;
+    }
+    if ((x->req->expect_len && cr.last - cr.first + 1 != x->req->expect_len) ||
+        (x->has_req_range && cr.first != x->req_first)) {
+        v->err = VT_EPROTO;
+        snprintf(v->why, sizeof(v->why),
+                 "Content-Range %.80s does not match the requested range",
+                 x->content_range);
+    }
+}
