@@ -375,6 +375,33 @@ def test_dockerfile_copy_sources_exist_in_the_repo():
         assert words[-1].startswith("/"), a
 
 
+def test_dockerfile_run_steps_are_setup_steps():
+    """Every command a RUN line runs is one scripts/setup.sh runs, with the same
+    apt flags, plus the two a Dockerfile adds: dropping apt's lists (image size)
+    and the staged install (the packaging step itself)."""
+    setup = (REPO / "scripts" / "setup.sh").read_text()
+    extra = {("rm", "-rf", "/var/lib/apt/lists/*"), ("cmake", "--install")}
+    seen = set()
+    for instr, args, _ in dockerfile_instructions():
+        if instr != "RUN":
+            continue
+        assert not re.search(r"[;|]|\|\||`", args), f"RUN must be '&&' chains only: {args}"
+        for cmd in args.split("&&"):
+            words = shlex.split(cmd)
+            words = words[1:] if words and words[0].startswith("DESTDIR=") else words
+            verb = tuple(words[:2])
+            seen.add(verb)
+            if tuple(words[:3]) in extra or verb in extra:
+                continue
+            assert verb in {("apt-get", "update"), ("apt-get", "install"), ("cmake", "-S"),
+                            ("cmake", "--build")}, f"not a setup.sh step: {cmd.strip()}"
+            assert " ".join(verb) in setup, f"scripts/setup.sh does not run {verb}"
+            if verb == ("apt-get", "install"):
+                assert "-y" in words and "--no-install-recommends" in words, cmd
+    assert {("apt-get", "install"), ("cmake", "-S"), ("cmake", "--build"),
+            ("cmake", "--install")} <= seen
+
+
 def test_dockerfile_packages_match_setup_and_the_linked_libraries(built):
     ins = dockerfile_instructions()
     debs = setup_debs()
