@@ -11,6 +11,7 @@ module runs under /usr/bin/python3 and is imported by bench/run.py and by the
 scenario modules; it never imports GDAL itself.
 """
 
+import hashlib
 import json
 import os
 import platform
@@ -19,6 +20,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -129,30 +131,43 @@ def run_child(argv, env, timeout, cwd=None):
     return RunResult(result, lines, wall, proc.returncode, timed_out, out or "", err or "")
 
 
+GNU_TIME = "/usr/bin/time"  # Debian package `time`
+
+
 def run_rusage(argv, env, timeout):
-    """Run argv to completion and return (wall seconds, ru_maxrss kB, exit status,
-    stdout). Uses os.wait4 so the peak RSS is this child's alone. A run past
-    `timeout` is killed (its process group) and reported with status None."""
+    """Run argv to completion and return (wall seconds, peak RSS kB, exit status,
+    stdout, stderr tail). The peak RSS comes from GNU time (`time -f %M`), whose own small
+    process forks the command: a child forked from this Python process would
+    carry Python's high-water mark across exec (the kernel keeps ru_maxrss of
+    the pre-exec memory), so os.wait4 here would report ~100 MB for `true`.
+    Without GNU time the RSS is None. A run past `timeout` is killed and
+    reported with status None."""
+    rss_file = None
+    cmd = [str(a) for a in argv]
+    if os.access(GNU_TIME, os.X_OK):
+        fd, rss_file = tempfile.mkstemp(prefix="vtbench-rss-")
+        os.close(fd)
+        cmd = [GNU_TIME, "-f", "%M", "-o", rss_file] + cmd
     t0 = time.monotonic()
-    proc = subprocess.Popen([str(a) for a in argv], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = t0 + timeout
-    out = b""
-    while True:
-        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            wall = time.monotonic() - t0
-            out = proc.stdout.read()
-            proc.stdout.close()
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            return wall, ru.ru_maxrss, proc.returncode, out.decode(errors="replace")
-        if time.monotonic() > deadline:
-            os.killpg(proc.pid, signal.SIGKILL)
-            os.wait4(proc.pid, 0)
-            proc.stdout.close()
-            proc.returncode = -9
-            return time.monotonic() - t0, None, None, ""
-        time.sleep(0.001)
+    try:
+        cp = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            timeout=timeout)
+    except subprocess.TimeoutExpired:
+        if rss_file:
+            os.unlink(rss_file)
+        return time.monotonic() - t0, None, None, "", f"killed after {timeout} s"
+    wall = time.monotonic() - t0
+    rss = None
+    if rss_file:
+        try:
+            with open(rss_file) as fh:
+                last = fh.read().strip().splitlines()[-1:]
+            rss = int(last[0]) if last and last[0].isdigit() else None
+        except OSError:
+            pass
+        os.unlink(rss_file)
+    return (wall, rss, cp.returncode, cp.stdout.decode(errors="replace"),
+            cp.stderr.decode(errors="replace")[-500:])
 
 
 # -- statistics -------------------------------------------------------------------
@@ -215,6 +230,28 @@ def machine():
         "nghttpx": _version(["nghttpx", "--version"]),
         "loadavg_at_start": [round(x, 2) for x in load],
     }
+
+
+def source_dir(build_dir):
+    """The source tree a CMake build directory was configured from (its
+    CMakeCache.txt), so data files match the binaries; the repo if unknown."""
+    try:
+        with open(Path(build_dir) / "CMakeCache.txt") as fh:
+            for ln in fh:
+                if ln.startswith("CMAKE_HOME_DIRECTORY:"):
+                    return Path(ln.split("=", 1)[1].strip())
+    except OSError:
+        pass
+    return REPO
+
+
+def sha256(path):
+    """Hex SHA-256 of a file (which plugin binary the numbers belong to)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def git_commit():

@@ -147,8 +147,9 @@ def sec_cold(r, key, title, intro, img):
                      x(v.get("vsitune_speedup")) if c != "vsitune" else "",
                      f"{v['failed']}" + (f", {v['wrong_checksums']} wrong" if v.get("wrong_checksums") else "")])
     fl = res["cells"][0]["floor_parts"] if res["cells"] else {}
-    note = (f"Floor = the same program against the local file (median "
-            f"{f(_ms(res.get('local_wall_s')))} ms: interpreter start, imports, open, decode) + "
+    note = (f"Floor = the same program against the local file (fastest of {res['reps']} runs: "
+            f"{f(_ms(res.get('local_wall_s')))} ms, median {f(_ms(res.get('local_median_s')))} ms: "
+            "interpreter start, imports, open, decode) + "
             f"connect round trips (0 for plain HTTP: the lab's delay proxy does not delay TCP's "
             f"handshake; 1 for TLS 1.3) + {fl.get('request_rtts')} request round trip(s) + the "
             f"smallest byte count any contender moved, at the lab's loopback rate "
@@ -272,7 +273,9 @@ def sec_soak(r, img):
             f"{res['requests']:,} random 256x256 tile requests at concurrency {res['concurrency']} "
             f"through the threaded reader (open per request), {PROTO[res['protocol']]}, RTT "
             f"{res['rtt_ms']} ms. RSS before = after the imports, before the first request; "
-            f"after = when the last request is done; MB = MiB.{scaled}\n\n" +
+            f"after = when the last request is done; MB = MiB. vsitune keeps up to "
+            "`VSITUNE_CACHE_SIZE` (64 MB by default) of compressed ranges for the whole process by "
+            f"design; that budget is inside its RSS.{scaled}\n\n" +
             table(["MALLOC_ARENA_MAX", "contender", "RSS before", "RSS after", "growth",
                    "peak RSS", "windows/s", "requests", "conn.", "failed"], rows) +
             _img("memory soak", img))
@@ -307,6 +310,7 @@ def sec_tunerd(r):
                    "peak RSS kB", "failed"],
                   [[f(res["median_ms"], 2), f(res["p95_ms"], 2), f(res["min_ms"], 2),
                     f(res.get("true_median_ms"), 2), f(res["peak_rss_kb"]), res["failed"]]]) +
+            "".join(f"\n\nError: `{e}`" for e in res.get("errors", [])) +
             "\n\n`bench/tunerd_bench.sh` times the same command in process, without process start.")
 
 

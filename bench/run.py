@@ -35,19 +35,19 @@ import scen_tiles  # noqa: E402
 FULL = {
     "fixture": "s2", "window": [4096, 4096, 512],
     "rtts_ms": [20, 100], "protocols": ["h1", "h2"],
-    "cold_reps": 5, "cold_timeout": 60,
-    "tile_threads": [1, 4, 16], "tile_requests": {"1": 8, "4": 24, "16": 48},
+    "cold_reps": 4, "cold_timeout": 60,
+    "tile_threads": [1, 4, 16], "tile_requests": {"1": 6, "4": 16, "16": 32},
     "tile_reps": 2, "tile_timeout": 40,
-    "pool_workers": [1, 2, 3, 4, 6, 8], "pool_cols": 8, "pool_rows": 8,
-    "pool_protocol": "h1", "pool_rtt_ms": 20, "pool_reps": 1, "pool_timeout": 180,
-    "soak_requests": 480, "soak_protocol": "h1", "soak_rtt_ms": 0, "soak_reps": 1,
+    "pool_workers": [1, 2, 3, 4, 6, 8], "pool_cols": 8, "pool_rows": 6,
+    "pool_protocol": "h1", "pool_rtt_ms": 20, "pool_reps": 1, "pool_timeout": 60,
+    "soak_requests": 320, "soak_protocol": "h1", "soak_rtt_ms": 0, "soak_reps": 1,
     "soak_timeout": 300,
     "cpu_windows": 8, "cpu_protocol": "h1tls", "cpu_reps": 1, "cpu_timeout": 300,
-    "tunerd_runs": 200, "load_runs": 20,
+    "tunerd_runs": 200, "load_runs": 10,
 }
 QUICK = dict(FULL, **{
     "fixture": "small", "window": [1024, 1024, 512],
-    "rtts_ms": [20], "protocols": ["h2"], "cold_reps": 1, "pool_timeout": 60,
+    "rtts_ms": [20], "protocols": ["h2"], "cold_reps": 1, "pool_timeout": 40,
     "tile_threads": [4], "tile_requests": {"4": 8}, "tile_reps": 1,
     "pool_workers": [2], "pool_cols": 2, "pool_rows": 2,
     "soak_requests": 16, "cpu_windows": 2, "tunerd_runs": 5, "load_runs": 2,
@@ -109,7 +109,8 @@ def main(argv=None):
         "meta": {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                  "quick": a.quick, "commit": common.git_commit(), "machine": common.machine(),
                  "params": p, "contenders": {c: common.LABELS[c] for c in common.CONTENDERS},
-                 "tuned_env": common.TUNED},
+                 "tuned_env": common.TUNED, "build_dir": str(Path(a.build_dir).resolve()),
+                 "plugin_sha256": common.sha256(plugin)},
         "scenarios": {},
     }
     import fixtures  # tests/lab/fixtures.py (on sys.path through common)
@@ -179,14 +180,24 @@ def check(results):
         if res.get("wrong_checksums_vsitune"):
             out.append(f"{name}: {res['wrong_checksums']} runs read wrong bytes")
         for cell in res.get("cells", []):
-            for c, v in cell.get("contenders", {}).items():
-                if c == "vsitune" and v.get("wrong_checksums"):
-                    out.append(f"{name}: {c} read wrong bytes in {v['wrong_checksums']} runs")
+            v = cell.get("contenders", {}).get("vsitune", {})
+            if v.get("wrong_checksums"):
+                out.append(f"{name}: vsitune read wrong bytes in {v['wrong_checksums']} runs")
+            if v.get("failed"):
+                out.append(f"{name}: {v['failed']} vsitune run(s) failed in {_cell_name(cell)}: "
+                           f"{next((r['error'] for r in v['runs'] if r.get('error')), '')[:300]}")
         for key, s in res.get("series", {}).items():
             for pt in s["points"]:
                 if s["contender"] == "vsitune" and pt.get("wrong_windows"):
                     out.append(f"{name}: {key} x{pt['workers']}: {pt['wrong_windows']} wrong windows")
+                if s["contender"] == "vsitune" and pt.get("failed"):
+                    out.append(f"{name}: {key} x{pt['workers']} failed: "
+                               f"{next((r['error'] for r in pt['runs'] if r.get('error')), '')[:300]}")
     return out
+
+
+def _cell_name(cell):
+    return ", ".join(f"{k}={v}" for k, v in cell.items() if k not in ("contenders", "floor_parts"))
 
 
 if __name__ == "__main__":

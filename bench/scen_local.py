@@ -74,23 +74,25 @@ def tunerd_speed(ctx):
         return {"skipped": f"{exe} is not built"}
     argv = [exe, "profile", "--platform", "lambda", "--memory", "10240", "--format", "json"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "GDAL_", "TUNERD_"))}
-    env["TUNERD_PROFILES_DIR"] = str(common.REPO / "profiles")
+    env["TUNERD_PROFILES_DIR"] = str(common.source_dir(ctx.build_dir) / "profiles")
     n = p["tunerd_runs"]
     prog.start("7 tunerd", n)
     true = shutil.which("true") or "/bin/true"
-    walls, rss, bad, base = [], [], 0, []
+    walls, rss, bad, base, errors = [], [], 0, [], set()
     for _ in range(n):
-        wall, maxrss, rc, out = common.run_rusage(argv, env, timeout=30)
+        wall, maxrss, rc, out, err = common.run_rusage(argv, env, timeout=30)
         if rc == 0 and out.strip():
             walls.append(wall)
             rss.append(maxrss)
         else:
             bad += 1
+            errors.add(f"exit status {rc}: {err.strip()[-300:]}")
         # the cost of fork+exec alone on this machine, alternated with tunerd
         base.append(common.run_rusage([true], env, timeout=30)[0])
         prog.step(f"{wall * 1000:.1f} ms")
     walls.sort()
     return {"argv": [str(a) for a in argv[1:]], "runs": n, "failed": bad,
+            "errors": sorted(errors), "profiles_dir": env["TUNERD_PROFILES_DIR"],
             "median_ms": median(walls) * 1000 if walls else None,
             "p95_ms": walls[max(0, int(len(walls) * 0.95) - 1)] * 1000 if walls else None,
             "min_ms": walls[0] * 1000 if walls else None,
@@ -108,7 +110,8 @@ def plugin_load(ctx):
     data = {a: {"wall": [], "rss": [], "failed": 0} for a, _ in arms}
     for _ in range(n):
         for a, env in arms:
-            wall, maxrss, rc, out = common.run_rusage(["gdalinfo", "--version"], env, timeout=60)
+            wall, maxrss, rc, out, _err = common.run_rusage(["gdalinfo", "--version"], env,
+                                                            timeout=60)
             if rc == 0 and out.startswith("GDAL"):
                 data[a]["wall"].append(wall)
                 data[a]["rss"].append(maxrss)

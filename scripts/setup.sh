@@ -17,7 +17,7 @@ DEBS=(
   libcmocka-dev
   python3-rasterio python3-numpy python3-pytest python3-yaml python3-matplotlib
   nodejs npm
-  valgrind procps
+  valgrind procps time
   zip unzip
 )
 
