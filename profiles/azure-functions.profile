@@ -10,6 +10,9 @@ memory_max_mb = 1536
 cpu_rule = fixed
 vcpu = 1
 tmp_dir = /tmp
+# the plugin's per-process counters, kept after an OOM kill (tunerd stats;
+# docs/tuning.md, "stats")
+stats_dir = /tmp/vsitune-stats
 tmp_size_mb = 0
 time_limit_s = 600
 start_method = fork

@@ -12,6 +12,9 @@ max_vcpu = 8
 max_mb_per_vcpu = 4096
 # /tmp is an in-memory filesystem: what you write there counts against the memory limit
 tmp_dir = /tmp
+# the plugin's per-process counters, kept after an OOM kill (tunerd stats;
+# docs/tuning.md, "stats")
+stats_dir = /tmp/vsitune-stats
 tmp_size_mb = 0
 time_limit_s = 3600
 start_method = fork

@@ -8,6 +8,9 @@ memory_min_mb = 64
 memory_max_mb = 1048576
 cpu_rule = given
 tmp_dir = /tmp
+# the plugin's per-process counters, kept after an OOM kill (tunerd stats;
+# docs/tuning.md, "stats")
+stats_dir = /tmp/vsitune-stats
 tmp_size_mb = 0
 time_limit_s = 0
 start_method = fork

@@ -12,6 +12,9 @@ cpu_rule = per_memory
 mb_per_vcpu = 1769
 max_vcpu = 6
 tmp_dir = /tmp
+# the plugin's per-process counters, kept after an OOM kill (tunerd stats;
+# docs/tuning.md, "stats")
+stats_dir = /tmp/vsitune-stats
 # default ephemeral storage; configurable up to 10,240 MB
 tmp_size_mb = 512
 time_limit_s = 900

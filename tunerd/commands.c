@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -129,6 +130,53 @@ int vt__cmd_exec_plain(char **cmd, char *err, size_t errlen)
     return errno == ENOENT ? VT_EXIT_NOTFOUND : VT_EXIT_NOEXEC;
 }
 
+/* The directory the plugin will publish its counters in: created 0700, or
+ * an existing real directory of ours (never a symlink or someone else's
+ * directory in a shared /tmp, where the plugin's files could be redirected).
+ * Returns 0, or -1 with the reason in err. */
+static int ensure_stats_dir(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+
+    if (mkdir(path, 0700) == 0)
+        return 0;
+    if (errno != EEXIST) {
+        vt__seterr(err, errlen, "cannot create %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        vt__seterr(err, errlen, "%s exists and is not a directory", path);
+        return -1;
+    }
+    if (st.st_uid != geteuid()) {
+        vt__seterr(err, errlen, "%s belongs to uid %ld, not to this user", path,
+                   (long)st.st_uid);
+        return -1;
+    }
+    return 0;
+}
+
+/* exec: create VSITUNE_STATS_DIR; a profile's value that cannot be used is
+ * dropped (the plugin then publishes nothing), a caller's is kept. */
+static void prepare_stats_dir(const vt_envblock *env, int verbose)
+{
+    const char *mine = vt_envblock_get(env, "VSITUNE_STATS_DIR");
+    const char *have = getenv("VSITUNE_STATS_DIR");
+    char why[PATH_MAX + 128];
+
+    if (!have || !*have || ensure_stats_dir(have, why, sizeof why) == 0) {
+        if (verbose && have && *have)
+            fprintf(stderr, "tunerd: counters directory %s ready\n", have);
+        return;
+    }
+    if (mine && strcmp(mine, have) == 0) {
+        fprintf(stderr, "tunerd: warning: %s; VSITUNE_STATS_DIR not set\n", why);
+        unsetenv("VSITUNE_STATS_DIR");
+    } else {
+        fprintf(stderr, "tunerd: warning: VSITUNE_STATS_DIR: %s\n", why);
+    }
+}
+
 int vt__cmd_exec(const vt_cli_opts *o, const char *pdir, char *err, size_t errlen)
 {
     resolved r;
@@ -157,6 +205,7 @@ int vt__cmd_exec(const vt_cli_opts *o, const char *pdir, char *err, size_t errle
         if (o->verbose)
             fprintf(stderr, "tunerd: set %s=%s\n", v->name, v->value);
     }
+    prepare_stats_dir(&r.env, o->verbose);
     return vt__cmd_exec_plain(o->cmd, err, errlen);
 }
 

@@ -2,7 +2,8 @@
  *
  * Which variables and why (docs/tuning.md has the long form):
  *  - plugin mode: GDAL_DRIVER_PATH (so GDAL loads gdal_vsitune.so) and the
- *    plugin's range cache VSITUNE_CACHE_SIZE (bytes, per process);
+ *    plugin's range cache VSITUNE_CACHE_SIZE (bytes, per process); and
+ *    VSITUNE_STATS_DIR where the profile names one (not on host);
  *  - stock mode (--no-plugin): the discovery killers of seed 001
  *    (GDAL_DISABLE_READDIR_ON_OPEN=EMPTY_DIR, CPL_VSIL_CURL_ALLOWED_EXTENSIONS)
  *    and CPL_VSIL_CURL_CACHE_SIZE per process. VSI_CACHE is never set: on
@@ -53,6 +54,10 @@ int vt_envblock_build(const vt_platform *plat, const vt_sizing *s,
                   "directory holding gdal_vsitune.so, which takes over /vsis3/");
         rc |= putl(out, "VSITUNE_CACHE_SIZE", range_bytes,
                    "plugin range cache, bytes per process (compressed bytes)");
+        if (plat->stats_dir[0])
+            rc |= put(out, "VSITUNE_STATS_DIR", plat->stats_dir,
+                      "each process's counters, left behind by OOM-killed workers "
+                      "(tunerd stats)");
     } else {
         rc |= put(out, "GDAL_DISABLE_READDIR_ON_OPEN", "EMPTY_DIR",
                   "no LIST of the prefix and no sidecar probes on open");

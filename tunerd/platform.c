@@ -25,20 +25,20 @@ const char *const vt_platform_names[] = {
 #define VALID_KEYS "name, title, detect_env, memory_env, memory_min_mb, " \
     "memory_max_mb, cpu_rule, mb_per_vcpu, vcpu, max_vcpu, max_mb_per_vcpu, " \
     "cpus_allowed, tmp_dir, tmp_size_mb, time_limit_s, plugin_dir, " \
-    "start_method, env.NAME, note"
+    "stats_dir, start_method, env.NAME, note"
 
 enum {
     K_NAME, K_TITLE, K_DETECT_ENV, K_MEMORY_ENV, K_MEM_MIN, K_MEM_MAX,
     K_CPU_RULE, K_MB_PER_VCPU, K_VCPU, K_MAX_VCPU, K_MAX_MB_PER_VCPU,
     K_CPUS_ALLOWED, K_TMP_DIR, K_TMP_SIZE, K_TIME_LIMIT, K_PLUGIN_DIR,
-    K_START_METHOD, K_NOTE, K_COUNT
+    K_START_METHOD, K_NOTE, K_STATS_DIR, K_COUNT
 };
 
 static const char *const key_names[K_COUNT] = {
     "name", "title", "detect_env", "memory_env", "memory_min_mb",
     "memory_max_mb", "cpu_rule", "mb_per_vcpu", "vcpu", "max_vcpu",
     "max_mb_per_vcpu", "cpus_allowed", "tmp_dir", "tmp_size_mb",
-    "time_limit_s", "plugin_dir", "start_method", "note"
+    "time_limit_s", "plugin_dir", "start_method", "note", "stats_dir"
 };
 
 int vt_platform_known(const char *name)
@@ -238,15 +238,17 @@ static int apply_kv(vt_platform *p, const char *key, char *val,
     case K_TITLE:
     case K_TMP_DIR:
     case K_PLUGIN_DIR:
+    case K_STATS_DIR:
     case K_NOTE: {
         char *dst = k == K_TITLE ? p->title : k == K_TMP_DIR ? p->tmp_dir
-                  : k == K_PLUGIN_DIR ? p->plugin_dir : p->note;
+                  : k == K_PLUGIN_DIR ? p->plugin_dir
+                  : k == K_STATS_DIR ? p->stats_dir : p->note;
         if (copy_text(dst, VT_PLATFORM_TEXT_MAX, val)) {
             seterr(err, errlen, path, line, "value of '%s' too long (max %d bytes)",
                    key, VT_PLATFORM_TEXT_MAX - 1);
             return -1;
         }
-        if ((k == K_TMP_DIR || k == K_PLUGIN_DIR) && val[0] != '/') {
+        if ((k == K_TMP_DIR || k == K_PLUGIN_DIR || k == K_STATS_DIR) && val[0] != '/') {
             seterr(err, errlen, path, line, "'%s' must be an absolute path, got '%s'",
                    key, val);
             return -1;

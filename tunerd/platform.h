@@ -49,6 +49,7 @@ typedef struct vt_platform {
     long tmp_size_mb;                   /* 0 = unknown / disk */
     long time_limit_s;                  /* 0 = none */
     char plugin_dir[VT_PLATFORM_TEXT_MAX]; /* "" = tunerd's compiled-in dir */
+    char stats_dir[VT_PLATFORM_TEXT_MAX];  /* VSITUNE_STATS_DIR; "" = not emitted */
     char start_method[16];              /* fork | forkserver | spawn */
     vt_platform_env env[VT_PLATFORM_MAX_ENV]; /* extra variables to emit */
     int n_env;

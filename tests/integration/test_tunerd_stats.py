@@ -11,14 +11,19 @@ GDAL processes publish through the plugin (VSITUNE_STATS_DIR), against the lab.
   reader's own live count), then SIGKILLed: `stats` shows it killed-or-gone with
   the counters it had, `--clean` removes its file and only that.
 - Garbage in the directory is named as unreadable; a missing directory is exit 6.
+- profile emits VSITUNE_STATS_DIR on the cloud platforms (plugin mode only, not on
+  host); exec creates it 0700, and drops it when the path is a symlink.
 
 Run: /usr/bin/python3 -m pytest tests/integration/test_tunerd_stats.py
 Needs a built tree (tunerd and the plugin); VT_BUILD_DIR / VT_BINARY_DIR override build/.
 """
 import json
 import os
+import re
 import select
+import shutil
 import signal
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -58,9 +63,16 @@ sys.stdin.readline()                                   # killed while waiting he
 """
 
 
-def tunerd(*args, check=True):
+PLATFORM_VARS = ("AWS_LAMBDA_FUNCTION_NAME", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "K_SERVICE",
+                 "CLOUD_RUN_JOB", "FUNCTIONS_WORKER_RUNTIME", "FUNCTIONS_EXTENSION_VERSION",
+                 "WEBSITE_MEMORY_LIMIT_MB", "KUBERNETES_SERVICE_HOST", "TUNERD_SYSFS_ROOT",
+                 "TUNERD_PROCFS_ROOT", "VSITUNE_STATS_DIR")
+
+
+def tunerd(*args, check=True, profiles=REPO / "profiles"):
     assert TUNERD.exists(), f"{TUNERD} not built: cmake --build build --target tunerd"
-    env = {k: v for k, v in os.environ.items() if k != "VSITUNE_STATS_DIR"}
+    env = {k: v for k, v in os.environ.items() if k not in PLATFORM_VARS}
+    env["TUNERD_PROFILES_DIR"] = str(profiles)
     p = subprocess.run([str(TUNERD), *map(str, args)], capture_output=True, text=True,
                        timeout=60, env=env)
     if check and p.returncode != 0:
@@ -203,3 +215,51 @@ def test_stats_bad_input(tmp_path):
     p = tunerd("watch", "--dir", tmp_path, check=False)
     assert p.returncode == 2
     assert "exit status" in tunerd("--help").stdout and "  6 " in tunerd("--help").stdout
+
+
+@pytest.mark.parametrize("platform,cpus", [("lambda", None), ("cloudrun", "2"),
+                                           ("azure-functions", None), ("kubernetes", "2"),
+                                           ("host", "2")])
+def test_profile_emits_stats_dir_on_cloud_platforms(platform, cpus):
+    memory = "1536" if platform == "azure-functions" else "4096"
+    args = ["profile", "--platform", platform, "--memory", memory] + \
+        (["--cpus", cpus] if cpus else [])
+    env = dict(line.split("=", 1) for line in tunerd(*args).stdout.splitlines())
+    if platform == "host":  # a shared /tmp: not by default
+        assert "VSITUNE_STATS_DIR" not in env
+    else:
+        assert env["VSITUNE_STATS_DIR"] == "/tmp/vsitune-stats"
+    stock = tunerd(*args, "--no-plugin").stdout  # no plugin, no counters
+    assert "VSITUNE_STATS_DIR" not in stock
+
+
+def _profiles_with_stats_dir(tmp_path, value):
+    d = tmp_path / "profiles"
+    shutil.copytree(REPO / "profiles", d)
+    lam = d / "lambda.profile"
+    lam.write_text(re.sub(r"(?m)^stats_dir = .*$", f"stats_dir = {value}", lam.read_text()))
+    return d
+
+
+def test_exec_creates_stats_dir(tmp_path):
+    target = tmp_path / "counters"
+    profiles = _profiles_with_stats_dir(tmp_path, target)
+    cmd = ["exec", "--platform", "lambda", "--memory", "2048", "--", "sh", "-c",
+           'printf %s "${VSITUNE_STATS_DIR-unset}"']
+    p = tunerd(*cmd, profiles=profiles)
+    assert p.stdout == str(target)
+    assert target.is_dir() and stat.S_IMODE(target.stat().st_mode) == 0o700
+    assert tunerd(*cmd, profiles=profiles).stdout == str(target)  # exists: fine
+
+    # a symlink where the directory should be: the plugin is not pointed at it
+    target.rmdir()
+    (tmp_path / "elsewhere").mkdir()
+    target.symlink_to(tmp_path / "elsewhere")
+    p = tunerd(*cmd, profiles=profiles)
+    assert p.stdout == "unset"
+    assert "is not a directory" in p.stderr and "VSITUNE_STATS_DIR not set" in p.stderr
+
+    # a relative path in a profile is refused where it is written
+    bad = _profiles_with_stats_dir(tmp_path / "b", "relative/dir")
+    p = tunerd("check-profiles", "--profiles", bad, check=False, profiles=bad)
+    assert p.returncode == 4 and "lambda.profile:" in p.stderr and "stats_dir" in p.stderr
