@@ -12,8 +12,9 @@
 # it with file modes kept.
 #
 # Usage: build-layer.sh [--build-dir DIR] [--output FILE] [--no-strip] [-h]
-#   --build-dir DIR  package this existing CMake build (its CMAKE_INSTALL_LIBDIR
-#                    must be "lib", the default for a /usr/local or /opt prefix).
+#   --build-dir DIR  package this existing CMake build. Its CMAKE_INSTALL_LIBDIR
+#                    must be "lib" (Debian's default for /usr/local; Red Hat and
+#                    Amazon Linux default to lib64: add -DCMAKE_INSTALL_LIBDIR=lib).
 #                    Default: configure and build a dedicated tree
 #                    <repo>/build-layer (prefix /opt, no tests) and package it.
 #   --output FILE    the zip to write (default <repo>/build-layer/vsitune-layer.zip);
@@ -30,7 +31,7 @@ STRIP=--strip
 
 die() { echo "build-layer: $2" >&2; exit "$1"; }
 
-usage() { sed -n '/^# Usage:/,/^# Exit status/p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '/^# Usage:/,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 while [ $# -gt 0 ]; do
     case $1 in
@@ -76,8 +77,8 @@ rm -rf "$OPT/share/doc"   # documentation is not a runtime file
 
 for f in lib/gdalplugins/gdal_vsitune.so bin/tunerd bin/lambda-exec-wrapper \
          share/vsitune/profiles/lambda.profile share/vsitune/profiles/host.profile; do
-    [ -f "$OPT/$f" ] || die 3 "the install has no /opt/$f: is $BUILD_DIR configured with \
-CMAKE_INSTALL_LIBDIR=lib? (found: $(cd "$OPT" && find . -type f | sort | tr '\n' ' '))"
+    [ -f "$OPT/$f" ] || die 3 "the install has no /opt/$f: reconfigure $BUILD_DIR with \
+-DCMAKE_INSTALL_LIBDIR=lib (found: $(cd "$OPT" && find . -type f | sort | tr '\n' ' '))"
 done
 for f in bin/tunerd bin/lambda-exec-wrapper; do
     [ -x "$OPT/$f" ] || die 3 "/opt/$f is not executable"

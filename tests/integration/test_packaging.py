@@ -296,6 +296,32 @@ def test_layer_script_bad_input(args, msg):
     assert len(p.stderr.strip().splitlines()) == 1
 
 
+def test_layer_script_help():
+    p = run([LAYER_SCRIPT, "--help"], timeout=30)
+    assert p.returncode == 0 and p.stdout.startswith("Usage: build-layer.sh")
+    assert "Exit status" in p.stdout and "1 anything else" in p.stdout
+
+
+def test_layer_script_refuses_a_build_with_another_libdir(built, tmp_path):
+    """A build configured for lib64 would put the plugin where no layer user
+    looks: exit 3 and say which setting, ship nothing."""
+    bdir = tmp_path / "b"
+    p = run(["cmake", "-S", REPO, "-B", bdir, "-DVT_BUILD_TESTS=OFF",
+             "-DCMAKE_INSTALL_LIBDIR=lib64"], timeout=120)
+    assert p.returncode == 0, p.stderr
+    # its install rules take the binaries from its own tree: use the test's build
+    for f in ("vsiplugin/gdal_vsitune.so", "tunerd/tunerd"):
+        shutil.copy2(built / f, bdir / f)
+    out = tmp_path / "layer.zip"
+    p = run([LAYER_SCRIPT, "--build-dir", bdir, "--output", out],
+            env=bare_env(TMPDIR=str(tmp_path)), timeout=120)
+    assert p.returncode == 3, (p.returncode, p.stderr)
+    assert "has no /opt/lib/gdalplugins/gdal_vsitune.so" in p.stderr
+    assert "CMAKE_INSTALL_LIBDIR=lib" in p.stderr and "lib64/gdalplugins" in p.stderr
+    assert not out.exists()
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["b"]  # staging removed
+
+
 # ---------------------------------------------------------------- container recipe
 
 def dockerfile_instructions():
