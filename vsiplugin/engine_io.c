@@ -8,14 +8,35 @@
  * thread never sleeps: the poll timeout is the next due time), and hands the
  * final outcome to the waiting thread under vt__eng_lock.
  *
- * HTTP/2 discipline (why transfers never stall each other): the write
- * callback always accepts and buffers every byte (never CURL_WRITEFUNC_PAUSE,
- * so no stream keeps unconsumed DATA that holds back the connection window),
- * a transfer is only ever ended by curl itself (done, error, timeout) and then
- * removed from the multi handle properly, a low-speed limit bounds every
- * stall, and a transfer that stalled on a multiplexed connection shuts that
- * connection's socket down, so curl retires it and every stream on it is
- * retried onto a fresh connection instead of queuing behind a dead one.
+ * HTTP/2 stalls (curl 7.88, lib/http2.c), and how this file avoids them.
+ * All streams of a connection share one 32 KB input buffer that nghttp2
+ * parses on behalf of whichever transfer happens to be reading. DATA for
+ * another stream is copied into that stream's receive buffer; when it does
+ * not fit, on_data_chunk_recv() returns NGHTTP2_ERR_PAUSE and sets
+ * pause_stream_id: parsing of the whole connection stops, the rest of the
+ * input stays parked, and every other stream's recv returns CURLE_AGAIN
+ * until the paused stream's transfer drains it. If that transfer then ends
+ * without reading again (its Content-Length reached while its END_STREAM
+ * is still parked, or ended early by a timeout, a write-callback abort or a
+ * pause by the application), pause_stream_id is cleared but nothing parses
+ * the parked input or wakes the others: they wait for the socket to become
+ * readable, which it never does when the server has sent everything. The
+ * wait ends when the server's idle timeout closes the connection: nghttpx's
+ * 3 min read timeout, the 180 s window stock GDAL shows. Seen here too: 4
+ * of 800 multiplexed transfers stuck until our low-speed limit. So:
+ *  - every transfer gets a receive buffer that holds its whole response
+ *    (up to MAX_RECV_BUFFER): a stream that always fits never pauses;
+ *  - on origins known to answer over h2, transfers end at END_STREAM, not
+ *    at Content-Length (CURLOPT_IGNORE_CONTENT_LENGTH; the length is still
+ *    checked in engine_xfer.c): the last read parses the parked input;
+ *  - the write callback never pauses and never aborts, except when a body
+ *    exceeds its bound;
+ *  - transfers are removed from the multi handle only after curl reports
+ *    them done; all of them are driven by this one loop;
+ *  - last line of defence: a low-speed limit ends any stalled transfer, and
+ *    then (or after an abort) the connection's socket is shut down, so that
+ *    curl retires it and every stream parked on it fails now and is retried
+ *    on a fresh connection, instead of waiting for the server's timeout.
  *
  * At most max_streams transfers (VSITUNE_MAX_STREAMS, the h2 per-connection
  * stream limit) are in the multi handle at once; the rest wait in the timer
@@ -222,11 +243,8 @@ static void origin_learn(struct vt_engine *e, const char *url, int h2)
 }
 
 /* Receive buffer for a transfer: room for its whole body when that is known
- * and at most MAX_RECV_BUFFER. In curl 7.88 DATA for a stream that is not
- * the one reading goes into that stream's own buffer; when it does not fit,
- * nghttp2 is paused for the whole connection until that stream drains
- * (lib/http2.c, on_data_chunk_recv). A buffer that holds the whole response
- * means a tile-sized response never pauses the connection. */
+ * (a stream whose data always fits never pauses the connection: see the top
+ * of this file), in powers of two up to MAX_RECV_BUFFER. */
 static long buffer_size_for(const struct vt_eng_xfer *x)
 {
     uint64_t want = x->req->expect_len;
@@ -269,17 +287,9 @@ static CURLcode set_options(struct vt_engine *e, struct vt_eng_xfer *x)
         SET(CURLOPT_BUFFERSIZE, x->bufsize); /* a fresh handle: allowed */
     if (o->http_version != CURL_HTTP_VERSION_1_1) {
         const struct vt_eng_origin *org = origin_find(e, x->req->url);
-        /* On an origin known to answer over h2, let the end of the stream,
-         * not Content-Length, end the transfer (we still check the length
-         * ourselves). In curl 7.88 a transfer that completes by byte count
-         * while nghttp2 is paused on its last DATA frame is finished before
-         * its END_STREAM is processed, and the connection's input parked
-         * behind it is never processed: the other streams wait for socket
-         * readiness that never comes (seen here: 4 of 800 transfers stuck
-         * until the low-speed limit; stock GDAL: 180 s, nghttpx's read
-         * timeout). Waiting for END_STREAM makes that transfer read once
-         * more, which processes the parked input. Not on HTTP/1.1, where
-         * the body would then end only at connection close. */
+        /* On an origin known to answer over h2, END_STREAM ends the
+         * transfer, not Content-Length (see the top of this file). Never on
+         * HTTP/1.1, where the body would then end only at close. */
         if (org && org->h2)
             SET(CURLOPT_IGNORE_CONTENT_LENGTH, 1L);
     }
@@ -360,20 +370,10 @@ static void start(struct vt_engine *e, struct vt_eng_xfer *x)
 }
 
 /* Shut down the socket of the connection x last used, so curl retires it and
- * fails (and we retry) whatever else was stuck on it. Only for multiplexed
- * connections: curl already closes an HTTP/1.1 connection after a timeout.
- *
- * Why: in curl 7.88 (lib/http2.c) all streams of a connection share one input
- * buffer. When a stream's receive buffer is full, on_data_chunk_recv() returns
- * NGHTTP2_ERR_PAUSE and records pause_stream_id; until that stream's transfer
- * drains it, every other stream's recv returns CURLE_AGAIN with the rest of
- * the connection's input parked in ctx->inbuf. If that transfer ends early
- * (timeout, write-callback abort), http2_data_done() clears pause_stream_id
- * but nothing re-processes the parked input or wakes the other transfers:
- * they wait for socket readability that never comes, until the server's idle
- * timeout closes the connection (nghttpx: 3 min, the 180 s seen with stock
- * GDAL). Closing the socket ourselves turns that wait into an immediate error
- * on every stream of the connection, which the engine retries. */
+ * fails (and we retry) whatever else was parked on it (see the top of this
+ * file). Only for multiplexed connections: curl already closes an HTTP/1.1
+ * connection after a timeout or an abort. The socket stays curl's: it is
+ * closed by curl when it drops the connection. */
 static void kill_connection(struct vt_eng_xfer *x, long httpver)
 {
     curl_socket_t s = CURL_SOCKET_BAD;
