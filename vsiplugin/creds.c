@@ -206,6 +206,35 @@ static char *fingerprint(void)
     return fp;
 }
 
+/* fork(): a child must not inherit a lock held by, or a refresh run by, a
+ * parent thread that does not exist in the child (its waiters would wait
+ * forever). prepare/parent run in the forking thread around fork(); child
+ * runs in the child's only thread. */
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&state.lock);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&state.lock);
+}
+
+static void fork_child(void)
+{
+    pthread_mutex_init(&state.lock, NULL);
+    pthread_cond_init(&state.cond, NULL);
+    state.refreshing = 0; /* the refreshing thread stayed in the parent */
+    state.gen++;
+}
+
+static void register_atfork(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
 vt_err vt__creds_get(vt_creds *out, char *errbuf, size_t errlen)
 {
     vt_err err = VT_OK;
@@ -229,6 +258,7 @@ vt_err vt__creds_get(vt_creds *out, char *errbuf, size_t errlen)
     if (!fp)
         return VT_ENOMEM;
 
+    pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&state.lock);
     for (;;) {
         time_t now = time(NULL);

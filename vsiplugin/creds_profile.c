@@ -184,6 +184,24 @@ static pthread_mutex_t region_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *region_key; /* "profile\x1fconfig path", malloc'd */
 static char *region_val; /* malloc'd, NULL: the profile sets no region */
 
+/* Held across fork() so a child never inherits it locked (registered once). */
+static pthread_once_t region_once = PTHREAD_ONCE_INIT;
+
+static void region_lock_take(void)
+{
+    pthread_mutex_lock(&region_lock);
+}
+
+static void region_lock_give(void)
+{
+    pthread_mutex_unlock(&region_lock);
+}
+
+static void region_atfork(void)
+{
+    pthread_atfork(region_lock_take, region_lock_give, region_lock_give);
+}
+
 static const char *profile_name(void)
 {
     const char *n = vt__creds_opt("AWS_PROFILE");
@@ -206,6 +224,7 @@ char *vt__creds_profile_region(void)
         return NULL;
     snprintf(key, klen, "%s\x1f%s", name, fpath);
 
+    pthread_once(&region_once, region_atfork);
     pthread_mutex_lock(&region_lock);
     if (region_key && !strcmp(region_key, key)) {
         hit = 1;

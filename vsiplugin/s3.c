@@ -40,6 +40,25 @@ static pthread_mutex_t region_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct region_entry region_table[REGION_TABLE_CAP];
 static size_t region_next; /* slot replaced next once the table is full */
 
+/* fork() while another thread holds region_lock would leave it locked in
+ * the child forever: hold it across fork() (registered once, first use). */
+static pthread_once_t region_once = PTHREAD_ONCE_INIT;
+
+static void region_lock_take(void)
+{
+    pthread_mutex_lock(&region_lock);
+}
+
+static void region_lock_give(void)
+{
+    pthread_mutex_unlock(&region_lock);
+}
+
+static void region_atfork(void)
+{
+    pthread_atfork(region_lock_take, region_lock_give, region_lock_give);
+}
+
 /* Remember bucket's region. Takes region_lock; copies both strings. */
 static void region_remember(const char *bucket, const char *region)
 {
@@ -49,6 +68,7 @@ static void region_remember(const char *bucket, const char *region)
         free(r);
         return;
     }
+    pthread_once(&region_once, region_atfork);
     pthread_mutex_lock(&region_lock);
     size_t slot = REGION_TABLE_CAP;
     for (size_t i = 0; i < REGION_TABLE_CAP; i++) {
@@ -77,6 +97,7 @@ static void region_remember(const char *bucket, const char *region)
 static char *region_lookup(const char *bucket)
 {
     char *r = NULL;
+    pthread_once(&region_once, region_atfork);
     pthread_mutex_lock(&region_lock);
     for (size_t i = 0; i < REGION_TABLE_CAP; i++) {
         if (region_table[i].bucket && !strcmp(region_table[i].bucket, bucket)) {

@@ -60,7 +60,8 @@ class Fake:
         self.imds_put_status = 200   # 405: an IMDSv1-only service; 403: IMDS disabled
         self.issued = 0
         self.fixed_creds = None      # (akid, secret, token) to hand out instead of fresh ones
-        self.hold_after = None       # hold credential requests numbered >= this
+        self.hold_after = None       # hold the credential request arriving with this number
+        self.arrivals = 0
         self.arrived = threading.Event()
         self.release = threading.Event()
         self.redirect_region = "eu-west-2"
@@ -137,8 +138,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def maybe_hold(self, fake):
         with fake.lock:
-            n = fake.issued + 1
-        if fake.hold_after is not None and n >= fake.hold_after:
+            fake.arrivals += 1
+            n = fake.arrivals
+        if fake.hold_after is not None and n == fake.hold_after:
             fake.arrived.set()
             fake.release.wait(30)
 
@@ -174,6 +176,7 @@ class Handler(BaseHTTPRequestHandler):
                                   "<Code>InvalidIdentityToken</Code><Message>Token "
                                   "expired &amp; rejected</Message></Error></ErrorResponse>",
                                   "text/xml")
+            self.maybe_hold(fake)
             akid, secret, token, _ = fake.next_creds()
             return self.reply(200, f"""<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
   <AssumeRoleWithWebIdentityResult>
@@ -493,12 +496,13 @@ def test_refresh_ahead_of_expiry(probe, fake, base_env):
     assert len(fake.of("/creds")) == 2
 
 
-def test_refresh_does_not_stall_readers(probe, fake, base_env):
+def test_refresh_does_not_stall_readers(probe, fake, base_env, tmp_path):
     # The second credentials request is held by the server until the probe
     # releases it; meanwhile readers must get the still-valid first credentials.
+    # Web identity: its 10 s STS timeout leaves room to hold the request.
     fake.expires_in = 200
     fake.hold_after = 2
-    env = dict(base_env, AWS_CONTAINER_CREDENTIALS_FULL_URI=fake.url + "/creds",
+    env = dict(provider_env("web-identity", fake, base_env, tmp_path),
                VT_PROBE_CONTROL=fake.url + "/control")
     cp = run(probe, ["hold", "--readers", "4"], env)
     assert cp.returncode == 0, (cp.returncode, cp.stderr)
@@ -507,7 +511,24 @@ def test_refresh_does_not_stall_readers(probe, fake, base_env):
     readers = [r for r in rows if r["_who"] == "reader"]
     assert [r["key"] for r in readers] == ["ASIAFAKE00000001"] * 4
     assert [r["key"] for r in rows if r["_who"] == "refresher"] == ["ASIAFAKE00000002"]
-    assert len(fake.of("/creds")) == 2  # readers did not start refreshes of their own
+    assert len(fake.of("/sts")) == 2  # readers did not start refreshes of their own
+
+
+def test_fork_during_refresh_does_not_hang_the_child(probe, fake, base_env, tmp_path):
+    # Credentials too close to expiry to use: every use refreshes. The parent's
+    # refresh (request 2) is held; the forked child must run its own (request 3)
+    # instead of waiting for a thread it does not have.
+    fake.expires_in = 5
+    fake.hold_after = 2
+    env = dict(provider_env("web-identity", fake, base_env, tmp_path),
+               VT_PROBE_CONTROL=fake.url + "/control")
+    cp = run(probe, ["fork"], env)
+    assert cp.returncode == 0, (cp.returncode, cp.stderr)
+    rows = parse_lines(cp.stdout)
+    assert [r for r in rows if r.get("child-exit")] == [{"child-exit": "0", "_who": ""}], cp.stderr
+    child = [r for r in rows if r["_who"] == "child"]
+    assert [r["key"] for r in child] == ["ASIAFAKE00000002"]  # answered while 2 is held
+    assert len(fake.of("/sts")) == 3
 
 
 # -- S3 region redirect ---------------------------------------------------------------

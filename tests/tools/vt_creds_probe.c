@@ -18,6 +18,11 @@
  *       releases the server (GET $VT_PROBE_CONTROL/release) and prints the key
  *       thread A got. If readers stalled on the refresh this would never
  *       finish: an alarm turns that into exit 3.
+ *   vt_creds_probe fork
+ *       like hold, but while the refresh is held the process forks and the
+ *       child (alarm: 10 s) calls vt__creds_get: it must not wait for a
+ *       refresh that belongs to a parent thread. Prints "child ..." from the
+ *       child and "child-exit=N" from the parent.
  *
  * Exit status: 0 success, 1 failure (message on stderr), 2 bad usage,
  * 3 stalled (hold). */
@@ -26,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "creds.h"
@@ -37,7 +43,8 @@ static int usage(void)
 {
     fprintf(stderr, "usage: vt_creds_probe creds [--repeat N] [--sleep S] [--keep-going]\n"
                     "       vt_creds_probe get BUCKET/KEY [OFFSET LENGTH]\n"
-                    "       vt_creds_probe hold [--readers N]\n");
+                    "       vt_creds_probe hold [--readers N]\n"
+                    "       vt_creds_probe fork\n");
     return 2;
 }
 
@@ -155,6 +162,22 @@ static int control(const char *what)
     return yes;
 }
 
+/* Start thread *t refreshing into *later and wait until the server holds
+ * that request. 0 on success. */
+static int start_held_refresh(pthread_t *t, vt_creds *later)
+{
+    sleep(6); /* past the minimum refresh interval */
+    if (pthread_create(t, NULL, refresher, later))
+        return -1;
+    for (int i = 0; i < 200; i++) {
+        if (control("arrived"))
+            return 0;
+        usleep(50000);
+    }
+    fprintf(stderr, "vt_creds_probe: the refresh never reached the server\n");
+    return -1;
+}
+
 static int cmd_hold(int argc, char **argv)
 {
     long readers = 3;
@@ -177,19 +200,8 @@ static int cmd_hold(int argc, char **argv)
     }
     print_creds(&first);
     /* 2. After the refresh interval, a refresh the server holds. */
-    sleep(6);
-    if (pthread_create(&t, NULL, refresher, &later))
+    if (start_held_refresh(&t, &later))
         return 1;
-    int arrived = 0;
-    for (int i = 0; i < 200 && !arrived; i++) {
-        arrived = control("arrived");
-        if (!arrived)
-            usleep(50000);
-    }
-    if (!arrived) {
-        fprintf(stderr, "vt_creds_probe: the refresh never reached the server\n");
-        return 1;
-    }
     /* 3. Readers while the refresh is held: they must not wait for it. */
     for (long i = 0; i < readers; i++) {
         vt_creds c;
@@ -205,6 +217,48 @@ static int cmd_hold(int argc, char **argv)
     pthread_join(t, NULL);
     printf("refresher ");
     print_creds(&later);
+    vt__creds_clear(&first);
+    vt__creds_clear(&later);
+    return 0;
+}
+
+static int cmd_fork(void)
+{
+    vt_creds first, later = {0};
+    char err[1024];
+    pthread_t t;
+    int status = 0;
+    if (!getenv("VT_PROBE_CONTROL"))
+        return usage();
+    alarm(40);
+    if (vt__creds_get(&first, err, sizeof(err))) {
+        fprintf(stderr, "vt_creds_probe: %s\n", err);
+        return 1;
+    }
+    print_creds(&first);
+    if (start_held_refresh(&t, &later))
+        return 1;
+    pid_t pid = fork();
+    if (pid < 0)
+        return 1;
+    if (pid == 0) {
+        vt_creds c;
+        alarm(10);
+        if (vt__creds_get(&c, err, sizeof(err))) {
+            fprintf(stderr, "vt_creds_probe: child: %s\n", err);
+            _exit(1);
+        }
+        printf("child ");
+        print_creds(&c);
+        vt__creds_clear(&c);
+        vt__engine_shutdown();
+        _exit(0);
+    }
+    waitpid(pid, &status, 0);
+    printf("child-exit=%d\n", WIFEXITED(status) ? WEXITSTATUS(status) : 128);
+    fflush(stdout);
+    control("release");
+    pthread_join(t, NULL);
     vt__creds_clear(&first);
     vt__creds_clear(&later);
     return 0;
@@ -232,6 +286,8 @@ int main(int argc, char **argv)
         rc = cmd_get(argc - 2, argv + 2);
     else if (!strcmp(argv[1], "hold"))
         rc = cmd_hold(argc - 2, argv + 2);
+    else if (!strcmp(argv[1], "fork") && argc == 2)
+        rc = cmd_fork();
     else
         rc = usage();
     vt__engine_shutdown();
