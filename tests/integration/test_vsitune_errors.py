@@ -9,7 +9,7 @@ fault hits exactly the tile reads, and the log shows the sequence the server saw
 
 import pytest
 
-from test_vsitune_helpers import (Worker, WorkerError, by_vsitune, kinds, last_seq,
+from test_vsitune_helpers import (Worker, WorkerError, last_seq,
                                   not_by_vsitune, run_local, s3path, sigcheck)  # noqa: F401
 
 FAST_RETRY = {"GDAL_HTTP_RETRY_DELAY": "0.05", "GDAL_HTTP_MAX_RETRY": "3"}
