@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "creds_int.h"
+#include "forksafe.h"
 #include "creds_parse.h"
 
 /* ---- provider: shared credentials / config files ---------------------- */
@@ -184,22 +185,12 @@ static pthread_mutex_t region_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *region_key; /* "profile\x1fconfig path", malloc'd */
 static char *region_val; /* malloc'd, NULL: the profile sets no region */
 
-/* Held across fork() so a child never inherits it locked (registered once). */
+/* Register region_lock with forksafe.c once (first use). */
 static pthread_once_t region_once = PTHREAD_ONCE_INIT;
 
-static void region_lock_take(void)
+static void region_forksafe(void)
 {
-    pthread_mutex_lock(&region_lock);
-}
-
-static void region_lock_give(void)
-{
-    pthread_mutex_unlock(&region_lock);
-}
-
-static void region_atfork(void)
-{
-    pthread_atfork(region_lock_take, region_lock_give, region_lock_give);
+    vt__forksafe_register(&region_lock);
 }
 
 static const char *profile_name(void)
@@ -224,7 +215,7 @@ char *vt__creds_profile_region(void)
         return NULL;
     snprintf(key, klen, "%s\x1f%s", name, fpath);
 
-    pthread_once(&region_once, region_atfork);
+    pthread_once(&region_once, region_forksafe);
     pthread_mutex_lock(&region_lock);
     if (region_key && !strcmp(region_key, key)) {
         hit = 1;

@@ -21,6 +21,7 @@
 #include <cpl_string.h>
 
 #include "creds.h"
+#include "forksafe.h"
 #include "sigv4.h"
 #include "xmlscan.h"
 
@@ -40,23 +41,12 @@ static pthread_mutex_t region_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct region_entry region_table[REGION_TABLE_CAP];
 static size_t region_next; /* slot replaced next once the table is full */
 
-/* fork() while another thread holds region_lock would leave it locked in
- * the child forever: hold it across fork() (registered once, first use). */
+/* Register region_lock with forksafe.c once (first use). */
 static pthread_once_t region_once = PTHREAD_ONCE_INIT;
 
-static void region_lock_take(void)
+static void region_forksafe(void)
 {
-    pthread_mutex_lock(&region_lock);
-}
-
-static void region_lock_give(void)
-{
-    pthread_mutex_unlock(&region_lock);
-}
-
-static void region_atfork(void)
-{
-    pthread_atfork(region_lock_take, region_lock_give, region_lock_give);
+    vt__forksafe_register(&region_lock);
 }
 
 /* Remember bucket's region. Takes region_lock; copies both strings. */
@@ -68,7 +58,7 @@ static void region_remember(const char *bucket, const char *region)
         free(r);
         return;
     }
-    pthread_once(&region_once, region_atfork);
+    pthread_once(&region_once, region_forksafe);
     pthread_mutex_lock(&region_lock);
     size_t slot = REGION_TABLE_CAP;
     for (size_t i = 0; i < REGION_TABLE_CAP; i++) {
@@ -97,7 +87,7 @@ static void region_remember(const char *bucket, const char *region)
 static char *region_lookup(const char *bucket)
 {
     char *r = NULL;
-    pthread_once(&region_once, region_atfork);
+    pthread_once(&region_once, region_forksafe);
     pthread_mutex_lock(&region_lock);
     for (size_t i = 0; i < REGION_TABLE_CAP; i++) {
         if (region_table[i].bucket && !strcmp(region_table[i].bucket, bucket)) {
