@@ -121,7 +121,8 @@ static void test_cli_parser(void **state)
         "-5", "abc", "10^9", "--platform", "lambda", "cloudrun", "--cpus", "1.5", "--workers",
         "3", "--format", "json", "k8s-yaml", "--no-plugin", "--", "env", "--memory=", "=",
         "--count", "--interval", "0.1", "--json", "-v", "--help", "", "--workload", "tiles",
-        "--format=json", "--memory=99999999999999999999", "--cpus=nan", "--interval=1e9"
+        "--format=json", "--memory=99999999999999999999", "--cpus=nan", "--interval=1e9",
+        "stats", "--dir", "--clean", "--stats-dir", "--dir=", "/tmp"
     };
     const int nw = (int)(sizeof words / sizeof words[0]);
     char err[1024];
@@ -141,6 +142,10 @@ static void test_cli_parser(void **state)
             if (o.command && !strcmp(o.command, "exec") && !o.help)
                 assert_non_null(o.cmd);
             assert_true(o.memory_mb >= 0 && o.memory_mb <= VT_SIZE_MAX_MEMORY_MB);
+            if (o.clean && !o.help)
+                assert_string_equal(o.command, "stats");
+            if (o.stats_dir)
+                assert_true(o.stats_dir[0] != '\0');
         } else {
             assert_int_equal(rc, VT_EXIT_USAGE);
             assert_true(err[0] != '\0');
