@@ -66,6 +66,23 @@ static void print_creds(const vt_creds *c)
     fflush(stdout);
 }
 
+/* vt__creds_get and print one line, prefixed by who ("" for none). 0 on
+ * success, -1 with the error on stderr. */
+static int get_and_print(const char *who)
+{
+    vt_creds c;
+    char err[1024];
+    if (vt__creds_get(&c, err, sizeof(err))) {
+        fprintf(stderr, "vt_creds_probe: %s%s%s\n", who, *who ? ": " : "", err);
+        return -1;
+    }
+    if (*who)
+        printf("%s ", who);
+    print_creds(&c);
+    vt__creds_clear(&c);
+    return 0;
+}
+
 static int cmd_creds(int argc, char **argv)
 {
     long repeat = 1, sleep_s = 0;
@@ -181,8 +198,7 @@ static int start_held_refresh(pthread_t *t, vt_creds *later)
 static int cmd_hold(int argc, char **argv)
 {
     long readers = 3;
-    vt_creds first, later = {0};
-    char err[1024];
+    vt_creds later = {0};
     pthread_t t;
     if (argc == 2 && !strcmp(argv[0], "--readers")) {
         if (parse_int(argv[1], 1, 100, &readers))
@@ -194,72 +210,49 @@ static int cmd_hold(int argc, char **argv)
         return usage();
     alarm(20); /* a stalled reader never returns: fail, don't hang */
     /* 1. Initial credentials (the server answers at once). */
-    if (vt__creds_get(&first, err, sizeof(err))) {
-        fprintf(stderr, "vt_creds_probe: %s\n", err);
+    if (get_and_print(""))
         return 1;
-    }
-    print_creds(&first);
     /* 2. After the refresh interval, a refresh the server holds. */
     if (start_held_refresh(&t, &later))
         return 1;
     /* 3. Readers while the refresh is held: they must not wait for it. */
-    for (long i = 0; i < readers; i++) {
-        vt_creds c;
-        if (vt__creds_get(&c, err, sizeof(err))) {
-            fprintf(stderr, "vt_creds_probe: reader: %s\n", err);
+    for (long i = 0; i < readers; i++)
+        if (get_and_print("reader"))
             return 1;
-        }
-        printf("reader ");
-        print_creds(&c);
-        vt__creds_clear(&c);
-    }
     control("release");
     pthread_join(t, NULL);
     printf("refresher ");
     print_creds(&later);
-    vt__creds_clear(&first);
     vt__creds_clear(&later);
     return 0;
 }
 
 static int cmd_fork(void)
 {
-    vt_creds first, later = {0};
-    char err[1024];
+    vt_creds later = {0};
     pthread_t t;
     int status = 0;
     if (!getenv("VT_PROBE_CONTROL"))
         return usage();
     alarm(40);
-    if (vt__creds_get(&first, err, sizeof(err))) {
-        fprintf(stderr, "vt_creds_probe: %s\n", err);
+    if (get_and_print(""))
         return 1;
-    }
-    print_creds(&first);
     if (start_held_refresh(&t, &later))
         return 1;
     pid_t pid = fork();
     if (pid < 0)
         return 1;
     if (pid == 0) {
-        vt_creds c;
         alarm(10);
-        if (vt__creds_get(&c, err, sizeof(err))) {
-            fprintf(stderr, "vt_creds_probe: child: %s\n", err);
-            _exit(1);
-        }
-        printf("child ");
-        print_creds(&c);
-        vt__creds_clear(&c);
+        int rc = get_and_print("child") ? 1 : 0;
         vt__engine_shutdown();
-        _exit(0);
+        _exit(rc);
     }
     waitpid(pid, &status, 0);
     printf("child-exit=%d\n", WIFEXITED(status) ? WEXITSTATUS(status) : 128);
     fflush(stdout);
     control("release");
     pthread_join(t, NULL);
-    vt__creds_clear(&first);
     vt__creds_clear(&later);
     return 0;
 }
