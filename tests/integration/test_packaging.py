@@ -3,7 +3,8 @@
 
 1. `cmake --install` into a DESTDIR stage: the exact file list, and the staged
    plugin and tunerd work from there (GDAL loads the plugin from the staged
-   gdalplugins dir; tunerd reads the staged profiles with no environment).
+   gdalplugins dir; tunerd reads the staged profiles with no environment);
+   docs/packaging.md's environment block is what that tunerd prints.
 2. The Lambda layer (packaging/lambda/build-layer.sh): the zip's file list and
    modes, unzipped: tunerd sizes a 10,240 MB function, the exec wrapper finds
    its sibling tunerd, local GDAL and rasterio load the plugin from lib/gdalplugins;
@@ -169,6 +170,18 @@ def test_staged_tunerd_finds_its_profiles_with_no_environment(staged, tmp_path):
     p = run([copy / "bin/tunerd", "profile", "--memory", "1769", "--format", "json"])
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["note"] == "staged copy read"
+
+
+def test_docs_environment_block_is_what_tunerd_prints(staged):
+    """docs/packaging.md's TiTiler environment is the installed tunerd's output
+    for the command named in its marker comment, line for line."""
+    _, root, _ = staged
+    text = (REPO / "docs" / "packaging.md").read_text()
+    m = re.search(r"<!-- packaging-env: tunerd (.*?) -->\n```\n(.*?)```", text, re.S)
+    assert m, "docs/packaging.md has no packaging-env block"
+    p = run([root / "bin/tunerd", *shlex.split(m.group(1))])
+    assert p.returncode == 0, p.stderr
+    assert m.group(2).splitlines() == p.stdout.splitlines()
 
 
 # ---------------------------------------------------------------- Lambda layer
