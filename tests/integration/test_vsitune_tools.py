@@ -14,7 +14,7 @@ import urllib.parse
 
 import pytest
 
-from test_vsitune_helpers import (Worker, by_vsitune, kinds, last_seq, not_by_vsitune, run_local,
+from test_vsitune_helpers import (TEST_UA, Worker, by_vsitune, kinds, last_seq, not_by_vsitune, run_local,
                                   s3path, sigcheck)  # noqa: F401 (autouse fixture)
 
 
@@ -24,7 +24,7 @@ def _public_get(lab, key):
     port = lab.info["endpoints"]["h1"]["port"]
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
-        conn.request("GET", "/public/" + urllib.parse.quote(key))
+        conn.request("GET", "/public/" + urllib.parse.quote(key), headers={"User-Agent": TEST_UA})
         resp = conn.getresponse()
         return resp.status, resp.read()
     finally:

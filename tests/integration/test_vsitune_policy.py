@@ -1,0 +1,52 @@
+"""test_vsitune_policy.py: what vsitune asks the server, and what it answers itself.
+
+Issue 3's "open without waste" and S3 semantics, from the lab's log: a region
+redirect is retried once and remembered; stat of a name whose extension is not
+allowed costs no request (configurable, GDAL's own option honoured); the sidecar
+opt-in brings stock GDAL's listing back.
+"""
+
+from test_vsitune_helpers import (Worker, by_vsitune, kinds, not_by_vsitune, s3path,
+                                  sigcheck)  # noqa: F401 (autouse fixture)
+
+
+def test_wrong_region_is_retried_once_and_remembered(lab, small_cog, sigcheck):
+    sigcheck.allowed = {"ok", "bad"}  # the first request is signed for eu-west-1
+    with Worker(lab, extra={"AWS_REGION": "eu-west-1"}) as w:
+        got = w.call("result = [gdal.Open(p).RasterXSize, gdal.VSIStatL(q) is None]",
+                     p=s3path(small_cog), q="/vsis3/lab/elsewhere/none.tif")
+    assert got == [2048, True]
+    log = lab.log()
+    assert [(e["status"], e["sig"]) for e in log] == [(400, "bad"), (206, "ok"), (404, "ok")]
+    assert log[0]["error"] == "AuthorizationHeaderMalformed"
+    assert log[0]["range"] == log[1]["range"] and log[2]["key"] == "elsewhere/none.tif"
+    assert not_by_vsitune(log) == []
+
+
+def test_allowed_extensions_option(lab, small_cog):
+    lab.put_object("lab", "ext/data.bin", b"x" * 5000)
+    code = "result = [None if st is None else st.size for st in map(gdal.VSIStatL, paths)]"
+    paths = [s3path(small_cog), "/vsis3/lab/ext/data.bin"]
+    with Worker(lab, extra={"VSITUNE_ALLOWED_EXTENSIONS": ".bin"}) as w:
+        got = w.call(code, paths=paths)
+    assert got == [None, 5000]
+    assert [e["key"] for e in lab.log()] == ["ext/data.bin"]
+    lab.reset()
+    with Worker(lab, extra={"CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".bin"}) as w:
+        got = w.call(code, paths=paths)
+    assert got == [None, 5000]
+    assert [e["key"] for e in lab.log()] == ["ext/data.bin"]
+    lab.reset()
+    with Worker(lab) as w:  # defaults: .tif yes, .bin no
+        got = w.call(code, paths=paths)
+    assert got == [small_cog["size"], None]
+    assert [e["key"] for e in lab.log()] == [small_cog["key"]]
+
+
+def test_sidecars_opt_in_lists_like_stock(lab, gdal, small_cog):
+    cp, _ = gdal.run(["gdalinfo", s3path(small_cog)], vsitune=True,
+                     extra={"VSITUNE_SIDECARS": "YES"})
+    assert cp.returncode == 0, cp.stderr
+    log = lab.log()
+    assert "LIST" in kinds(log)
+    assert [e["kind"] for e in by_vsitune(log)] == ["GET_RANGE"]
