@@ -220,8 +220,9 @@ static int parse_v1_cpu(const char *dir, const char *file, double *v, char *src)
     long long quota, period;
 
     (void)file;
-    snprintf(p, sizeof p, "%s/cpu.cfs_quota_us", dir);
-    snprintf(q, sizeof q, "%s/cpu.cfs_period_us", dir);
+    if (snprintf(p, sizeof p, "%s/cpu.cfs_quota_us", dir) >= (int)sizeof p ||
+        snprintf(q, sizeof q, "%s/cpu.cfs_period_us", dir) >= (int)sizeof q)
+        return -1; /* a path too long to be a cgroup's */
     if (read_small(p, b, sizeof b))
         return -1;
     quota = strtoll(b, NULL, 10);
