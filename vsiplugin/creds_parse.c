@@ -182,16 +182,24 @@ out:
     return err;
 }
 
-vt_err vt__creds_parse_sts_xml(const char *body, size_t len, vt_creds *out)
+typedef char *(*field_getter)(const char *body, size_t len, const char *name);
+
+/* The four fields through get (XML or JSON); the token field's name differs. */
+static vt_err parse_fields(const char *body, size_t len, vt_creds *out,
+                           field_getter get, const char *token_name)
 {
     out->access_key = out->secret_key = out->session_token = NULL;
     out->expiration = 0;
     if (!body)
         return VT_EPROTO;
-    return fill(out, vt__xml_tag(body, len, "AccessKeyId"),
-                vt__xml_tag(body, len, "SecretAccessKey"),
-                vt__xml_tag(body, len, "SessionToken"),
-                vt__xml_tag(body, len, "Expiration"));
+    return fill(out, get(body, len, "AccessKeyId"),
+                get(body, len, "SecretAccessKey"), get(body, len, token_name),
+                get(body, len, "Expiration"));
+}
+
+vt_err vt__creds_parse_sts_xml(const char *body, size_t len, vt_creds *out)
+{
+    return parse_fields(body, len, out, vt__xml_tag, "SessionToken");
 }
 
 /* ---- JSON ------------------------------------------------------------- */
@@ -317,20 +325,16 @@ char *vt__json_get_string(const char *body, size_t len, const char *key)
 
 vt_err vt__creds_parse_json(const char *body, size_t len, vt_creds *out)
 {
-    out->access_key = out->secret_key = out->session_token = NULL;
-    out->expiration = 0;
-    if (!body)
-        return VT_EPROTO;
     /* IMDS adds "Code": "Success"; anything else there is a failure. */
-    char *code = vt__json_get_string(body, len, "Code");
+    char *code = body ? vt__json_get_string(body, len, "Code") : NULL;
     int bad = code && strcmp(code, "Success") != 0;
     free(code);
-    if (bad)
+    if (bad) {
+        out->access_key = out->secret_key = out->session_token = NULL;
+        out->expiration = 0;
         return VT_EPROTO;
-    return fill(out, vt__json_get_string(body, len, "AccessKeyId"),
-                vt__json_get_string(body, len, "SecretAccessKey"),
-                vt__json_get_string(body, len, "Token"),
-                vt__json_get_string(body, len, "Expiration"));
+    }
+    return parse_fields(body, len, out, vt__json_get_string, "Token");
 }
 
 char *vt__imds_first_role(const char *body, size_t len)
