@@ -6,7 +6,7 @@
 // file) before it opens the object, which caps the whole lab near 350 small
 // requests/s on this machine, and makes a LIST of a 224-key prefix read 448
 // files. The object bytes still come from s3rver's own files on every request;
-// only the (bucket exists, object metadata) answers are remembered, and every
+// only the (bucket exists, object metadata, bucket/object config) answers are remembered, and every
 // store call that changes an object or bucket drops them first, so an object
 // replaced mid-test shows its new ETag on the next request.
 //
@@ -23,13 +23,16 @@ function boundedSet(map, key, value) {
 function cacheMetadata(store) {
   const meta = new Map(); // "bucket\0key" -> Promise of metadata
   const buckets = new Map(); // bucket -> Promise of S3Bucket|null
+  const subs = new Map(); // "bucket\0key\0type" -> Promise of config model|null
   const orig = {};
   for (const name of ['getMetadata', 'getBucket', 'putBucket', 'deleteBucket', 'putObject',
-    'copyObject', 'deleteObject', 'putObjectMultipart', 'putMetadata', 'reset']) {
+    'copyObject', 'deleteObject', 'putObjectMultipart', 'putMetadata', 'reset',
+    'getSubresource', 'putSubresource', 'deleteSubresource']) {
     orig[name] = store[name].bind(store);
   }
   const k = (bucket, key) => `${bucket}\0${key}`;
-  const forget = (bucket, key) => meta.delete(k(bucket, key));
+  // Any write also drops every cached config: writes are rare next to reads.
+  const forget = (bucket, key) => { meta.delete(k(bucket, key)); subs.clear(); };
 
   store.getMetadata = (bucket, key) => {
     const id = k(bucket, key);
@@ -56,6 +59,7 @@ function cacheMetadata(store) {
   store.deleteBucket = (bucket) => {
     buckets.delete(bucket);
     meta.clear();
+    subs.clear();
     return orig.deleteBucket(bucket);
   };
   // Forget before and after the write: a GET racing the write may have cached
@@ -70,11 +74,30 @@ function cacheMetadata(store) {
   store.putObjectMultipart = (bucket, uploadId, parts) => {
     // The key is not among the arguments: drop everything (rare path).
     meta.clear();
+    subs.clear();
     return orig.putObjectMultipart(bucket, uploadId, parts).finally(() => meta.clear());
   };
   store.putMetadata = (bucket, key, ...rest) =>
     around(bucket, key, () => orig.putMetadata(bucket, key, ...rest));
-  store.reset = () => { meta.clear(); buckets.clear(); return orig.reset(); };
+  store.getSubresource = (bucket, key, type) => {
+    const id = `${bucket}\0${key || ''}\0${type}`;
+    let p = subs.get(id);
+    if (!p) {
+      p = orig.getSubresource(bucket, key, type);
+      boundedSet(subs, id, p);
+      p.catch(() => { if (subs.get(id) === p) subs.delete(id); });
+    }
+    return p;
+  };
+  store.putSubresource = (bucket, key, resource) => {
+    subs.clear();
+    return orig.putSubresource(bucket, key, resource).finally(() => subs.clear());
+  };
+  store.deleteSubresource = (bucket, key, type) => {
+    subs.clear();
+    return orig.deleteSubresource(bucket, key, type).finally(() => subs.clear());
+  };
+  store.reset = () => { meta.clear(); buckets.clear(); subs.clear(); return orig.reset(); };
   return store;
 }
 
