@@ -195,6 +195,11 @@ class Lab:
         c = self._call("GET", "/connections")
         return c[endpoint] if endpoint else c
 
+    def stats(self):
+        """labd's own CPU time and memory: {"cpu_user_ms", "cpu_system_ms", "rss", ...}.
+        Compare CPU before and after a benchmark to see whether the lab was its limit."""
+        return self._call("GET", "/stats")
+
     def set_delay(self, ms, endpoint=None):
         """One-way delay in ms for one endpoint or all (RTT = 2 x ms)."""
         body = {"ms": ms}

@@ -288,6 +288,15 @@ def test_control_api_rejects_bad_input(lab):
     assert lab._call("GET", "/faults")["rules"] == []
 
 
+def test_stats_report_lab_cpu(lab, pub):
+    before = lab.stats()
+    for _ in range(20):
+        request(lab, "GET", "public", pub)
+    after = lab.stats()
+    assert after["cpu_user_ms"] + after["cpu_system_ms"] > before["cpu_user_ms"] + before["cpu_system_ms"]
+    assert after["rss"] > 10 * 1024 * 1024
+
+
 def test_log_since(lab, pub):
     for _ in range(3):
         request(lab, "HEAD", "public", pub)

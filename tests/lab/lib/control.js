@@ -6,6 +6,7 @@
 //   GET    /log[?since=SEQ]           {"requests": [...]}
 //   GET    /counts[?endpoint=E]       {"LIST": n, "HEAD": n, "GET_RANGE": n, ..., "bytes": n}
 //   GET    /connections               {"h1": {"accepted": n, "open": n, "delay_ms": d}, ...}
+//   GET    /stats                     labd's own CPU time (ms) and memory (bytes)
 //   POST   /reset                     clear log, connection counts, faults; delay back to start value
 //   POST   /delay {"ms": N[, "endpoint": E]}        one-way delay (RTT = 2 x ms)
 //   POST   /fault {"kind": K, "count": N, "method": M, "key": S, "request_kind": K,
@@ -50,6 +51,12 @@ function createControlServer(lab) {
     'GET /counts': async (req, url) => lab.log.counts(url.searchParams.get('endpoint')),
     'GET /connections': async () => lab.connections(),
     'POST /reset': async () => { lab.reset(); return { ok: true }; },
+    'GET /stats': async () => {
+      const cpu = process.cpuUsage();
+      const mem = process.memoryUsage();
+      return { cpu_user_ms: cpu.user / 1000, cpu_system_ms: cpu.system / 1000, rss: mem.rss,
+        heap_used: mem.heapUsed, uptime_s: process.uptime() };
+    },
     'POST /delay': async (req) => {
       const b = await readJson(req);
       if (!(Number(b.ms) >= 0)) throw new BadRequest('delay needs "ms" >= 0');
