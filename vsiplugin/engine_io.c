@@ -430,7 +430,9 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
             if (ra > delay)
                 delay = ra;
         }
-        snprintf(x->retry_why, sizeof(x->retry_why), "%.150s", v.why);
+        snprintf(x->retry_why, sizeof(x->retry_why),
+                 "%.100s (status %ld, %zu body bytes, HTTP/%d)", v.why,
+                 x->hdr_status, x->len, ver);
         x->due = now_s() + delay;
         atomic_fetch_add(&vt__eng_st_retries, 1);
         timer_insert(e, x);
