@@ -59,7 +59,10 @@ def sec_machine(r):
             ("Python", m.get("python")),
             ("load average at start (1/5/15 min)", " / ".join(str(v) for v in m.get("loadavg_at_start", []))),
             ("load average at end", " / ".join(str(v) for v in r["meta"].get("loadavg_at_end", [])) or "–"),
-            ("date (UTC)", r["meta"]["date"]), ("commit", r["meta"].get("commit") or "–"),
+            ("date (UTC)", r["meta"]["date"]),
+            ("code measured", f"commit {r['meta'].get('commit') or '–'}" +
+             (", built from a clean `git archive` (`--snapshot`)" if r["meta"].get("snapshot") else
+              f", build dir {r['meta'].get('build_dir', '–')}")),
             ("suite duration", f(r["meta"].get("duration_s"), 0, " s")),
             ("fixture", f"{fx.get('name')} COG {fx.get('width')}x{fx.get('height')} uint16, 512x512 "
                         f"DEFLATE tiles, {f(fx.get('bytes'))} bytes, beside 224 sibling keys")]

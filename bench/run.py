@@ -50,7 +50,7 @@ QUICK = dict(FULL, **{
     "rtts_ms": [20], "protocols": ["h2"], "cold_reps": 1, "pool_timeout": 40,
     "tile_threads": [4], "tile_requests": {"4": 8}, "tile_reps": 1,
     "pool_workers": [2], "pool_cols": 2, "pool_rows": 2,
-    "soak_requests": 16, "cpu_windows": 2, "tunerd_runs": 5, "load_runs": 2,
+    "soak_requests": 16, "cpu_windows": 1, "tunerd_runs": 5, "load_runs": 2,
 })
 
 SCENARIOS = [
@@ -77,6 +77,9 @@ def parse_args(argv):
     ap.add_argument("--docs", help="where performance.md and img/ go (default: docs/, "
                     "or <build>/bench-quick/ with --quick)")
     ap.add_argument("--no-render", action="store_true", help="write the JSON only")
+    ap.add_argument("--snapshot", action="store_true",
+                    help="measure the committed code: build the plugin and tunerd from "
+                    "`git archive HEAD` in a directory of their own (ignores --build-dir)")
     a = ap.parse_args(argv)
     known = {n for n, _, _ in SCENARIOS}
     a.only = [s.strip() for s in a.only.split(",") if s.strip()]
@@ -90,8 +93,38 @@ def parse_args(argv):
     return a
 
 
+def snapshot_build():
+    """Export HEAD (git archive) to /tmp/vtbench-snapshot-<commit>/src and build
+    gdal_vsitune and tunerd there, so work in progress in the work tree is not
+    what gets measured. Returns (build dir, commit). Raises RuntimeError with the
+    failing command's output."""
+    import subprocess
+    commit = subprocess.run(["git", "-C", str(common.REPO), "rev-parse", "HEAD"], check=True,
+                            capture_output=True, text=True).stdout.strip()
+    root = Path(f"/tmp/vtbench-snapshot-{commit[:12]}")
+    src, build = root / "src", root / "build"
+    steps = []
+    if not (src / "CMakeLists.txt").is_file():
+        src.mkdir(parents=True, exist_ok=True)
+        steps.append(f"git -C {common.REPO} archive {commit} | tar -x -C {src}")
+    steps.append(f"cmake -S {src} -B {build} -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null")
+    steps.append(f"cmake --build {build} -j2 --target gdal_vsitune tunerd >/dev/null")
+    for cmd in steps:
+        cp = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True)
+        if cp.returncode != 0:
+            raise RuntimeError(f"{cmd}: {(cp.stdout + cp.stderr)[-2000:]}")
+    return build, commit
+
+
 def main(argv=None):
     a = parse_args(argv)
+    commit = None
+    if a.snapshot:
+        try:
+            a.build_dir, commit = snapshot_build()
+        except (RuntimeError, OSError) as e:
+            print(f"bench: --snapshot build failed: {e}", file=sys.stderr)
+            return 2
     plugin = Path(a.build_dir) / "vsiplugin" / "gdal_vsitune.so"
     if not plugin.is_file():
         print(f"bench: {plugin} is not built; build first (scripts/setup.sh, or cmake "
@@ -107,7 +140,8 @@ def main(argv=None):
     t_start = time.monotonic()
     results = {
         "meta": {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                 "quick": a.quick, "commit": common.git_commit(), "machine": common.machine(),
+                 "quick": a.quick, "commit": (commit[:7] if commit else common.git_commit()),
+                 "snapshot": a.snapshot, "machine": common.machine(),
                  "params": p, "contenders": {c: common.LABELS[c] for c in common.CONTENDERS},
                  "tuned_env": common.TUNED, "build_dir": str(Path(a.build_dir).resolve()),
                  "plugin_sha256": common.sha256(plugin)},

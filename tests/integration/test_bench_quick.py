@@ -33,9 +33,9 @@ def quick(tmp_path_factory):
     if not lab_client.plugin_built():
         pytest.skip(f"gdal_vsitune.so not built in {lab_client.plugin_dir()}")
     out = tmp_path_factory.mktemp("bench")
-    # 400 s: a liveness bound on a loaded 2-core machine, not a timing assertion.
+    # 600 s: a liveness bound on a loaded 2-core machine, not a timing assertion.
     cp = _run(["--quick", "--build-dir", lab_client.build_dir(), "--out", out / "results.json",
-               "--docs", out / "docs"], timeout=400)
+               "--docs", out / "docs"], timeout=600)
     return cp, out
 
 
