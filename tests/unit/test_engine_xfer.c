@@ -1,0 +1,333 @@
+/* test_engine_xfer.c: unit tests of one transfer's response handling
+ * (engine_xfer.c) without a network: header lines and body bytes are fed
+ * to the same callbacks curl calls, then the verdict is checked. Covers what
+ * the engine must never get wrong: a short body reported complete (curl 7.88
+ * on a stream cut by RST/GOAWAY), a Content-Range that does not match the
+ * request, a body over its bound, transient statuses, and headers in any
+ * case or repeated across 1xx responses. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "engine_int.h"
+
+struct fixture {
+    vt_http_req req;
+    struct vt_eng_xfer x;
+    const char *hdrs[4];
+    char range[64];
+};
+
+/* A range GET of [first, last] expecting exactly that many bytes. */
+static void setup_range(struct fixture *f, uint64_t first, uint64_t last)
+{
+    memset(f, 0, sizeof(*f));
+    snprintf(f->range, sizeof(f->range), "Range: bytes=%llu-%llu",
+             (unsigned long long)first, (unsigned long long)last);
+    f->hdrs[0] = f->range;
+    f->req.method = "GET";
+    f->req.url = "https://example.invalid/b/k";
+    f->req.headers = f->hdrs;
+    f->req.expect_len = last - first + 1;
+    f->x.req = &f->req;
+    f->x.has_req_range = 1;
+    f->x.req_first = first;
+    f->x.req_last = last;
+    f->x.content_length = -1;
+}
+
+static void teardown(struct fixture *f)
+{
+    vt__eng_reset_attempt(&f->x);
+    free(f->x.buf);
+}
+
+static void header(struct fixture *f, const char *line)
+{
+    size_t n = strlen(line);
+    char *copy = malloc(n); /* not NUL-terminated, as curl passes it */
+
+    assert_non_null(copy);
+    memcpy(copy, line, n);
+    assert_int_equal(vt__eng_on_header(copy, 1, n, &f->x), n);
+    free(copy);
+}
+
+/* Feed n bytes of pattern; returns what the callback returned. */
+static size_t body(struct fixture *f, size_t n)
+{
+    unsigned char *b = malloc(n ? n : 1);
+    size_t r;
+
+    assert_non_null(b);
+    for (size_t i = 0; i < n; i++)
+        b[i] = (unsigned char)(f->x.len + i);
+    r = vt__eng_on_write((char *)b, 1, n, &f->x);
+    free(b);
+    return r;
+}
+
+static void judge(struct fixture *f, struct vt_eng_verdict *v)
+{
+    memset(v, 0, sizeof(*v));
+    vt__eng_judge_status(&f->x, v);
+}
+
+static void good_206(void **state)
+{
+    struct fixture f;
+    struct vt_eng_verdict v;
+
+    setup_range(&f, 100, 199);
+    header(&f, "HTTP/2 206 \r\n");
+    header(&f, "content-range: bytes 100-199/5000\r\n");
+    header(&f, "Content-Length: 100\r\n");
+    header(&f, "ETag:   \"abc\"  \r\n");
+    header(&f, "X-Amz-Bucket-Region: eu-west-3\r\n");
+    header(&f, "\r\n");
+    assert_int_equal(body(&f, 60), 60);
+    assert_int_equal(body(&f, 40), 40);
+    judge(&f, &v);
+    assert_int_equal(v.err, VT_OK);
+    assert_int_equal(f.x.len, 100);
+    for (size_t i = 0; i < 100; i++)
+        assert_int_equal(f.x.buf[i], (unsigned char)i);
+    assert_string_equal(f.x.etag, "\"abc\"");
+    assert_string_equal(f.x.region, "eu-west-3");
+    assert_int_equal(f.x.content_length, 100);
+    teardown(&f);
+}
+
+static void short_body_is_transient(void **state)
+{
+    struct fixture f;
+    struct vt_eng_verdict v;
+
+    /* Content-Range promises 100 bytes; the stream ended after 64 and
+     * carried no Content-Length (h2 may omit it). */
+    setup_range(&f, 0, 99);
+    header(&f, "HTTP/2 206\r\n");
+    header(&f, "Content-Range: bytes 0-99/1000\r\n");
+    body(&f, 64);
+    judge(&f, &v);
+    assert_int_equal(v.err, VT_EPROTO);
+    assert_true(v.transient);
+    assert_non_null(strstr(v.why, "truncated"));
+    teardown(&f);
+
+    /* Same with Content-Length: the length check catches it first. */
+    setup_range(&f, 0, 99);
+    header(&f, "HTTP/1.1 206 Partial Content\r\n");
+    header(&f, "Content-Range: bytes 0-99/1000\r\n");
+    header(&f, "Content-Length: 100\r\n");
+    body(&f, 99);
+    judge(&f, &v);
+    assert_int_equal(v.err, VT_EPROTO);
+    assert_true(v.transient);
+    teardown(&f);
+
+    /* A 200 cut short against its Content-Length. */
+    setup_range(&f, 0, 99);
+    f.x.has_req_range = 0;
+    f.req.expect_len = 0;
+    header(&f, "HTTP/1.1 200 OK\r\n");
+    header(&f, "Content-Length: 5000\r\n");
+    body(&f, 4096);
+    judge(&f, &v);
+    assert_int_equal(v.err, VT_EPROTO);
+    assert_true(v.transient);
+    teardown(&f);
+}
+
+static void range_mismatch_is_permanent(void **state)
+{
+    struct fixture f;
+    struct vt_eng_verdict v;
+
+    /* The server answered another range than asked. */
+    setup_range(&f, 100, 199);
+    header(&f, "HTTP/2 206\r\n");
+    header(&f, "Content-Range: bytes 0-99/1000\r\n");
+    body(&f, 100);
+    judge(&f, &v);
+    assert_int_equal(v.err, VT_EPROTO);
+    assert_false(v.transient);
+    teardown(&f);
+
+    /* A range past the end, answered short: not the exact length asked. */
+    setup_range(&f, 900, 1099);
+    header(&f, "HTTP/2 206\r\n");
+    header(&f, "Content-Range: bytes 900-999/1000\r\n");
+    body(&f, 100);
+    judge(&f, &v);
+    assert_int_equal(v.err, VT_EPROTO);
+    assert_false(v.transient);
+    teardown(&f);
+
+    /* 206 without (or with garbage) Content-Range. */
+    setup_range(&f, 0, 9);
+    header(&f, "HTTP/2 206\r\n");
+    body(&f, 10);
+    judge(&f, &v);
+    assert_int_equal(v.err, VT_EPROTO);
+    assert_false(v.transient);
+    teardown(&f);
+
+    setup_range(&f, 0, 9);
+    header(&f, "HTTP/2 206\r\n");
+    header(&f, "Content-Range: bytes 0-9/5 \r\n");
+    body(&f, 10);
+    judge(&f, &v);
+    assert_int_equal(v.err, VT_EPROTO);
+    teardown(&f);
+}
+
+static void body_over_bound(void **state)
+{
+    struct fixture f;
+    struct vt_eng_verdict v;
+
+    /* A 206 longer than the exact length asked: the callback refuses. */
+    setup_range(&f, 0, 99);
+    header(&f, "HTTP/2 206\r\n");
+    header(&f, "Content-Range: bytes 0-99/1000\r\n");
+    assert_int_equal(body(&f, 80), 80);
+    assert_int_equal(body(&f, 80), 0);
+    assert_true(f.x.overflow);
+    memset(&v, 0, sizeof(v));
+    vt__eng_judge_curl(CURLE_WRITE_ERROR, &f.x, &v);
+    assert_int_equal(v.err, VT_EPROTO);
+    assert_false(v.transient);
+    assert_true(v.kill_conn);
+    teardown(&f);
+
+    /* max_body bounds a 200. */
+    setup_range(&f, 0, 99);
+    f.req.max_body = 1000;
+    header(&f, "HTTP/1.1 200 OK\r\n");
+    assert_int_equal(body(&f, 1000), 1000);
+    assert_int_equal(body(&f, 1), 0);
+    teardown(&f);
+
+    /* An error document is cut at the bound, not failed. */
+    setup_range(&f, 0, 99);
+    f.req.max_body = 1000;
+    header(&f, "HTTP/1.1 403 Forbidden\r\n");
+    assert_int_equal(body(&f, 700), 700);
+    assert_int_equal(body(&f, 700), 700);
+    assert_int_equal(f.x.len, 1000);
+    assert_false(f.x.overflow);
+    teardown(&f);
+}
+
+static void statuses(void **state)
+{
+    static const long transient[] = {429, 500, 502, 503, 504};
+    static const long answers[] = {301, 400, 403, 404, 412, 416};
+    struct fixture f;
+    struct vt_eng_verdict v;
+    char line[64];
+
+    for (size_t i = 0; i < sizeof(transient) / sizeof(transient[0]); i++) {
+        setup_range(&f, 0, 9);
+        snprintf(line, sizeof(line), "HTTP/1.1 %ld Whatever\r\n", transient[i]);
+        header(&f, line);
+        header(&f, "Retry-After: 3\r\n");
+        body(&f, 20);
+        judge(&f, &v);
+        assert_int_equal(v.err, VT_ETRANSIENT);
+        assert_true(v.transient);
+        assert_string_equal(f.x.retry_after, "3");
+        teardown(&f);
+    }
+    /* Other statuses are answers for the caller to map. */
+    for (size_t i = 0; i < sizeof(answers) / sizeof(answers[0]); i++) {
+        setup_range(&f, 0, 9);
+        snprintf(line, sizeof(line), "HTTP/2 %ld\r\n", answers[i]);
+        header(&f, line);
+        body(&f, 20);
+        judge(&f, &v);
+        assert_int_equal(v.err, VT_OK);
+        assert_false(v.transient);
+        teardown(&f);
+    }
+}
+
+static void status_line_resets_headers(void **state)
+{
+    struct fixture f;
+    struct vt_eng_verdict v;
+
+    /* Headers of a 100 Continue do not leak into the final response. */
+    setup_range(&f, 0, 9);
+    header(&f, "HTTP/1.1 100 Continue\r\n");
+    header(&f, "ETag: \"interim\"\r\n");
+    header(&f, "Retry-After: 9\r\n");
+    header(&f, "\r\n");
+    header(&f, "HTTP/1.1 206 Partial Content\r\n");
+    header(&f, "CONTENT-RANGE: bytes 0-9/10\r\n");
+    header(&f, "no colon here\r\n");
+    header(&f, "Content-Length: 10 trailing\r\n"); /* unparsable: ignored */
+    body(&f, 10);
+    judge(&f, &v);
+    assert_int_equal(v.err, VT_OK);
+    assert_null(f.x.etag);
+    assert_null(f.x.retry_after);
+    assert_int_equal(f.x.hdr_status, 206);
+    assert_int_equal(f.x.content_length, -1);
+    teardown(&f);
+}
+
+static void curl_errors(void **state)
+{
+    static const struct {
+        CURLcode rc;
+        vt_err err;
+        int transient;
+    } cases[] = {
+        {CURLE_OPERATION_TIMEDOUT, VT_ETIMEDOUT, 1},
+        {CURLE_COULDNT_CONNECT, VT_ENETWORK, 1},
+        {CURLE_COULDNT_RESOLVE_HOST, VT_ENETWORK, 1},
+        {CURLE_RECV_ERROR, VT_ETRANSIENT, 1},
+        {CURLE_PARTIAL_FILE, VT_ETRANSIENT, 1},
+        {CURLE_HTTP2_STREAM, VT_ETRANSIENT, 1},
+        {CURLE_GOT_NOTHING, VT_ETRANSIENT, 1},
+        {CURLE_PEER_FAILED_VERIFICATION, VT_ENETWORK, 0},
+        {CURLE_SSL_CACERT_BADFILE, VT_ENETWORK, 0},
+        {CURLE_URL_MALFORMAT, VT_EINVAL, 0},
+        {CURLE_UNSUPPORTED_PROTOCOL, VT_EINVAL, 0},
+    };
+    struct fixture f;
+    struct vt_eng_verdict v;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        setup_range(&f, 0, 9);
+        memset(&v, 0, sizeof(v));
+        vt__eng_judge_curl(cases[i].rc, &f.x, &v);
+        assert_int_equal(v.err, cases[i].err);
+        assert_int_equal(v.transient, cases[i].transient);
+        assert_true(v.why[0] != '\0');
+        /* only a timeout (or our own abort) retires the connection */
+        assert_int_equal(v.kill_conn, cases[i].rc == CURLE_OPERATION_TIMEDOUT);
+        teardown(&f);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(good_206),
+        cmocka_unit_test(short_body_is_transient),
+        cmocka_unit_test(range_mismatch_is_permanent),
+        cmocka_unit_test(body_over_bound),
+        cmocka_unit_test(statuses),
+        cmocka_unit_test(status_line_resets_headers),
+        cmocka_unit_test(curl_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
