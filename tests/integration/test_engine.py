@@ -245,3 +245,27 @@ def test_range_answered_short_is_an_error(lab, vt_fetch, obj):
     assert "does not match the requested range" in res["message"]
     assert res["retries"] == 0
     assert len(gets_for(lab, key)) == 1
+
+
+@pytest.mark.parametrize("args", [[], ["-t", "0", "http://x/"], ["-r", "9-1", "http://x/"],
+                                  ["-l", "abc", "http://x/"], ["--bogus", "http://x/"]])
+def test_bad_usage_is_a_clear_error(vt_fetch, args):
+    cp = subprocess.run([vt_fetch] + args, capture_output=True, text=True, timeout=30)
+    assert cp.returncode == 2
+    assert "usage" in cp.stderr or "bad value" in cp.stderr
+
+
+def test_nothing_listening_is_a_network_error(vt_fetch):
+    """Connection refused: retried (it may be a blip), then a clear network error."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    env = lab_client.gdal_env({}, extra={"GDAL_HTTP_RETRY_DELAY": "0.01"})
+    cp = subprocess.run([vt_fetch, "-r", "0-9", "-R", "2", f"http://127.0.0.1:{port}/b/k"],
+                        env=env, capture_output=True, text=True, timeout=60)
+    res = json.loads(cp.stdout.splitlines()[0])
+    assert cp.returncode == 1
+    assert res["first_err"] == "network error, retries exhausted"
+    assert res["requests"] == 3 and res["retries"] == 2
