@@ -178,13 +178,20 @@ static int walk_min(const char *dir, const char *top, const char *file,
     return any;
 }
 
+/* dir + "/" + file into out; -1 when it does not fit (no cgroup path is
+ * that long: refuse rather than read a truncated name). */
+static int join_path(char *out, size_t n, const char *dir, const char *file)
+{
+    int w = snprintf(out, n, "%s/%s", dir, file);
+    return w < 0 || (size_t)w >= n ? -1 : 0;
+}
+
 static int parse_v1_mem(const char *dir, const char *file, double *v, char *src)
 {
     char p[PATH_MAX], b[64];
     char *end;
 
-    snprintf(p, sizeof p, "%s/%s", dir, file);
-    if (read_small(p, b, sizeof b))
+    if (join_path(p, sizeof p, dir, file) || read_small(p, b, sizeof b))
         return -1;
     long long x = strtoll(b, &end, 10);
     if (end == b)
@@ -201,8 +208,7 @@ static int parse_v2_mem(const char *dir, const char *file, double *v, char *src)
     char p[PATH_MAX], b[64];
     char *end;
 
-    snprintf(p, sizeof p, "%s/%s", dir, file);
-    if (read_small(p, b, sizeof b))
+    if (join_path(p, sizeof p, dir, file) || read_small(p, b, sizeof b))
         return -1;
     vt__seterr(src, VT_DETECT_SRC_MAX, "%s", p);
     if (strncmp(b, "max", 3) == 0)
@@ -220,9 +226,9 @@ static int parse_v1_cpu(const char *dir, const char *file, double *v, char *src)
     long long quota, period;
 
     (void)file;
-    if (snprintf(p, sizeof p, "%s/cpu.cfs_quota_us", dir) >= (int)sizeof p ||
-        snprintf(q, sizeof q, "%s/cpu.cfs_period_us", dir) >= (int)sizeof q)
-        return -1; /* a path too long to be a cgroup's */
+    if (join_path(p, sizeof p, dir, "cpu.cfs_quota_us") ||
+        join_path(q, sizeof q, dir, "cpu.cfs_period_us"))
+        return -1;
     if (read_small(p, b, sizeof b))
         return -1;
     quota = strtoll(b, NULL, 10);
@@ -244,8 +250,7 @@ static int parse_v2_cpu(const char *dir, const char *file, double *v, char *src)
     char p[PATH_MAX], b[64], q[32];
     long long period = 100000;
 
-    snprintf(p, sizeof p, "%s/%s", dir, file);
-    if (read_small(p, b, sizeof b))
+    if (join_path(p, sizeof p, dir, file) || read_small(p, b, sizeof b))
         return -1;
     vt__seterr(src, VT_DETECT_SRC_MAX, "%s", p);
     if (sscanf(b, "%31s %lld", q, &period) < 1)

@@ -451,7 +451,6 @@ static vt_err fetch_runs(vt_object *o, vt_cache *c, pinned *p, size_t np,
         reqs[i] = rq[i].req;
     }
     vt__engine_perform_many(nruns, reqs, resps, errs);
-    vt__stats_tick();
 
     for (i = 0; i < nruns; i++) {
         uint64_t off = runs[i].first * bs, j;
@@ -501,6 +500,7 @@ static vt_err fetch_runs(vt_object *o, vt_cache *c, pinned *p, size_t np,
             p[k].role = VT_ROLE_WAIT; /* now settled: wait returns at once */
         }
     }
+    vt__stats_tick(); /* after the fills: the cache counters include them */
     goto out;
 
 fail_all:
