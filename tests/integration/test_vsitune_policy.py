@@ -24,17 +24,17 @@ def test_wrong_region_is_retried_once_and_remembered(lab, small_cog, sigcheck):
 
 
 def test_allowed_extensions_option(lab, small_cog):
-    lab.put_object("lab", "ext/data.bin", b"x" * 5000)
+    lab.put_object("lab", "ext/data.bin", b"x" * 100000)
     code = "result = [None if st is None else st.size for st in map(gdal.VSIStatL, paths)]"
     paths = [s3path(small_cog), "/vsis3/lab/ext/data.bin"]
     with Worker(lab, extra={"VSITUNE_ALLOWED_EXTENSIONS": ".bin"}) as w:
         got = w.call(code, paths=paths)
-    assert got == [None, 5000]
+    assert got == [None, 100000]
     assert [e["key"] for e in lab.log()] == ["ext/data.bin"]
     lab.reset()
     with Worker(lab, extra={"CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".bin"}) as w:
         got = w.call(code, paths=paths)
-    assert got == [None, 5000]
+    assert got == [None, 100000]
     assert [e["key"] for e in lab.log()] == ["ext/data.bin"]
     lab.reset()
     with Worker(lab) as w:  # defaults: .tif yes, .bin no

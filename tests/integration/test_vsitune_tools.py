@@ -175,3 +175,22 @@ def test_tools_exit_cleanly(lab, gdal, small_cog, tool):
     assert stock.returncode == 0 and vt.returncode == 0
     assert stock.stderr == ""
     assert vt.stderr == "", vt.stderr
+
+
+def test_vrt_stored_on_vsis3(lab, gdal, small_cog, tmp_path):
+    # A VRT is a few KB of XML: it lives next to its sources in the bucket and
+    # is opened from there, through vsitune like the GeoTIFFs it points at.
+    vrt = tmp_path / "small.vrt"
+    cp, _ = gdal.run(["gdalbuildvrt", "-q", vrt, s3path(small_cog)], vsitune=True)
+    assert cp.returncode == 0, cp.stderr
+    assert vrt.stat().st_size < 65536
+    lab.put_object("lab", "vrt/small.vrt", vrt)
+    lab.reset()
+    want = run_local(["gdalinfo", "-checksum", small_cog["path"]]).stdout
+    checksum = [ln.strip() for ln in want.splitlines() if "Checksum=" in ln][0]
+    cp, _ = gdal.run(["gdalinfo", "-checksum", "/vsis3/lab/vrt/small.vrt"], vsitune=True)
+    assert cp.returncode == 0, cp.stderr
+    assert checksum in [ln.strip() for ln in cp.stdout.splitlines()]
+    log = lab.log()
+    assert {e["key"] for e in log} == {"vrt/small.vrt", small_cog["key"]}
+    assert not_by_vsitune(log) == [] and set(kinds(log)) == {"GET_RANGE"}
