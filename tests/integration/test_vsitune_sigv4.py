@@ -103,3 +103,20 @@ def test_keys_needing_encoding(lab, small_cog, key):
     assert log and not_by_vsitune(log) == []
     assert {e["key"] for e in log} == {key}  # the lab decoded exactly this key
     assert all(e["status"] == 206 and e["sig"] == "ok" for e in by_vsitune(log))
+
+
+def test_session_token_is_signed(lab, gdal, small_cog, sigcheck):
+    akid, secret, token = "ASIAVSITUNETEMP00001", "temp/secret+key=", "tok/en+==with/slash"
+    lab.register_credentials(akid, secret, token=token)
+    creds = {"AWS_ACCESS_KEY_ID": akid, "AWS_SECRET_ACCESS_KEY": secret}
+    cp, _ = gdal.run(["gdalinfo", s3path(small_cog)], vsitune=True,
+                     extra={**creds, "AWS_SESSION_TOKEN": token})
+    assert cp.returncode == 0, cp.stderr
+    ok = lab.log()
+    assert [(e["akid"], e["sig"], e["status"]) for e in ok] == [(akid, "ok", 206)]
+    sigcheck.allowed = {"ok", "bad"}  # the wrong token below is refused by design
+    lab.reset()
+    cp, _ = gdal.run(["gdalinfo", s3path(small_cog)], vsitune=True,
+                     extra={**creds, "AWS_SESSION_TOKEN": "not-the-token"})
+    assert cp.returncode != 0 and "InvalidToken" in cp.stderr, cp.stderr
+    assert {e["status"] for e in lab.log()} == {403}
