@@ -249,9 +249,16 @@ void vt__eng_judge_status(struct vt_eng_xfer *x, struct vt_eng_verdict *v)
                  x->content_range);
         return;
     }
-    if ((x->req->expect_len && cr.last - cr.first + 1 != x->req->expect_len) ||
+    /* engine.h: a 206 carries exactly expect_len bytes, or fewer only when
+     * the range was clipped at the object's end; anything else (or another
+     * start than asked) is treated as a damaged transfer and retried. */
+    uint64_t got = cr.last - cr.first + 1;
+    int clipped = cr.has_total && cr.last + 1 == cr.total &&
+                  got < x->req->expect_len;
+    if ((x->req->expect_len && got != x->req->expect_len && !clipped) ||
         (x->has_req_range && cr.first != x->req_first)) {
         v->err = VT_EPROTO;
+        v->transient = 1;
         snprintf(v->why, sizeof(v->why),
                  "Content-Range %.80s does not match the requested range",
                  x->content_range);

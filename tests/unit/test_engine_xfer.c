@@ -3,7 +3,7 @@
  * to the same callbacks curl calls, then the verdict is checked. Covers what
  * the engine must never get wrong: a short body reported complete (curl 7.88
  * on a stream cut by RST/GOAWAY), a Content-Range that does not match the
- * request, a body over its bound, transient statuses, and headers in any
+ * request (but a range clipped at the object's end is fine), a body over its bound, transient statuses, and headers in any
  * case or repeated across 1xx responses. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -145,32 +145,52 @@ static void short_body_is_transient(void **state)
     teardown(&f);
 }
 
-static void range_mismatch_is_permanent(void **state)
+static void range_checks(void **state)
 {
     struct fixture f;
     struct vt_eng_verdict v;
 
-    /* The server answered another range than asked. */
+    /* The server answered another range than asked: damaged, retried. */
     setup_range(&f, 100, 199);
     header(&f, "HTTP/2 206\r\n");
     header(&f, "Content-Range: bytes 0-99/1000\r\n");
     body(&f, 100);
     judge(&f, &v);
     assert_int_equal(v.err, VT_EPROTO);
-    assert_false(v.transient);
+    assert_true(v.transient);
     teardown(&f);
 
-    /* A range past the end, answered short: not the exact length asked. */
+    /* Shorter than asked but not at the end of the object: retried. */
+    setup_range(&f, 100, 199);
+    header(&f, "HTTP/2 206\r\n");
+    header(&f, "Content-Range: bytes 100-149/1000\r\n");
+    body(&f, 50);
+    judge(&f, &v);
+    assert_int_equal(v.err, VT_EPROTO);
+    assert_true(v.transient);
+    teardown(&f);
+
+    /* A range past the end, clipped by the server at the object's end: the
+     * bytes that exist, not an error (engine.h). */
     setup_range(&f, 900, 1099);
     header(&f, "HTTP/2 206\r\n");
     header(&f, "Content-Range: bytes 900-999/1000\r\n");
     body(&f, 100);
     judge(&f, &v);
-    assert_int_equal(v.err, VT_EPROTO);
-    assert_false(v.transient);
+    assert_int_equal(v.err, VT_OK);
+    assert_int_equal(f.x.len, 100);
     teardown(&f);
 
-    /* 206 without (or with garbage) Content-Range. */
+    /* ... but only with a known total that it ends at. */
+    setup_range(&f, 900, 1099);
+    header(&f, "HTTP/2 206\r\n");
+    header(&f, "Content-Range: bytes 900-999/*\r\n");
+    body(&f, 100);
+    judge(&f, &v);
+    assert_int_equal(v.err, VT_EPROTO);
+    teardown(&f);
+
+    /* 206 without (or with garbage) Content-Range: permanent. */
     setup_range(&f, 0, 9);
     header(&f, "HTTP/2 206\r\n");
     body(&f, 10);
@@ -185,6 +205,7 @@ static void range_mismatch_is_permanent(void **state)
     body(&f, 10);
     judge(&f, &v);
     assert_int_equal(v.err, VT_EPROTO);
+    assert_false(v.transient);
     teardown(&f);
 }
 
@@ -324,7 +345,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(good_206),
         cmocka_unit_test(short_body_is_transient),
-        cmocka_unit_test(range_mismatch_is_permanent),
+        cmocka_unit_test(range_checks),
         cmocka_unit_test(body_over_bound),
         cmocka_unit_test(statuses),
         cmocka_unit_test(status_line_resets_headers),
