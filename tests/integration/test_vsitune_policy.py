@@ -3,10 +3,11 @@
 Issue 3's "open without waste" and S3 semantics, from the lab's log: a region
 redirect is retried once and remembered; stat of a name whose extension is not
 allowed costs no request (configurable, GDAL's own option honoured); the sidecar
-opt-in brings stock GDAL's listing back.
+opt-in brings stock GDAL's listing back; TLS trust follows GDAL's options.
 """
 
-from test_vsitune_helpers import (Worker, by_vsitune, kinds, not_by_vsitune, s3path,
+import lab_client
+from test_vsitune_helpers import (Worker, by_vsitune, kinds, not_by_vsitune, run_local, s3path,
                                   sigcheck)  # noqa: F401 (autouse fixture)
 
 
@@ -50,3 +51,29 @@ def test_sidecars_opt_in_lists_like_stock(lab, gdal, small_cog):
     log = lab.log()
     assert "LIST" in kinds(log)
     assert [e["kind"] for e in by_vsitune(log)] == ["GET_RANGE"]
+
+
+def _tls_env(lab, **extra):
+    env = lab_client.gdal_env(lab.env("h2"), vsitune=True, extra=extra)
+    for k in ("CURL_CA_BUNDLE", "SSL_CERT_FILE"):
+        if k not in extra:
+            env.pop(k, None)
+    return env
+
+
+def test_tls_trust_options(lab, small_cog):
+    args = ["gdallocationinfo", "-valonly", s3path(small_cog), "1500", "700"]
+    want = run_local(["gdallocationinfo", "-valonly", small_cog["path"], "1500", "700"]).stdout
+    # The lab's certificate is self-signed: without its CA the read must fail clearly.
+    cp, _ = lab_client.run_tool(args, _tls_env(lab))
+    assert cp.returncode != 0
+    assert any(w in cp.stderr.lower() for w in ("certificate", "ssl", "tls")), cp.stderr
+    assert lab.log() == []  # nothing got through the TLS front
+    # CURL_CA_BUNDLE alone is enough (stock GDAL 3.6.2 also needs SSL_CERT_FILE).
+    cp, _ = lab_client.run_tool(args, _tls_env(lab, CURL_CA_BUNDLE=lab.info["cert"]))
+    assert (cp.returncode, cp.stdout) == (0, want), cp.stderr
+    assert kinds(lab.log()) == ["GET_RANGE"] * 2
+    lab.reset()
+    cp, _ = lab_client.run_tool(args, _tls_env(lab, GDAL_HTTP_UNSAFESSL="YES"))
+    assert (cp.returncode, cp.stdout) == (0, want), cp.stderr
+    assert kinds(lab.log()) == ["GET_RANGE"] * 2
