@@ -152,3 +152,27 @@ def test_tuned_settings_still_two_requests(lab, gdal, small_cog, endpoint):
     assert _value(stock) == want and _value(vt) == want
     assert kinds(stock_log) == ["GET_RANGE"] * 3  # 0-16383, 16384-32767, the tile
     _check_vsitune_reads(lab.log(since=mark), small_cog, 2)
+
+
+@pytest.mark.parametrize("x,y", [(1500, 700), (2040, 2040)])
+def test_tile_index_past_the_prefetch(lab, gdal, small_cog, tmp_path, x, y):
+    # 16x16 tiles: 16384 tiles, a 128 KiB tile index, twice the header GET.
+    # GDAL reads the index lazily; vsitune must fetch what it asks for past the
+    # prefetch, and never more requests than stock GDAL less its LIST.
+    cog = tmp_path / "b16.tif"
+    # (GDAL warns that BLOCKSIZE < 128 is unusual, and writes it.)
+    run_local(["gdal_translate", "-q", "-of", "COG", "-co", "BLOCKSIZE=16", "-co", "COMPRESS=DEFLATE",
+               small_cog["path"], cog])
+    lab.put_object("lab", "big-header/b16.tif", cog)
+    want = _value(run_local(["gdallocationinfo", "-valonly", cog, x, y]))
+    args = ["gdallocationinfo", "-valonly", "/vsis3/lab/big-header/b16.tif", x, y]
+    stock, _ = gdal.run(args)
+    stock_log = lab.log()
+    mark = last_seq(lab)
+    vt, _ = gdal.run(args, vsitune=True)
+    vt_log = lab.log(since=mark)
+    assert _value(stock) == want and _value(vt) == want
+    assert kinds(stock_log)[0] == "LIST"
+    assert set(kinds(vt_log)) == {"GET_RANGE"} and not_by_vsitune(vt_log) == []
+    assert 2 <= len(vt_log) <= len(stock_log) - 1, ([e["range"] for e in stock_log],
+                                                     [e["range"] for e in vt_log])
