@@ -147,3 +147,23 @@ def test_object_replaced_mid_read_is_an_error(lab, small_cog, tmp_path):
         "into a dataset opened on the old one"
     assert reopened == new_want
     assert lab.log(since=mark2)[0]["range"].startswith("bytes=0-")
+
+
+@pytest.mark.parametrize("endpoint", ["h1", "h2"])
+def test_stalled_tile_read_is_abandoned_and_retried(lab, small_cog, endpoint):
+    # The lab sends headers and part of the body, then nothing, for ever. With a
+    # 2 s low-speed limit vsitune gives up on that transfer and asks again; the
+    # worker's 90 s answer timeout is only a liveness bound (never a hang).
+    extra = {**FAST_RETRY, "GDAL_HTTP_LOW_SPEED_TIME": "2"}
+    with Worker(lab, endpoint=endpoint, extra=extra) as w:
+        want = _local_window(w, small_cog["path"])
+        w.call(OPEN_CODE, path=s3path(small_cog))
+        mark = last_seq(lab)
+        lab.fault("stall", count=1, key=small_cog["key"], request_kind="GET_RANGE")
+        got = w.call(READ_CODE, timeout=90, win=WINDOW)
+    assert got == want
+    log = lab.log(since=mark)
+    (stalled,) = [e for e in log if e["fault"] == "stall"]
+    assert any(e["seq"] > stalled["seq"] and e["range"] == stalled["range"] and e["status"] == 206
+               and e["fault"] is None for e in log), log
+    assert not_by_vsitune(log) == []
