@@ -167,3 +167,27 @@ def test_stalled_tile_read_is_abandoned_and_retried(lab, small_cog, endpoint):
     assert any(e["seq"] > stalled["seq"] and e["range"] == stalled["range"] and e["status"] == 206
                and e["fault"] is None for e in log), log
     assert not_by_vsitune(log) == []
+
+
+@pytest.mark.parametrize("fault,status,code", [("forbidden", 403, "AccessDenied"),
+                                               ("notfound", 404, "NoSuchKey")])
+def test_permanent_error_on_tile_is_clear_and_not_retried(lab, small_cog, fault, status, code):
+    with Worker(lab, extra=FAST_RETRY) as w:
+        want = _local_window(w, small_cog["path"])
+        w.call(OPEN_CODE, path=s3path(small_cog))
+        mark = last_seq(lab)
+        lab.fault(fault, count=1000, key=small_cog["key"], request_kind="GET_RANGE")
+        with pytest.raises(WorkerError) as err:
+            w.call(READ_CODE, win=WINDOW)
+        failed = lab.log(since=mark)
+        lab.clear_faults()
+        # The failure was not remembered: the same read now succeeds.
+        again = w.call(READ_CODE, win=WINDOW)
+    msgs = " | ".join(m for _, _, m in err.value.answer["errors"])
+    assert str(status) in msgs and code in msgs and small_cog["key"] in msgs, msgs
+    assert failed and all(e["status"] == status for e in failed)
+    # Not retried: GDAL asks for a merged range, then for the tile it needs;
+    # vsitune sends each once (a transient error would be sent again).
+    ranges = [e["range"] for e in failed]
+    assert len(ranges) == len(set(ranges)), ranges
+    assert again == want
