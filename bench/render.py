@@ -150,6 +150,19 @@ def sec_cold(r, key, title, intro, img):
                      x(v.get("vsitune_speedup")) if c != "vsitune" else "",
                      f"{v['failed']}" + (f", {v['wrong_checksums']} wrong" if v.get("wrong_checksums") else "")])
     fl = res["cells"][0]["floor_parts"] if res["cells"] else {}
+    inside = ""
+    if any(v.get("open_read_s") is not None for _, _, v in _each(res)):
+        irows = [[cell["rtt_ms"], PROTO[cell["protocol"]], SHORT[c], f(_ms(v["open_read_s"])),
+                  f(v["open_read_rtt"], 1), f(_ms(cell.get("network_floor_s"))),
+                  x(v.get("open_read_over_network_floor"))] for cell, c, v in _each(res)]
+        inside = ("\n\nThe network's part alone: open + read as timed inside the process (no "
+                  "interpreter start, no imports, which dominate the wall time above on this "
+                  "loaded machine), against its floor: the fastest open + read of the local file "
+                  f"({f(_ms(min(res.get('local_open_read_s') or [0])))} ms: driver registration, "
+                  "header parse, decode) + connect and request round trips + transfer, as "
+                  "below:\n\n" +
+                  table(["RTT ms", "protocol", "contender", "open+read ms", "in RTTs",
+                         "floor ms", "× floor"], irows))
     note = (f"Floor = the same program against the local file (fastest of {res['reps']} runs: "
             f"{f(_ms(res.get('local_wall_s')))} ms, median {f(_ms(res.get('local_median_s')))} ms: "
             "interpreter start, imports, open, decode) + "
@@ -161,7 +174,7 @@ def sec_cold(r, key, title, intro, img):
     return (f"## {title}\n\n{intro}\n\n" +
             table(["RTT ms", "protocol", "contender", "requests", "conn.", "bytes", "wall ms",
                    "wall / RTT", "floor ms", "× floor", "vsitune faster by", "failed runs"], rows) +
-            f"\n\n{note}" + _img(title, img))
+            f"\n\n{note}" + inside + _img(title, img))
 
 
 def _img(alt, img):

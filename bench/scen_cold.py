@@ -58,13 +58,15 @@ def _measure(ctx, name, argv_for, local_argv, reps, request_rtts, check):
     lab, prog = ctx.lab, ctx.progress
     grid = _grid(ctx)
     prog.start(name, reps * (1 + len(grid) * len(CONTENDERS)))
-    local = []
+    local, local_inside = [], []
     runs = {(rtt, ep, c): [] for rtt, ep in grid for c in CONTENDERS}
     for rep in range(reps):
         # the floor's process (same program, local file), alternated with the rest
         env = common.lab_client.gdal_env({}, vsitune=False)
         r = common.run_child(local_argv, env, timeout=120)
         local.append(r.wall if check(r) else None)
+        if check(r) and r.result:
+            local_inside.append(r.result["open_s"] + r.result["read_s"])
         prog.step(f"local file {r.wall:.2f} s")
         for rtt, ep in grid:
             for c in CONTENDERS:
@@ -90,7 +92,11 @@ def _measure(ctx, name, argv_for, local_argv, reps, request_rtts, check):
         transfer = min_bytes / ctx.rate if (min_bytes and ctx.rate) else 0.0
         floor = (local_wall + (connect_rtts(ep) + request_rtts) * rtt / 1000 + transfer
                  if local_wall is not None else None)
-        row = {"rtt_ms": rtt, "protocol": ep, "floor_s": floor,
+        # open + read of the local file (driver registration, header parse, decode),
+        # plus what the network adds at the least
+        net_floor = (min(local_inside) + (connect_rtts(ep) + request_rtts) * rtt / 1000 + transfer
+                     if local_inside else None)
+        row = {"rtt_ms": rtt, "protocol": ep, "floor_s": floor, "network_floor_s": net_floor,
                "floor_parts": {"local_process_s": local_wall, "connect_rtts": connect_rtts(ep),
                                "request_rtts": request_rtts, "transfer_bytes": min_bytes,
                                "transfer_s": transfer},
@@ -99,9 +105,15 @@ def _measure(ctx, name, argv_for, local_argv, reps, request_rtts, check):
             rs = runs[(rtt, ep, c)]
             ok = [x for x in rs if x["ok"]]
             wall = median([x["wall_s"] for x in ok])
+            inside = [x["inside"]["open_s"] + x["inside"]["read_s"] for x in ok if "inside" in x]
             row["contenders"][c] = {
                 "runs": rs, "failed": len(rs) - len(ok),
                 "wall_s": wall,
+                # open + read as timed inside the process (no interpreter start, no
+                # imports): the part the network decides. None for gdalinfo.
+                "open_read_s": median(inside),
+                "open_read_rtt": (median(inside) / (rtt / 1000)
+                                  if inside and rtt else None),
                 "wall_rtt": wall / (rtt / 1000) if wall is not None and rtt else None,
                 "requests": median([x["requests"]["total"] for x in ok]),
                 "lists": median([x["requests"].get("LIST", 0) for x in ok]),
@@ -109,13 +121,14 @@ def _measure(ctx, name, argv_for, local_argv, reps, request_rtts, check):
                 "connections": median([x["connections"] for x in ok]),
                 "bytes": median([x["requests"]["bytes"] for x in ok]),
                 "over_floor": ratio(wall, floor),
+                "open_read_over_network_floor": ratio(median(inside), net_floor),
             }
         for c in ("stock", "tuned"):
             row["contenders"][c]["vsitune_speedup"] = ratio(row["contenders"][c]["wall_s"],
                                                             row["contenders"]["vsitune"]["wall_s"])
         cells.append(row)
     return {"reps": reps, "local_runs_s": local, "local_wall_s": local_wall,
-            "local_median_s": median(local), "cells": cells}
+            "local_median_s": median(local), "local_open_read_s": local_inside, "cells": cells}
 
 
 def cold_window(ctx):
