@@ -66,6 +66,8 @@ struct vt_eng_xfer {
     int attempts;
     double due;                 /* monotonic s: when to (re)send */
     char errbuf[CURL_ERROR_SIZE];
+    int local_port;             /* io: local port of the connection this
+                                   attempt was sent on (0: not known) */
     char retry_why[160];        /* io, read by the waiter after completion:
                                    why the last retry happened (for logs) */
 };
@@ -98,6 +100,8 @@ struct vt_engine {
         int h2;
     } origins[16];
     unsigned origin_next;        /* round-robin slot to replace */
+    curl_socket_t *socks;        /* every socket curl opened through us */
+    size_t n_socks, cap_socks;
 };
 
 extern pthread_mutex_t vt__eng_lock;

@@ -51,6 +51,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -196,6 +198,74 @@ static vt_err build_headers(struct vt_eng_xfer *x)
     return VT_OK;
 }
 
+/* Socket bookkeeping, so a stalled connection can be found and shut down.
+ * curl 7.88 cannot say which connection a transfer used once it is done if
+ * other streams still use it (CURLINFO_ACTIVESOCKET needs the transfer to
+ * have released an idle connection). So curl opens its sockets through us
+ * (we know them all), and each attempt records the local port of its
+ * connection just before its request is sent. All on the I/O thread. */
+static curl_socket_t open_socket(void *clientp, curlsocktype purpose,
+                                 struct curl_sockaddr *addr)
+{
+    struct vt_engine *e = clientp;
+    curl_socket_t s;
+
+    (void)purpose;
+    /* CLOEXEC: a program we exec must not inherit our connections. */
+    s = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
+    if (s == CURL_SOCKET_BAD)
+        return s;
+    if (e->n_socks == e->cap_socks) {
+        size_t cap = e->cap_socks ? e->cap_socks * 2 : 16;
+        curl_socket_t *n = realloc(e->socks, cap * sizeof(*n));
+        if (!n)
+            return s; /* works, just cannot be shut down by us */
+        e->socks = n;
+        e->cap_socks = cap;
+    }
+    e->socks[e->n_socks++] = s;
+    return s;
+}
+
+static int close_socket(void *clientp, curl_socket_t s)
+{
+    struct vt_engine *e = clientp;
+
+    for (size_t i = 0; i < e->n_socks; i++) {
+        if (e->socks[i] == s) {
+            e->socks[i] = e->socks[--e->n_socks];
+            break;
+        }
+    }
+    return close(s);
+}
+
+static int on_prereq(void *clientp, char *primary_ip, char *local_ip,
+                     int primary_port, int local_port)
+{
+    struct vt_eng_xfer *x = clientp;
+
+    (void)primary_ip;
+    (void)local_ip;
+    (void)primary_port;
+    x->local_port = local_port;
+    return CURL_PREREQFUNC_OK;
+}
+
+static int local_port_of(curl_socket_t s)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+
+    if (getsockname(s, (struct sockaddr *)&ss, &len) != 0)
+        return -1;
+    if (ss.ss_family == AF_INET)
+        return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return -1;
+}
+
 /* The origin part of a URL ("https://host:port") into out; 0 if it does not
  * fit (then it is simply not remembered). */
 static int origin_of(const char *url, char *out, size_t cap)
@@ -283,6 +353,12 @@ static CURLcode set_options(struct vt_engine *e, struct vt_eng_xfer *x)
     SET(CURLOPT_WRITEFUNCTION, vt__eng_on_write);
     SET(CURLOPT_WRITEDATA, (void *)x);
     SET(CURLOPT_ERRORBUFFER, x->errbuf);
+    SET(CURLOPT_OPENSOCKETFUNCTION, open_socket);
+    SET(CURLOPT_OPENSOCKETDATA, (void *)e);
+    SET(CURLOPT_CLOSESOCKETFUNCTION, close_socket);
+    SET(CURLOPT_CLOSESOCKETDATA, (void *)e);
+    SET(CURLOPT_PREREQFUNCTION, on_prereq);
+    SET(CURLOPT_PREREQDATA, (void *)x);
     if (x->bufsize != DEFAULT_RECV_BUFFER)
         SET(CURLOPT_BUFFERSIZE, x->bufsize); /* a fresh handle: allowed */
     if (o->http_version != CURL_HTTP_VERSION_1_1) {
@@ -346,6 +422,7 @@ static void start(struct vt_engine *e, struct vt_eng_xfer *x)
         return;
     }
     vt__eng_reset_attempt(x);
+    x->local_port = 0;
     rc = set_options(e, x);
     if (rc != CURLE_OK) {
         vt_err err = rc == CURLE_OUT_OF_MEMORY ? VT_ENOMEM : VT_EINVAL;
@@ -369,20 +446,23 @@ static void start(struct vt_engine *e, struct vt_eng_xfer *x)
     atomic_fetch_add(&vt__eng_st_in_flight, 1);
 }
 
-/* Shut down the socket of the connection x last used, so curl retires it and
- * fails (and we retry) whatever else was parked on it (see the top of this
- * file). Only for multiplexed connections: curl already closes an HTTP/1.1
- * connection after a timeout or an abort. The socket stays curl's: it is
- * closed by curl when it drops the connection. */
-static void kill_connection(struct vt_eng_xfer *x, long httpver)
+/* Shut down the socket of the connection x's attempt used, so curl retires
+ * it and fails (and we retry) whatever else was parked on it (see the top of
+ * this file). Only when a response had started over h2 on it: curl already
+ * closes an HTTP/1.1 connection after a timeout or an abort, and a request
+ * that timed out before any answer may just be queued by a busy server. The
+ * socket stays curl's: curl closes it when it drops the connection. */
+static void kill_connection(struct vt_engine *e, struct vt_eng_xfer *x,
+                            long httpver)
 {
-    curl_socket_t s = CURL_SOCKET_BAD;
-
-    if (httpver != CURL_HTTP_VERSION_2_0)
+    if (httpver != CURL_HTTP_VERSION_2_0 || x->local_port <= 0)
         return;
-    if (curl_easy_getinfo(x->easy, CURLINFO_ACTIVESOCKET, &s) == CURLE_OK &&
-        s != CURL_SOCKET_BAD)
-        shutdown(s, SHUT_RDWR);
+    for (size_t i = 0; i < e->n_socks; i++) {
+        if (local_port_of(e->socks[i]) == x->local_port) {
+            shutdown(e->socks[i], SHUT_RDWR);
+            return;
+        }
+    }
 }
 
 static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
@@ -414,7 +494,7 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
     else
         vt__eng_judge_status(x, &v);
     if (v.kill_conn)
-        kill_connection(x, httpver);
+        kill_connection(e, x, httpver);
 
     active_del(e, x);
     curl_multi_remove_handle(e->multi, easy);
@@ -593,5 +673,8 @@ out:
         curl_share_cleanup(e->share);
     e->multi = NULL;
     e->share = NULL;
+    free(e->socks); /* curl closed them all in curl_multi_cleanup */
+    e->socks = NULL;
+    e->n_socks = e->cap_socks = 0;
     return NULL;
 }
