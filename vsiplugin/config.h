@@ -18,6 +18,7 @@
 #define VT_DEFAULT_MAX_REQUEST (16u * 1024 * 1024) /* VSITUNE_MAX_REQUEST_SIZE */
 #define VT_DEFAULT_READAHEAD_MAX (8u * 1024 * 1024)  /* VSITUNE_READAHEAD_MAX */
 #define VT_DEFAULT_META_TTL 300                    /* VSITUNE_METADATA_TTL, s */
+#define VT_DEFAULT_NEGATIVE_TTL 30                 /* VSITUNE_NEGATIVE_TTL, s */
 
 /* Raw value: CPLGetConfigOption(name, NULL) (config, then environment). */
 const char *vt__cfg_str(const char *name);

@@ -31,6 +31,7 @@ struct vt_object {
     char *etag;           /* as the server sent it, or "" */
     uint64_t size;
     time_t loaded_at;
+    char *missing;        /* a remembered 404: why (the message), or NULL */
     int refs;             /* table_mu */
     int loading;          /* table_mu: a thread is fetching the header */
     int in_table;         /* table_mu */
@@ -110,6 +111,7 @@ static void object_free(vt_object *o)
     free(o->key);
     free(o->cache_key);
     free(o->etag);
+    free(o->missing);
     free(o);
 }
 
@@ -255,8 +257,11 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
     unsigned h = hash_str(path);
     long ttl = (long)vt__cfg_size("VSITUNE_METADATA_TTL", VT_DEFAULT_META_TTL,
                                   0, 1u << 30);
+    long neg_ttl = (long)vt__cfg_size("VSITUNE_NEGATIVE_TTL",
+                                      VT_DEFAULT_NEGATIVE_TTL, 0, 1u << 30);
     vt_object *o = NULL, *dead = NULL;
     vt_err err = VT_OK;
+    int remembered = 0;
 
     *out = NULL;
     *http_status = 0;
@@ -271,7 +276,7 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
             pthread_cond_wait(&table_cv, &table_mu);
             continue;
         }
-        if (o && time(NULL) - o->loaded_at >= ttl) {
+        if (o && time(NULL) - o->loaded_at >= (o->missing ? neg_ttl : ttl)) {
             table_remove(o);          /* stale: handles keep their copy */
             if (o->refs == 0) {
                 o->next = dead;
@@ -280,6 +285,15 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
             o = NULL;
         }
         break;
+    }
+    if (o && o->missing) {
+        /* A 404 seen less than VSITUNE_NEGATIVE_TTL ago. Only a 404: a
+         * transient failure is never remembered. */
+        snprintf(errbuf, errlen, "%s", o->missing);
+        pthread_mutex_unlock(&table_mu);
+        free_list(dead);
+        *http_status = 404;
+        return VT_ENOTFOUND;
     }
     if (o) {
         o->refs++;
@@ -311,8 +325,13 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
 
     pthread_mutex_lock(&table_mu);
     o->loading = 0;
-    if (err != VT_OK) {
-        table_remove(o);     /* never cache a failure */
+    if (err == VT_ENOTFOUND && *http_status == 404 && neg_ttl > 0 &&
+        (o->missing = strdup(errbuf)) != NULL) {
+        o->loaded_at = time(NULL); /* remembered; forgotten on a write */
+        o->refs--;
+        remembered = 1;            /* o belongs to the table now */
+    } else if (err != VT_OK) {
+        table_remove(o);     /* never cache any other failure */
         o->refs--;
     }
     dead = table_trim();
@@ -320,7 +339,8 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
     pthread_mutex_unlock(&table_mu);
     free_list(dead);
     if (err != VT_OK) {
-        object_free(o);
+        if (!remembered)
+            object_free(o);
         return err;
     }
     *out = o;

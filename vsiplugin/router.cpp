@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include <cpl_error.h>
 #include <cpl_vsi_error.h>
@@ -66,6 +67,58 @@ bool is_read_access(const char *access)
     return access == nullptr || std::strpbrk(access, "wa+") == nullptr;
 }
 
+// A write handle of GDAL's own: the object exists (or changes) only once the
+// upload completes at Close(), so vsitune forgets what it knew of the name
+// then, not only when the handle was opened.
+class VtWriteHandle final : public VSIVirtualHandle
+{
+    VSIVirtualHandle *inner_;
+    std::string path_;  // "bucket/key"
+
+  public:
+    VtWriteHandle(VSIVirtualHandle *inner, std::string path)
+        : inner_(inner), path_(std::move(path))
+    {
+    }
+    ~VtWriteHandle() override
+    {
+        VtWriteHandle::Close();
+    }
+    VtWriteHandle(const VtWriteHandle &) = delete;
+    VtWriteHandle &operator=(const VtWriteHandle &) = delete;
+
+    int Seek(vsi_l_offset off, int whence) override
+    {
+        return inner_->Seek(off, whence);
+    }
+    vsi_l_offset Tell() override { return inner_->Tell(); }
+    size_t Read(void *buf, size_t size, size_t count) override
+    {
+        return inner_->Read(buf, size, count);
+    }
+    size_t Write(const void *buf, size_t size, size_t count) override
+    {
+        return inner_->Write(buf, size, count);
+    }
+    int Eof() override { return inner_->Eof(); }
+    int Flush() override { return inner_->Flush(); }
+    int Truncate(vsi_l_offset size) override { return inner_->Truncate(size); }
+    int Close() override
+    {
+        if (inner_ == nullptr)
+            return 0;
+        int ret;
+        {
+            Delegating d;  // the upload's own stats are GDAL's
+            ret = inner_->Close();
+            delete inner_;
+            inner_ = nullptr;
+        }
+        vt__object_forget(path_.c_str());
+        return ret;
+    }
+};
+
 class VtRouter final : public VSIFilesystemHandler
 {
     std::string prefix_;
@@ -106,8 +159,12 @@ class VtRouter final : public VSIFilesystemHandler
         }
         Delegating d;
         forget(name);
-        return stock_->Open(stock_name(name).c_str(), access, set_error,
-                            options);
+        VSIVirtualHandle *h = stock_->Open(stock_name(name).c_str(), access,
+                                           set_error, options);
+        if (h == nullptr ||
+            std::strncmp(name, prefix_.c_str(), prefix_.size()) != 0)
+            return h;
+        return new VtWriteHandle(h, name + prefix_.size());
     }
     int Stat(const char *name, VSIStatBufL *st, int flags) override
     {
