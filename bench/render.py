@@ -234,8 +234,15 @@ def sec_pool(r, img):
                     s["knee_workers"] else "does not flatten in the sweep"] for s in series.values()])
     errors = sorted({run["error"] for s in series.values() for pt in s["points"]
                      for run in pt["runs"] if run.get("error")})
-    err_txt = ("\n\nErrors seen (stock GDAL in forked workers reads through the connection it "
-               "inherited from the parent, which opened the file first):\n\n" +
+    one = [(s["contender"], pt["runs"][0]["connections"]) for s in series.values()
+           if s["executor"] == "process" for pt in s["points"][:1]
+           if pt["workers"] == 1 and pt["runs"] and pt["runs"][0].get("connections") is not None]
+    err_txt = ("\n\nErrors seen in failed runs. Likely cause, not proven here: forked workers "
+               "inherit the connection the parent opened when it read the scene's size, and two "
+               "workers reading through one socket garble each other's responses. With one "
+               "worker the lab counted " +
+               ", ".join(f"{n} connection(s) in total ({SHORT[c]})" for c, n in one) +
+               " for parent and child together.\n\n" +
                "\n".join(f"- `{e[:240]}`" for e in errors)) if errors else ""
     cpus = res.get("cpus")
     pk = {c: series[f"process/{c}"]["knee_workers"] for c in CONTENDERS}
