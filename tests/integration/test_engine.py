@@ -144,7 +144,9 @@ def test_stall_retires_the_h2_connection(lab, vt_fetch, obj):
     assert res["ok"] == 800 and res["mismatches"] == 0
     assert res["retries"] >= 1
     # Shut down, not left open: without that the retry would reuse it (1).
-    assert lab.connections("h2")["accepted"] == 2
+    # (3 once seen under a sanitizer's load: a second, slow stream also
+    # crossed the 2 s low-speed limit; never one per retry.)
+    assert 2 <= lab.connections("h2")["accepted"] <= 3
 
 
 @pytest.mark.parametrize("kind,status", [("forbidden", 403), ("notfound", 404)])
