@@ -144,8 +144,9 @@ def test_stall_retires_the_h2_connection(lab, vt_fetch, obj):
     assert res["ok"] == 800 and res["mismatches"] == 0
     assert res["retries"] >= 1
     # Shut down, not left open: without that the retry would reuse it (1).
-    # (3 once seen under a sanitizer's load: a second, slow stream also
-    # crossed the 2 s low-speed limit; never one per retry.)
+    # A second stream that is merely slow past the 2 s limit under load
+    # (e.g. with ThreadSanitizer) legitimately costs a third; never one per
+    # retry.
     assert 2 <= lab.connections("h2")["accepted"] <= 3
 
 
