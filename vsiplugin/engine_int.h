@@ -110,7 +110,8 @@ extern pthread_mutex_t vt__eng_lock;
  * condition variable of an engine that another thread may free. */
 extern pthread_cond_t vt__eng_park_cv, vt__eng_resume_cv;
 
-/* Process-wide counters (atomic, survive engine restarts). */
+/* Process-wide counters (atomic; survive engine restarts, zeroed in a
+ * fork() child, whose stats describe the child). */
 extern _Atomic uint64_t vt__eng_st_requests, vt__eng_st_retries,
     vt__eng_st_bytes, vt__eng_st_connections, vt__eng_st_in_flight,
     vt__eng_st_h2;
