@@ -397,14 +397,14 @@ int main(int argc, char **argv)
             break;
         case 'R': bad = parse_int(optarg, 0, 100, &cfg.max_retries); break;
         case 1: {
-            int s;
+            int s = 0;
             bad = parse_int(optarg, 0, 1 << 30, &s);
             cfg.seed = (unsigned)s;
             break;
         }
         case 2: cfg.do_fork = 1; break;
         case 3: {
-            int ms;
+            int ms = 0;
             bad = parse_int(optarg, 1, 3600000, &ms);
             cfg.shutdown_after_ms = ms;
             break;
