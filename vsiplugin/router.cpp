@@ -145,6 +145,12 @@ class VtRouter final : public VSIFilesystemHandler
         : prefix_(prefix), reader_(reader), stock_(stock)
     {
     }
+    // The reader was taken out of GDAL's table, so it is ours to delete when
+    // GDAL's file manager deletes the router. GDAL's own handler stays alive
+    // (g_stock still points at it) until the process ends.
+    ~VtRouter() override { delete reader_; }
+    VtRouter(const VtRouter &) = delete;
+    VtRouter &operator=(const VtRouter &) = delete;
 
     VSIVirtualHandle *Open(const char *name, const char *access,
                            bool set_error, CSLConstList options) override
