@@ -435,3 +435,35 @@ void vt__cache_get_stats(vt_cache *c, vt_cache_stats *out)
     *out = c->st;
     pthread_mutex_unlock(&c->mu);
 }
+
+/* fork(): the forking thread takes the lock, so the child inherits a
+ * consistent table (prepare), and both sides let go after (parent, child).
+ * In the child, a block some other parent thread was filling will never be
+ * filled: it leaves the table so a lookup fetches it afresh. Such blocks, and
+ * blocks pinned by parent threads that do not exist in the child, stay
+ * allocated in the child (a few blocks at most: the reads in flight at the
+ * moment of the fork). */
+void vt__cache_fork_prepare(vt_cache *c)
+{
+    pthread_mutex_lock(&c->mu);
+}
+
+void vt__cache_fork_parent(vt_cache *c)
+{
+    pthread_mutex_unlock(&c->mu);
+}
+
+void vt__cache_fork_child(vt_cache *c)
+{
+    for (size_t i = 0; i < c->nbuckets; i++) {
+        vt_block *b = c->buckets[i];
+        while (b) {
+            vt_block *next = b->hnext;
+            if (b->state == FILLING)
+                table_unlink(c, b);
+            b = next;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    pthread_cond_init(&c->cv, NULL); /* no waiter survives a fork */
+}

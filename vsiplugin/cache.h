@@ -77,4 +77,12 @@ typedef struct vt_cache_stats {
 
 void vt__cache_get_stats(vt_cache *c, vt_cache_stats *out);
 
+/* fork() support, called from the owner's pthread_atfork handlers (object.c):
+ * prepare takes the cache's lock in the forking thread, parent releases it,
+ * child releases it and forgets blocks that other parent threads were
+ * filling, so the child keeps every block that was ready. */
+void vt__cache_fork_prepare(vt_cache *c);
+void vt__cache_fork_parent(vt_cache *c);
+void vt__cache_fork_child(vt_cache *c);
+
 #endif

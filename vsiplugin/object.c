@@ -46,15 +46,32 @@ static vt_cache *g_cache;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 /* ---- fork safety: a child must not inherit a held lock or a load that no
- * thread of its own will finish. Block data stays valid (plain memory); the
- * child starts with a fresh cache so no parent-held cache lock can bite. */
+ * thread of its own will finish. The forking thread takes the table lock and
+ * then the cache's (nothing else ever holds both: object.c never calls the
+ * cache with table_mu held), so the child inherits both consistent: it keeps
+ * every object and every ready block, and a process pool forked after the
+ * parent opened a file costs no request per worker for the header. */
 
-static void atfork_prepare(void) { pthread_mutex_lock(&table_mu); }
-static void atfork_parent(void) { pthread_mutex_unlock(&table_mu); }
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&table_mu);
+    if (g_cache)
+        vt__cache_fork_prepare(g_cache);
+}
+
+static void atfork_parent(void)
+{
+    if (g_cache)
+        vt__cache_fork_parent(g_cache);
+    pthread_mutex_unlock(&table_mu);
+}
+
 static void atfork_child(void)
 {
     size_t i;
-    pthread_mutex_init(&table_mu, NULL);
+    if (g_cache)
+        vt__cache_fork_child(g_cache);
+    pthread_mutex_unlock(&table_mu);
     pthread_cond_init(&table_cv, NULL);
     for (i = 0; i < TABLE_BUCKETS; i++) {
         vt_object **pp = &table[i];
@@ -68,7 +85,6 @@ static void atfork_child(void)
             }
         }
     }
-    g_cache = NULL; /* leak the parent's cache: its lock may be held */
 }
 
 static void install_atfork(void)

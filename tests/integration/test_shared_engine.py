@@ -1,6 +1,8 @@
-"""test_shared_engine.py: liveness and the cache budget of the shared engine (issue 4).
+"""test_shared_engine.py: liveness, the cache budget, and what fork()ed workers inherit
+(issue 4).
 
-(test_vsitune_engine.py covers the connection counts, coalescing, reopening and fork.)
+(test_vsitune_engine.py covers the connection counts, coalescing, reopening and that a
+forked child reads correctly.)
 
 Each test runs GDAL in a child process (vt_reader.py) through the built plugin and
 reads what the lab saw: requests from its log, TCP connections from its front's
@@ -81,3 +83,19 @@ def test_cache_budget_holds_over_a_full_scan(lab, cogs):
     p.stdin.flush()
     finish(p)
     assert lab.counts()["total"] == 0  # the last tile read was still cached
+
+
+def test_forked_workers_inherit_the_cache(lab, small_cog):
+    # ProcessPoolExecutor(fork) shape: the parent opened and read; its workers
+    # open the same file and read the same window. They inherit the object
+    # table and the ready blocks, so they cost the server nothing.
+    p = reader(lab, small_cog, "fork-pool", endpoint="h2", threads=4, size=512)
+    line = p.stdout.readline()
+    assert json.loads(line)["phase"] == "read", line
+    assert lab.counts()["total"] >= 2  # header + tile, once, by the parent
+    lab.reset()
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    res = finish(p)
+    assert res["child_exits"] == [0, 0, 0, 0]
+    assert lab.counts()["total"] == 0, lab.log()

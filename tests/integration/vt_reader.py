@@ -12,6 +12,8 @@ Modes:
   windows      each thread opens once, reads --windows random windows
   open-per-window  each window opens the dataset anew (tile-server shape)
   scan         read the whole band in strips (a full sequential scan)
+  fork-pool    open and read one window, then fork --threads children that each
+               open the file again and read the same window (a process pool)
 """
 
 import argparse
@@ -109,6 +111,24 @@ def main():
         sys.stdin.readline()  # the test resets the lab's log, then says go
         chk.check(ds, xs - 512, ys - 512, 512, 512)  # the last tile read: still cached
 
+    elif a.mode == "fork-pool":
+        import os
+        ds = gdal.Open(path)
+        chk.check(ds, 0, 0, a.size, a.size)
+        print(json.dumps({"phase": "read"}), flush=True)
+        sys.stdin.readline()  # the test resets the lab's log, then says go
+        pids = []
+        for _ in range(a.threads):
+            pid = os.fork()
+            if pid == 0:  # a worker: its own dataset, the parent's engine state
+                try:
+                    wds = gdal.Open(path)
+                    chk.check(wds, 0, 0, a.size, a.size)
+                except Exception as e:
+                    chk.fail(f"child: {e}")
+                os._exit(0 if not chk.errors else 3)
+            pids.append(pid)
+        out["child_exits"] = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids]
     else:
         ap.error(f"unknown mode {a.mode}")
 

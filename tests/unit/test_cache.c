@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cache.h"
 
@@ -708,6 +710,55 @@ static void test_coalescing(void **state)
     vt__cache_free(c);
 }
 
+/* fork(): the child keeps ready blocks and forgets blocks a parent thread was
+ * filling (that fill will never come in the child), without deadlocking. */
+static void test_fork_child_keeps_ready_blocks(void **state)
+{
+    vt_cache *c = vt__cache_new(1 << 20, 16);
+    vt_block_role role;
+    vt_block *ready, *filling;
+    pid_t pid;
+    int status;
+
+    (void)state;
+    ready = vt__cache_lookup(c, "k", 0, &role);
+    assert_int_equal(role, VT_ROLE_FILL);
+    vt__cache_fill(c, ready, "0123456789abcdef", 16);
+    vt__cache_release(c, ready);
+    filling = vt__cache_lookup(c, "k", 1, &role); /* a fetch in flight */
+    assert_int_equal(role, VT_ROLE_FILL);
+
+    vt__cache_fork_prepare(c);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int bad = 0;
+        size_t len = 0;
+        vt_block *b;
+        vt__cache_fork_child(c);
+        b = vt__cache_lookup(c, "k", 0, &role);
+        bad |= role != VT_ROLE_HIT;
+        bad |= memcmp(vt__block_data(b, &len), "0123456789abcdef", 16) != 0;
+        vt__cache_release(c, b);
+        b = vt__cache_lookup(c, "k", 1, &role);
+        bad |= role != VT_ROLE_FILL; /* not WAIT: nobody would ever fill it */
+        vt__cache_fail(c, b, VT_ETRANSIENT);
+        vt__cache_release(c, b);
+        _exit(bad ? 1 : 0);
+    }
+    vt__cache_fork_parent(c);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    /* The parent's fill goes on as if nothing happened. */
+    vt__cache_fill(c, filling, "fedcba9876543210", 16);
+    vt__cache_release(c, filling);
+    ready = vt__cache_lookup(c, "k", 1, &role);
+    assert_int_equal(role, VT_ROLE_HIT);
+    vt__cache_release(c, ready);
+    vt__cache_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -721,6 +772,7 @@ int main(void)
         cmocka_unit_test(test_random_workload),
         cmocka_unit_test(test_stress_threads),
         cmocka_unit_test(test_coalescing),
+        cmocka_unit_test(test_fork_child_keeps_ready_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
