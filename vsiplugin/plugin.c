@@ -17,6 +17,7 @@
 #include "config.h"
 #include "engine.h"
 #include "handler.h"
+#include "policy.h"
 #include "router.h"
 #include "stats.h"
 
@@ -38,15 +39,13 @@ void GDALRegister_vsitune(void)
 {
     static int done;
     int runtime = atoi(GDALVersionInfo("VERSION_NUM"));
-    int major = runtime / 1000000, minor = (runtime / 10000) % 100;
     const char *prefix;
     VSIFilesystemPluginCallbacksStruct *cb;
 
     if (done || GDALGetDriverByName(VT_DRIVER_NAME) != NULL)
         return;
     done = 1;
-    if (major != VT_BUILT_MAJOR || minor != VT_BUILT_MINOR ||
-        runtime < 3060000) {
+    if (!vt__policy_gdal_supported(runtime, VT_BUILT_MAJOR, VT_BUILT_MINOR)) {
         CPLError(CE_Warning, CPLE_NotSupported,
                  "vsitune %s was built for GDAL %d.%d and supports only that "
                  "release (>= 3.6); this process runs GDAL %s. vsitune is not "

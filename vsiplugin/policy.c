@@ -52,3 +52,9 @@ int vt__policy_is_dir_like(const char *path)
         return 1;
     return strchr(path, '/') == NULL; /* bucket only */
 }
+
+int vt__policy_gdal_supported(int runtime, int built_major, int built_minor)
+{
+    int major = runtime / 1000000, minor = (runtime / 10000) % 100;
+    return runtime >= 3060000 && major == built_major && minor == built_minor;
+}

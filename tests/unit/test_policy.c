@@ -68,6 +68,18 @@ static void test_parse_size(void **state)
     assert_int_not_equal(vt__parse_size("18446744073709551615G", &v), 0);
 }
 
+static void test_gdal_supported(void **state)
+{
+    (void)state;
+    assert_true(vt__policy_gdal_supported(3060200, 3, 6));   /* 3.6.2 */
+    assert_true(vt__policy_gdal_supported(3060400, 3, 6));   /* 3.6.4 */
+    assert_false(vt__policy_gdal_supported(3070000, 3, 6));  /* ABI changed */
+    assert_false(vt__policy_gdal_supported(3050300, 3, 5));  /* < 3.6 */
+    assert_false(vt__policy_gdal_supported(3060200, 3, 7));
+    assert_false(vt__policy_gdal_supported(4060200, 3, 6));
+    assert_false(vt__policy_gdal_supported(0, 3, 6));        /* unparsable */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -75,6 +87,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_dir_like),
         cmocka_unit_test(test_parse_size),
+        cmocka_unit_test(test_gdal_supported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
