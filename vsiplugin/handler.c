@@ -211,7 +211,7 @@ static int cb_read_multi_range(void *f, int n, void **data,
 {
     vt_handle *h = f;
     uint64_t osize = vt__object_size(h->obj);
-    uint64_t *o64 = NULL;
+    uint64_t *o64 = NULL, ra;
     char errbuf[1024];
     vt_err err;
     int i, ret = -1;
@@ -229,7 +229,23 @@ static int cb_read_multi_range(void *f, int n, void **data,
             goto out;
         }
     }
-    err = vt__object_read(h->obj, (size_t)n, data, o64, sizes, 0, errbuf,
+    {
+        /* GDAL reads striped TIFFs and sequential scans through multi-range
+         * calls too: one call continuing where the last ended grows the
+         * same readahead window as plain reads. */
+        uint64_t lo = o64[0], hi = o64[0] + sizes[0];
+        for (i = 1; i < n; i++) {
+            if (o64[i] < lo)
+                lo = o64[i];
+            if (o64[i] + sizes[i] > hi)
+                hi = o64[i] + sizes[i];
+        }
+        ra = vt__readahead_update(
+            &h->ra, lo, hi - lo, vt__cache_block_size(vt__object_cache()),
+            vt__cfg_size("VSITUNE_READAHEAD_MAX", VT_DEFAULT_READAHEAD_MAX, 0,
+                         1u << 30));
+    }
+    err = vt__object_read(h->obj, (size_t)n, data, o64, sizes, ra, errbuf,
                           sizeof(errbuf));
     if (err != VT_OK) {
         CPLError(CE_Failure, cple_for(0, errbuf), "%s", errbuf);

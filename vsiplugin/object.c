@@ -582,8 +582,11 @@ vt_err vt__object_read(vt_object *o, size_t n, void *const *dst,
         if (len[i] > 0)
             cap += (size_t)((off[i] + len[i] - 1) / bs - off[i] / bs + 1);
     }
-    if (n == 1 && readahead > 0 && len[0] > 0) {
-        uint64_t end = off[n - 1] + len[n - 1];
+    if (n > 0 && readahead > 0) {
+        uint64_t end = 0;
+        for (i = 0; i < n; i++)
+            if (len[i] > 0 && off[i] + len[i] > end)
+                end = off[i] + len[i];
         uint64_t ra_end = end + readahead > o->size ? o->size : end + readahead;
         if (ra_end > end) {
             ra_first = (end + bs - 1) / bs; /* whole blocks past the read */
@@ -626,8 +629,9 @@ vt_err vt__object_read(vt_object *o, size_t n, void *const *dst,
     }
     /* Readahead only rides on a read that goes to the network anyway, so a
      * read served from memory never costs a request. Its blocks all lie past
-     * the needed ones (n == 1), so p stays sorted. */
-    if (err == VT_OK && any_fill && n == 1 && ra_last >= ra_first) {
+     * the needed ones (it starts after the furthest range), so p stays
+     * sorted. */
+    if (err == VT_OK && any_fill && np > 0 && ra_last >= ra_first) {
         uint64_t b;
         for (b = ra_first; b <= ra_last; b++) {
             if (p[np - 1].idx >= b)

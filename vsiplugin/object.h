@@ -37,8 +37,9 @@ uint64_t vt__object_size(const vt_object *o);
 const char *vt__object_etag(const vt_object *o);
 
 /* Read n ranges: dst[i] gets len[i] bytes at off[i]; every range must lie
- * inside the object. readahead: extra bytes to fetch past the end of the last
- * range when they are missing (0: none). On VT_ECHANGED the object is
+ * inside the object. readahead: extra bytes to fetch past the end of the
+ * furthest range when they are missing and the read goes to the network
+ * anyway (0: none). On VT_ECHANGED the object is
  * dropped from the table so the next open sees the new version. Thread-safe;
  * may block on network I/O. */
 vt_err vt__object_read(vt_object *o, size_t n, void *const *dst,

@@ -51,7 +51,11 @@ size_t vt__plan_runs(const uint64_t *idx, size_t n, uint64_t gap_blocks,
 uint64_t vt__readahead_update(vt_readahead *ra, uint64_t off, uint64_t len,
                               uint64_t min_win, uint64_t max_win)
 {
-    if (off == ra->next && off != 0) {
+    /* Sequential: starts where the previous read ended, or skips less than
+     * min_win past it (COG tiles carry 4-byte leaders and trailers; a
+     * striped file's strips can have padding between them). */
+    if (off != 0 && off >= ra->next && off - ra->next <= min_win &&
+        ra->next != 0) {
         if (ra->window == 0)
             ra->window = min_win;
         else if (ra->window < max_win)

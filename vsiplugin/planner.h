@@ -33,8 +33,9 @@ typedef struct vt_readahead {
 } vt_readahead;
 
 /* Record a read of [off, off+len) and return how many bytes past its end to
- * fetch too. A read that starts where the previous one ended doubles the
- * window, from min_win up to max_win; any other read resets it to 0. */
+ * fetch too. A read that starts where the previous one ended, or at most
+ * min_win bytes after it, doubles the window, from min_win up to max_win;
+ * any other read resets it to 0. */
 uint64_t vt__readahead_update(vt_readahead *ra, uint64_t off, uint64_t len,
                               uint64_t min_win, uint64_t max_win);
 

@@ -78,6 +78,13 @@ static void test_readahead(void **state)
     /* a jump resets */
     assert_int_equal(vt__readahead_update(&ra, 9000, 100, 64, 256), 0);
     assert_int_equal(vt__readahead_update(&ra, 9100, 10, 64, 256), 64);
+    /* a small skip (a COG tile's 4-byte trailer and leader) still counts */
+    assert_int_equal(vt__readahead_update(&ra, 9118, 100, 64, 256), 128);
+    assert_int_equal(vt__readahead_update(&ra, 9282, 100, 64, 256), 256);
+    /* a skip larger than min_win does not; nor does going back */
+    assert_int_equal(vt__readahead_update(&ra, 9500, 100, 64, 256), 0);
+    assert_int_equal(vt__readahead_update(&ra, 9600, 100, 64, 256), 64);
+    assert_int_equal(vt__readahead_update(&ra, 9000, 100, 64, 256), 0);
 }
 
 int main(void)

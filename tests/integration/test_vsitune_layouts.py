@@ -1,0 +1,67 @@
+"""test_vsitune_layouts.py: files that are not COGs still read right, and in no more
+requests than stock GDAL needs, in the same run: a striped TIFF (a whole-file read
+through multi-range calls), a COG inside a zip (/vsizip/ over /vsis3/: near-sequential
+reads that skip each tile's leader and trailer), and an object with no extension.
+"""
+
+import subprocess
+import zipfile
+
+import pytest
+from osgeo import gdal
+
+import lab_client
+
+CHECKSUMS = r'''
+import sys
+from osgeo import gdal
+gdal.UseExceptions()
+ds = gdal.Open(sys.argv[1])
+print(" ".join(str(ds.GetRasterBand(i + 1).Checksum()) for i in range(ds.RasterCount)))
+'''
+
+
+def checksums(lab, path, vsitune):
+    env = lab_client.gdal_env(lab.env("h1"), vsitune=vsitune)
+    cp = subprocess.run(["/usr/bin/python3", "-c", CHECKSUMS, path], env=env,
+                        capture_output=True, text=True, timeout=300)
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    return cp.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def layouts(lab, small_cog, tmp_path_factory):
+    d = tmp_path_factory.mktemp("layouts")
+    gdal.UseExceptions()
+    src = gdal.Open(small_cog["path"])
+    striped = d / "striped.tif"
+    gdal.Translate(str(striped), src, creationOptions=["TILED=NO", "COMPRESS=LZW",
+                                                       "BLOCKYSIZE=16"])
+    zipped = d / "scene.zip"
+    with zipfile.ZipFile(zipped, "w") as z:  # stored: GDAL reads it in place
+        z.write(small_cog["path"], "inner/scene.tif")
+    lab.put_object("lab", "layouts/striped.tif", striped)
+    lab.put_object("lab", "layouts/scene.zip", zipped)
+    lab.put_object("lab", "layouts/B04", striped)
+    return {
+        "striped": ("/vsis3/lab/layouts/striped.tif", str(striped)),
+        "zip": ("/vsizip//vsis3/lab/layouts/scene.zip/inner/scene.tif",
+                f"/vsizip/{zipped}/inner/scene.tif"),
+        "noext": ("/vsis3/lab/layouts/B04", str(striped)),
+    }
+
+
+@pytest.mark.parametrize("name", ["striped", "zip", "noext"])
+def test_layout_reads_exact_in_fewer_requests(lab, layouts, name):
+    remote, local = layouts[name]
+    lab.reset()
+    stock = checksums(lab, remote, vsitune=False)
+    stock_requests = lab.counts()["total"]
+    lab.reset()
+    ours = checksums(lab, remote, vsitune=True)
+    log = lab.log()
+    want = checksums(lab, local, vsitune=False)
+    assert ours == want == stock
+    assert "LIST" not in [e["kind"] for e in log]
+    assert all(e["sig"] == "ok" for e in log)
+    assert 0 < len(log) <= stock_requests, (len(log), stock_requests)
