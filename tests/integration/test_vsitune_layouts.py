@@ -65,3 +65,38 @@ def test_layout_reads_exact_in_fewer_requests(lab, layouts, name):
     assert "LIST" not in [e["kind"] for e in log]
     assert all(e["sig"] == "ok" for e in log)
     assert 0 < len(log) <= stock_requests, (len(log), stock_requests)
+
+
+EDGE = r'''
+import sys
+from osgeo import gdal
+gdal.UseExceptions()
+p = sys.argv[1]
+st = gdal.VSIStatL(p)
+f = gdal.VSIFOpenL(p, "rb")
+n = len(gdal.VSIFReadL(1, 100, f))
+gdal.VSIFCloseL(f)
+err = None
+gdal.DontUseExceptions()  # read the error as GDAL reports it
+gdal.PushErrorHandler("CPLQuietErrorHandler")
+if gdal.Open(p) is None:
+    err = gdal.GetLastErrorMsg()
+print(st.size, n, err)
+'''
+
+
+@pytest.mark.parametrize("name,data,size,n,error", [
+    ("empty", b"", 0, 0, "not recognized as a supported file format"),
+    ("garbage", b"not a tiff" * 100, 1000, 100, "not recognized as a supported file format"),
+])
+def test_edge_objects_fail_like_stock(lab, name, data, size, n, error):
+    # S3 answers a range on an empty object with 416: vsitune treats it as size 0.
+    lab.put_object("lab", f"edge/{name}.tif", data)
+    env = lab_client.gdal_env(lab.env("h1"), vsitune=True)
+    cp = subprocess.run(["/usr/bin/python3", "-c", EDGE, f"/vsis3/lab/edge/{name}.tif"],
+                        env=env, capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    got_size, got_n, err = cp.stdout.strip().split(" ", 2)
+    assert (int(got_size), int(got_n)) == (size, n)
+    assert error in err
+    assert len(lab.log()) == 1  # the header GET answered everything
