@@ -294,6 +294,9 @@ def gdal_env(lab_env, vsitune=False, extra=None):
     any AWS_/GDAL_/CPL_/VSI_/CURL_ settings, plus `lab_env`; with vsitune=True,
     GDAL_DRIVER_PATH points at the built plugin (stock GDAL otherwise)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUB_PREFIXES)}
+    # Never let a run that lost its credentials go looking for the EC2 metadata
+    # service off this machine: tests that want IMDS point it at 127.0.0.1.
+    env["AWS_EC2_METADATA_DISABLED"] = "true"
     env.update(lab_env)
     if vsitune:
         env["GDAL_DRIVER_PATH"] = str(plugin_dir())
