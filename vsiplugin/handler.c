@@ -95,10 +95,10 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
     }
     err = vt__object_open(path, &o, &status, errbuf, sizeof(errbuf));
     if (err != VT_OK) {
-        /* Silent, as stat is for GDAL's own: GDALOpen tries to open the file
-         * even after a failed stat, and the open reports the error. A
-         * CE_Failure here would make the Python bindings raise on an open
-         * that then succeeds (a transient error that the retry fixed). */
+        /* Silent, as GDAL's own stat is: stat is how GDAL probes, and a
+         * CE_Failure here would make the Python bindings raise even when the
+         * open around it then succeeds (a transient error a retry fixed).
+         * A failing open reports the reason (see cb_open). */
         CPLDebug("VSITUNE", "stat: %s", errbuf);
         errno = errno_for(err);
         return -1;
