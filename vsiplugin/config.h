@@ -1,9 +1,25 @@
 /* config.h: every vsitune option, read in one place.
  *
- * Options are read through CPLGetConfigOption at the moment they matter, so
- * `--config KEY VALUE`, environment variables and rasterio.Env all work as
+ * Options are read at the moment they matter, so `--config KEY VALUE`,
+ * environment variables, rasterio.Env and path-specific options all work as
  * they do for GDAL's own /vsis3/. docs/configuration.md lists them; keep the
- * two in step. Thread-safe (CPLGetConfigOption is). */
+ * two in step.
+ *
+ * Every lookup names the path it is for. `path` is the object path as
+ * vsitune's callbacks see it ("bucket/key", "bucket", no prefix), or NULL for
+ * a process-wide option (the engine, the cache budget, stats). With a path,
+ * the option is read as GDAL 3.6 reads its /vsis3/ options:
+ * VSIGetPathSpecificOption("<prefix>bucket/key", NAME) (options set with
+ * VSISetPathSpecificOption / gdal.SetCredential on a prefix of that path),
+ * falling back to CPLGetConfigOption (config, then environment). <prefix> is
+ * the one the router is installed on (vt__cfg_set_prefix). So a per-bucket
+ * AWS_S3_ENDPOINT, AWS_ACCESS_KEY_ID or GDAL_HTTP_HEADERS applies to the
+ * requests for that bucket only: read every option a request depends on with
+ * that request's path.
+ *
+ * Values are copied out at once (GDAL's pointers live only until the next
+ * config change or, for path-specific values, the next CPLSPrintf on the
+ * thread). Thread-safe. */
 #ifndef VT_CONFIG_H
 #define VT_CONFIG_H
 
@@ -20,19 +36,34 @@
 #define VT_DEFAULT_META_TTL 300                    /* VSITUNE_METADATA_TTL, s */
 #define VT_DEFAULT_NEGATIVE_TTL 30                 /* VSITUNE_NEGATIVE_TTL, s */
 
-/* Raw value: CPLGetConfigOption(name, NULL) (config, then environment). */
-const char *vt__cfg_str(const char *name);
+/* The prefix path-specific options are looked up under ("/vsis3/" or
+ * "/vsitune/"; default "/vsis3/"). plugin.c sets it once, at registration,
+ * before any lookup with a path. The string is copied. */
+void vt__cfg_set_prefix(const char *prefix);
 
-/* Boolean per CPLTestBool (YES/TRUE/ON/1); def when unset. */
-int vt__cfg_bool(const char *name, int def);
+/* The value for path, malloc'd (caller frees); NULL when unset or empty. */
+char *vt__cfg_dup(const char *path, const char *name);
+
+/* The value for path, malloc'd; NULL only when unset: an option set to ""
+ * gives "". GDAL tells the two apart for some options
+ * (CPL_AWS_CREDENTIALS_FILE="" means "no credentials file"). */
+char *vt__cfg_dup_raw(const char *path, const char *name);
+
+/* Boolean per CPLTestBool (YES/TRUE/ON/1); def when unset or empty. */
+int vt__cfg_bool(const char *path, const char *name, int def);
 
 /* Byte size or count: accepts plain integers and K/KB/M/MB/G/GB suffixes
  * (powers of 1024). def when unset, out of [min, max], or unparsable (a
  * CPLError warning names the option then). */
-uint64_t vt__cfg_size(const char *name, uint64_t def, uint64_t min,
-                      uint64_t max);
+uint64_t vt__cfg_size(const char *path, const char *name, uint64_t def,
+                      uint64_t min, uint64_t max);
 
 /* Parse a size like vt__cfg_size; returns 0 on success. Pure. */
 int vt__parse_size(const char *s, uint64_t *out);
+
+/* "<prefix><path>" into buf (the GDAL path path-specific options are
+ * matched against). Returns buf, or NULL when it does not fit. Pure apart
+ * from reading the prefix. */
+const char *vt__cfg_gdal_path(const char *path, char *buf, size_t len);
 
 #endif

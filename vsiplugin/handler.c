@@ -63,15 +63,17 @@ static int errno_for(vt_err err)
     }
 }
 
-static const char *allowed_extensions(void)
+/* 1 when path's extension is allowed (VSITUNE_ALLOWED_EXTENSIONS, else
+ * CPL_VSIL_CURL_ALLOWED_EXTENSIONS, else the built-in list), read for path. */
+static int extension_allowed(const char *path)
 {
-    const char *v = vt__cfg_str("VSITUNE_ALLOWED_EXTENSIONS");
-    if (v && *v)
-        return v;
-    v = vt__cfg_str("CPL_VSIL_CURL_ALLOWED_EXTENSIONS");
-    if (v && *v)
-        return v;
-    return VT_DEFAULT_ALLOWED_EXTENSIONS;
+    char *v = vt__cfg_dup(path, "VSITUNE_ALLOWED_EXTENSIONS");
+    int r;
+    if (!v)
+        v = vt__cfg_dup(path, "CPL_VSIL_CURL_ALLOWED_EXTENSIONS");
+    r = vt__policy_ext_in(path, v ? v : VT_DEFAULT_ALLOWED_EXTENSIONS);
+    free(v);
+    return r;
 }
 
 static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
@@ -84,8 +86,8 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
     (void)ud;
     if (vt__policy_is_dir_like(path))
         return vt__stock_stat(path, st, flags); /* a directory: GDAL's */
-    if (!vt__policy_ext_in(path, allowed_extensions())) {
-        if (!vt__cfg_bool("VSITUNE_SIDECARS", 0)) {
+    if (!extension_allowed(path)) {
+        if (!vt__cfg_bool(path, "VSITUNE_SIDECARS", 0)) {
             CPLDebug("VSITUNE", "stat %s: extension not allowed, no request",
                      path);
             errno = ENOENT;
@@ -191,8 +193,8 @@ static size_t cb_read(void *f, void *buf, size_t size, size_t count)
     got = osize - h->pos < want ? (size_t)(osize - h->pos) : want;
     ra = vt__readahead_update(
         &h->ra, h->pos, got, vt__cache_block_size(vt__object_cache()),
-        vt__cfg_size("VSITUNE_READAHEAD_MAX", VT_DEFAULT_READAHEAD_MAX, 0,
-                     1u << 30));
+        vt__cfg_size(vt__object_path(h->obj), "VSITUNE_READAHEAD_MAX",
+                     VT_DEFAULT_READAHEAD_MAX, 0, 1u << 30));
     err = vt__object_read(h->obj, 1, &buf, &h->pos, &got, ra, errbuf,
                           sizeof(errbuf));
     if (err != VT_OK) {
@@ -242,8 +244,8 @@ static int cb_read_multi_range(void *f, int n, void **data,
         }
         ra = vt__readahead_update(
             &h->ra, lo, hi - lo, vt__cache_block_size(vt__object_cache()),
-            vt__cfg_size("VSITUNE_READAHEAD_MAX", VT_DEFAULT_READAHEAD_MAX, 0,
-                         1u << 30));
+            vt__cfg_size(vt__object_path(h->obj), "VSITUNE_READAHEAD_MAX",
+                         VT_DEFAULT_READAHEAD_MAX, 0, 1u << 30));
     }
     err = vt__object_read(h->obj, (size_t)n, data, o64, sizes, ra, errbuf,
                           sizeof(errbuf));
@@ -277,14 +279,16 @@ static int cb_close(void *f)
  * behaviour) when the user opted in to sidecars or for multi-file formats. */
 static char **cb_sibling_files(void *ud, const char *path)
 {
-    const char *list;
+    char *list;
+    int none;
     (void)ud;
-    if (vt__cfg_bool("VSITUNE_SIDECARS", 0))
+    if (vt__cfg_bool(path, "VSITUNE_SIDECARS", 0))
         return NULL;
-    list = vt__cfg_str("VSITUNE_NO_SIBLING_EXTENSIONS");
-    if (!list || !*list)
-        list = VT_DEFAULT_NO_SIBLING_EXTENSIONS;
-    if (!vt__policy_ext_in(path, list))
+    list = vt__cfg_dup(path, "VSITUNE_NO_SIBLING_EXTENSIONS");
+    none = vt__policy_ext_in(path,
+                             list ? list : VT_DEFAULT_NO_SIBLING_EXTENSIONS);
+    free(list);
+    if (!none)
         return NULL;
     return (char **)CPLCalloc(1, sizeof(char *));
 }

@@ -98,11 +98,11 @@ vt_cache *vt__object_cache(void)
     pthread_once(&atfork_once, install_atfork);
     pthread_mutex_lock(&table_mu);
     if (g_cache == NULL) {
-        uint64_t budget = vt__cfg_size("VSITUNE_CACHE_SIZE",
+        uint64_t budget = vt__cfg_size(NULL, "VSITUNE_CACHE_SIZE",
                                        VT_DEFAULT_CACHE_SIZE, 0,
                                        (uint64_t)1 << 40);
-        uint64_t bs = vt__cfg_size("VSITUNE_BLOCK_SIZE", VT_DEFAULT_BLOCK_SIZE,
-                                   4096, 16u << 20);
+        uint64_t bs = vt__cfg_size(NULL, "VSITUNE_BLOCK_SIZE",
+                                   VT_DEFAULT_BLOCK_SIZE, 4096, 16u << 20);
         g_cache = vt__cache_new((size_t)budget, (size_t)bs);
     }
     c = g_cache;
@@ -224,8 +224,8 @@ static vt_err load_header(vt_object *o, long *http_status, char *errbuf,
 {
     vt_http_resp r;
     vt_err err;
-    uint64_t hsize = vt__cfg_size("VSITUNE_HEADER_SIZE", VT_DEFAULT_HEADER_SIZE,
-                                  1024, 64u << 20);
+    uint64_t hsize = vt__cfg_size(o->path, "VSITUNE_HEADER_SIZE",
+                                  VT_DEFAULT_HEADER_SIZE, 1024, 64u << 20);
     size_t klen;
 
     err = vt__s3_get(o->bucket, o->key, 0, hsize, NULL, &r, errbuf, errlen);
@@ -271,9 +271,9 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
                        char *errbuf, size_t errlen)
 {
     unsigned h = hash_str(path);
-    long ttl = (long)vt__cfg_size("VSITUNE_METADATA_TTL", VT_DEFAULT_META_TTL,
-                                  0, 1u << 30);
-    long neg_ttl = (long)vt__cfg_size("VSITUNE_NEGATIVE_TTL",
+    long ttl = (long)vt__cfg_size(path, "VSITUNE_METADATA_TTL",
+                                  VT_DEFAULT_META_TTL, 0, 1u << 30);
+    long neg_ttl = (long)vt__cfg_size(path, "VSITUNE_NEGATIVE_TTL",
                                       VT_DEFAULT_NEGATIVE_TTL, 0, 1u << 30);
     vt_object *o = NULL, *dead = NULL;
     vt_err err = VT_OK;
@@ -378,6 +378,8 @@ void vt__object_release(vt_object *o)
 uint64_t vt__object_size(const vt_object *o) { return o->size; }
 const char *vt__object_etag(const vt_object *o) { return o->etag; }
 
+const char *vt__object_path(const vt_object *o) { return o->path; }
+
 void vt__object_clear_all(void)
 {
     vt_object *dead = NULL;
@@ -437,9 +439,9 @@ static vt_err fetch_runs(vt_object *o, vt_cache *c, pinned *p, size_t np,
                          char *errbuf, size_t errlen)
 {
     size_t bs = vt__cache_block_size(c);
-    uint64_t gap = vt__cfg_size("VSITUNE_MERGE_GAP", VT_DEFAULT_MERGE_GAP, 0,
-                                1u << 30) / bs;
-    uint64_t maxb = vt__cfg_size("VSITUNE_MAX_REQUEST_SIZE",
+    uint64_t gap = vt__cfg_size(o->path, "VSITUNE_MERGE_GAP",
+                                VT_DEFAULT_MERGE_GAP, 0, 1u << 30) / bs;
+    uint64_t maxb = vt__cfg_size(o->path, "VSITUNE_MAX_REQUEST_SIZE",
                                  VT_DEFAULT_MAX_REQUEST, bs, 1u << 30) / bs;
     uint64_t *fill_idx = NULL;
     vt_block_run *runs = NULL;

@@ -36,6 +36,10 @@ void vt__object_release(vt_object *o);
 uint64_t vt__object_size(const vt_object *o);
 const char *vt__object_etag(const vt_object *o);
 
+/* "bucket/key" as opened: the path its options are read for (config.h).
+ * Lives as long as the reference. */
+const char *vt__object_path(const vt_object *o);
+
 /* Read n ranges: dst[i] gets len[i] bytes at off[i]; every range must lie
  * inside the object. readahead: extra bytes to fetch past the end of the
  * furthest range when they are missing and the read goes to the network

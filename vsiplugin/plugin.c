@@ -54,7 +54,8 @@ void GDALRegister_vsitune(void)
                  GDALVersionInfo("RELEASE_NAME"));
         return;
     }
-    prefix = vt__cfg_bool("VSITUNE_TAKEOVER", 1) ? "/vsis3/" : "/vsitune/";
+    prefix = vt__cfg_bool(NULL, "VSITUNE_TAKEOVER", 1) ? "/vsis3/" : "/vsitune/";
+    vt__cfg_set_prefix(prefix); /* path-specific options are under it */
     cb = VSIAllocFilesystemPluginCallbacksStruct();
     if (cb == NULL)
         return;

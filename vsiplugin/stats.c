@@ -61,12 +61,14 @@ static char opt_dir[4096], opt_file[4096];
 
 static void remember_options(void)
 {
-    const char *d = vt__cfg_str("VSITUNE_STATS_DIR");
-    const char *f = vt__cfg_str("VSITUNE_STATS_FILE");
+    char *d = vt__cfg_dup(NULL, "VSITUNE_STATS_DIR");
+    char *f = vt__cfg_dup(NULL, "VSITUNE_STATS_FILE");
     pthread_mutex_lock(&opt_mu);
     snprintf(opt_dir, sizeof(opt_dir), "%s", d ? d : "");
     snprintf(opt_file, sizeof(opt_file), "%s", f ? f : "");
     pthread_mutex_unlock(&opt_mu);
+    free(d);
+    free(f);
 }
 
 /* Write the document to path through path.tmp + rename, so a reader never
@@ -106,9 +108,11 @@ static void publish(void)
 void vt__stats_tick(void)
 {
     long long now = (long long)time(NULL), last = atomic_load(&last_publish);
-    const char *dir = vt__cfg_str("VSITUNE_STATS_DIR");
+    char *dir = vt__cfg_dup(NULL, "VSITUNE_STATS_DIR");
+    int want = dir != NULL;
 
-    if (!dir || !*dir || now - last < 1)
+    free(dir);
+    if (!want || now - last < 1)
         return;
     if (atomic_compare_exchange_strong(&last_publish, &last, now)) {
         remember_options();
