@@ -1,0 +1,182 @@
+"""test_parity_formats.py: every layout of parity_fixtures.py read as a GDAL user reads it,
+stock GDAL against GDAL with the plugin (issue 9), outputs compared (parity.py).
+
+Per raster case, in one process per side: gdal.OpenEx and everything GDAL says about the
+dataset (driver, size, georeferencing, CRS, GCPs, file list, metadata of every domain, per
+band: checksum, min/max, nodata, stored statistics, mask flags and mask checksum, every
+overview's checksum), gdal_translate -outsize 12.5% (overviews chosen), gdalwarp -ts to
+EPSG:4326 (georeferencing used), VSIStatL of the case's files and of the sidecar names
+GDAL probes, VSIReadDir of the case's directory, and the main file's bytes. Then the
+`gdalinfo -json -checksum` command line (exit status, stdout, error lines). rasterio reads
+for the common layouts. Per vector case: the OGR walk (layers, fields, every feature),
+`ogrinfo -ro -al -so` and `ogrinfo -ro -al`. Request counts go to
+$VT_BUILD_DIR/parity/requests.json.
+
+A case that differs today carries a strict xfail with what differs; a fix turns it into an
+XPASS failure, and the mark must go.
+"""
+
+import pytest
+
+from parity import assert_ok, assert_same, both, both_tool, uploaded, xfail
+
+# Sidecar names GDAL may look for beside a file; VSIStatL of each must agree (absent or not).
+SIDECAR_SUFFIXES = [".aux.xml", ".ovr", ".msk", ".aux", ".tfw", ".wld", ".prj", "_rpc.txt",
+                    ".imd", ".xml"]
+
+RASTER = ["cog", "cog_aux", "striped", "tiled_ovr", "world_tfw", "world_wld", "world_tifw",
+          "world_j2w", "world_pgw", "pam", "msk", "vrt_ovr", "aaigrid", "srtm", "envi", "ehdr",
+          "hfa", "idrisi", "rpc", "gpkg_raster", "zarrv2", "zarrv3", "zip_tif", "zip_cog",
+          "zip_world", "tar_ovr", "targz_asc", "gzip_asc"]
+VECTOR = ["shp", "tab", "gpkg", "gml", "xlsx", "ods", "geojson", "zip_shp", "shp_dir"]
+
+# What differs today, per case (strict xfail: remove the entry when the case passes).
+_WORLD = ("world file ignored (no sibling listing, VSIStatL of it says not found): no "
+          "geotransform, gdalwarp fails")
+_AUX = ".aux.xml ignored: dataset/band metadata and GetFileList differ"
+_NOTDIR = ("a prefix without trailing slash is not a directory: the Zarr open fails with "
+           "CPLE 13 'HTTP 404 NoSuchKey'")
+_STATEXT = "VSIStatL of an existing object outside the extension allow-list says not found"
+RASTER_XFAIL = {
+    "tiled_ovr": "external .ovr not found: no overviews, GetFileList lacks it, -outsize and "
+                 "gdalwarp -ts give different pixels",
+    "world_tfw": _WORLD, "world_wld": _WORLD, "world_tifw": _WORLD, "world_j2w": _WORLD,
+    "world_pgw": _STATEXT + " (.pgw)",
+    "pam": "PAM-only .aux.xml ignored: no CRS, geotransform, nodata, metadata, statistics; "
+           "gdalwarp fails; VSIStatL of the .aux.xml says not found",
+    "msk": ".msk ignored: no per-dataset mask, gdalwarp pixels differ",
+    "vrt_ovr": ".vrt.ovr ignored: no overviews, -outsize and gdalwarp give different pixels",
+    "aaigrid": ".prj ignored: no CRS, gdalwarp output differs; " + _STATEXT + " (.prj)",
+    "srtm": _STATEXT + " (.hgt), so the open fails",
+    "envi": _AUX + "; band description differs; " + _STATEXT + " (.hdr)",
+    "ehdr": _AUX + "; " + _STATEXT + " (.bil, .hdr, .prj)",
+    "hfa": _AUX,
+    "idrisi": _STATEXT + " (.rst, .rdc), so the open fails",
+    "rpc": "_rpc.txt ignored: no RPC metadata, gdalwarp fails",
+    "zarrv2": _NOTDIR + "; " + _STATEXT + " (Zarr keys)",
+    "zarrv3": _NOTDIR + "; " + _STATEXT + " (Zarr keys)",
+}
+GDALINFO_XFAIL = {k: v for k, v in RASTER_XFAIL.items() if k != "world_pgw"}
+VECTOR_XFAIL = {
+    "shp": _STATEXT + " (.shp, .shx, .dbf, .prj, .cpg)",
+    "tab": _STATEXT + " (.tab, .map, .id, .dat): the open fails with CPLE 3 'stat() failed'",
+    "gml": ".xsd ignored: field widths differ, GetFileList is empty; " + _STATEXT,
+    "xlsx": _STATEXT + " (.xlsx), so the open fails",
+    "ods": _STATEXT + " (.ods), so the open fails",
+    "shp_dir": "a prefix without trailing slash is not a directory: the open fails",
+}
+OGRINFO_XFAIL = {k: v for k, v in VECTOR_XFAIL.items() if k != "shp"}
+RASTERIO_XFAIL = {k: RASTER_XFAIL[k] for k in ("tiled_ovr", "world_tfw", "pam", "msk", "vrt_ovr",
+                                               "aaigrid", "zarrv2")}
+ZARR_XFAIL = {"zarrv2": _NOTDIR, "zarrv3": "a prefix without trailing slash is not a "
+              "directory: the multidimensional open fails"}
+
+# COG + .aux.xml: the plugin skips sidecar lookups for a COG by design (issue 9); with
+# VSITUNE_SIDECARS=YES it must read the .aux.xml exactly as stock GDAL does.
+# test_cog_aux_default_is_documented_difference checks the default.
+VT_EXTRA = {"cog_aux": {"VSITUNE_SIDECARS": "YES"}}
+
+
+def params(names, marks):
+    return [pytest.param(n, marks=[xfail(marks[n])] if n in marks else [], id=n) for n in names]
+
+
+@pytest.fixture(scope="module")
+def cases(lab):
+    return uploaded(lab)
+
+
+def raster_probes(c):
+    path = c.path
+    stats = [c.s3(f) for f in c.files]
+    if path.startswith("/vsis3/"):
+        stats += [path + s for s in SIDECAR_SUFFIXES] + [path.rsplit(".", 1)[0] + s
+                                                         for s in SIDECAR_SUFFIXES]
+    return [
+        {"op": "raster", "path": path},
+        {"op": "translate", "path": path, "options": ["-outsize", "12.5%", "12.5%"]},
+        {"op": "warp", "path": path, "options": ["-ts", "64", "64", "-t_srs", "EPSG:4326"]},
+        {"op": "stat_many", "paths": stats, "fields": ["size", "isdir"]},
+        {"op": "readdir", "path": c.dir},
+        {"op": "read", "path": c.s3(c.files[0]), "ranges": [[0, 100], [1000, 5000]]},
+    ]
+
+
+@pytest.mark.parametrize("name", params(RASTER, RASTER_XFAIL))
+def test_raster(lab, cases, name):
+    c = cases[name]
+    stock, vt = both(lab, name, "raster", raster_probes(c), extra_vt=VT_EXTRA.get(name))
+    assert_ok(stock, name)
+    assert stock[0]["value"] is not None, f"stock GDAL cannot open {c.path}: {stock[0]}"
+    assert_same(stock, vt, name)
+
+
+@pytest.mark.parametrize("name", params(RASTER, GDALINFO_XFAIL))
+def test_gdalinfo_cli(lab, cases, name):
+    c = cases[name]
+    stock, vt = both_tool(lab, name, "gdalinfo", ["gdalinfo", "-json", "-checksum", c.path],
+                          parse_json=True, extra_vt=VT_EXTRA.get(name))
+    assert stock["rc"] == 0, stock
+    assert_same(stock, vt, f"gdalinfo {name}")
+
+
+def test_cog_aux_default_is_documented_difference(lab, cases):
+    """The one deliberate difference (docs/compatibility.md): by default the plugin opens a
+    COG without looking for sidecars, so an .aux.xml beside it is not read. What the user
+    gets is then exactly what stock GDAL gives with no sidecar lookup."""
+    c = cases["cog_aux"]
+    probes = [{"op": "raster", "path": c.path}]
+    stock_nosib, vt = both(lab, "cog_aux", "default-no-sidecars", probes,
+                           extra_stock={"GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR"})
+    assert stock_nosib[0]["value"]["md"].get("(default)", {}).get("PARITY_SOURCE") is None
+    assert_same(stock_nosib, vt, "cog_aux default")
+
+
+def vector_probes(c):
+    stats = [c.s3(f) for f in c.files] if c.path.startswith("/vsis3/") else []
+    return [
+        {"op": "vector", "path": c.path},
+        {"op": "stat_many", "paths": stats + [c.path], "fields": ["size", "isdir"]},
+        {"op": "readdir", "path": c.dir},
+    ]
+
+
+@pytest.mark.parametrize("name", params(VECTOR, VECTOR_XFAIL))
+def test_vector(lab, cases, name):
+    c = cases[name]
+    stock, vt = both(lab, name, "vector", vector_probes(c))
+    assert_ok(stock, name)
+    assert stock[0]["value"] is not None, f"stock GDAL cannot open {c.path}: {stock[0]}"
+    assert_same(stock, vt, name)
+
+
+@pytest.mark.parametrize("name", params(VECTOR, OGRINFO_XFAIL))
+@pytest.mark.parametrize("mode", ["summary", "full"])
+def test_ogrinfo_cli(lab, cases, name, mode):
+    c = cases[name]
+    argv = ["ogrinfo", "-ro", "-al"] + (["-so"] if mode == "summary" else []) + [c.path]
+    stock, vt = both_tool(lab, name, f"ogrinfo-{mode}", argv)
+    assert stock["rc"] == 0, stock
+    assert_same(stock, vt, f"ogrinfo {mode} {name}")
+
+
+RASTERIO = ["cog", "striped", "tiled_ovr", "world_tfw", "pam", "msk", "vrt_ovr", "aaigrid",
+            "zip_tif", "zarrv2"]
+
+
+@pytest.mark.parametrize("name", params(RASTERIO, RASTERIO_XFAIL))
+def test_rasterio(lab, cases, name):
+    c = cases[name]
+    stock, vt = both(lab, name, "rasterio", [{"op": "rasterio", "path": c.path}])
+    assert_ok(stock, name)
+    assert_same(stock, vt, f"rasterio {name}")
+
+
+@pytest.mark.parametrize("name", params(["zarrv2", "zarrv3"], ZARR_XFAIL))
+def test_zarr_multidim(lab, cases, name):
+    c = cases[name]
+    stock, vt = both(lab, name, "mdim", [{"op": "mdim", "path": c.path},
+                                         {"op": "raster", "path": f'ZARR:"{c.path}"'}])
+    assert_ok(stock, name)
+    assert stock[0]["value"] is not None, stock
+    assert_same(stock, vt, f"zarr multidim {name}")
