@@ -52,10 +52,22 @@ def _stat_dict(st):
             "isreg": bool(pystat.S_ISREG(mode)), "mtime": st.mtime}
 
 
+STAT_FLAGS = {"exists": gdal.VSI_STAT_EXISTS_FLAG, "nature": gdal.VSI_STAT_NATURE_FLAG,
+              "size": gdal.VSI_STAT_SIZE_FLAG, "set_error": gdal.VSI_STAT_SET_ERROR_FLAG}
+
+
 def op_stat(p):
-    flags = p.get("flags")
-    st = gdal.VSIStatL(p["path"]) if flags is None else gdal.VSIStatL(p["path"], flags)
-    return _stat_dict(st)
+    """VSIStatL (flags: a list of STAT_FLAGS names). With "set_error", also the VSI
+    error GDAL set: [VSIGetLastErrorNo, VSIGetLastErrorMsg]."""
+    flags = 0
+    for f in p.get("flags") or []:
+        flags |= STAT_FLAGS[f]
+    gdal.VSIErrorReset()
+    st = gdal.VSIStatL(p["path"]) if not flags else gdal.VSIStatL(p["path"], flags)
+    d = _stat_dict(st)
+    if "set_error" in (p.get("flags") or []):
+        return {"stat": d, "vsi_error": [gdal.VSIGetLastErrorNo(), gdal.VSIGetLastErrorMsg()]}
+    return d
 
 
 def op_stat_many(p):
