@@ -68,6 +68,17 @@ function stripQuotes(etag) {
   return String(etag || '').replace(/^W\//, '').replace(/^"|"$/g, '');
 }
 
+// The x-amz-* request headers a client chose (storage class, encryption, copy source,
+// ACL, ...): what tests compare between two clients. Signing plumbing is left out.
+const AMZ_SIGNING = new Set(['x-amz-date', 'x-amz-content-sha256', 'x-amz-security-token']);
+function amzHeaders(headers) {
+  const out = {};
+  for (const [k, v] of Object.entries(headers)) {
+    if (k.startsWith('x-amz-') && !AMZ_SIGNING.has(k)) out[k] = v;
+  }
+  return Object.keys(out).length ? out : null;
+}
+
 class Verifier {
   // lab: { log, faults, lookupCredential(akid), region, s3rver: { host, port } }
   constructor(lab) {
@@ -121,6 +132,7 @@ class Verifier {
       endpoint, method: req.method, path: rawPath, query: rawQuery, range,
       if_match: req.headers['if-match'] || null, bucket, key,
       kind: kindOf(req.method, key, !!range), user_agent: req.headers['user-agent'] || null,
+      amz: amzHeaders(req.headers), req_length: req.headers['content-length'] || null,
     });
     const t0 = process.hrtime.bigint();
     res._labBytes = 0;
