@@ -13,7 +13,8 @@ process with a clean environment (lab_client.gdal_env), and compares what GDAL r
   returns {"rc", "stdout", "errors"} per side (errors parsed from "ERROR n: ..." lines).
 - `assert_same(stock, vt)`: deep equality, except error messages, which compare by gist:
   same CPLE class and number, and stock GDAL's message contained in the plugin's (the
-  plugin may add S3's code and message). The failure message lists every difference.
+  plugin may add S3's code and message): "errors" lists, "vsi_error" pairs and "message"
+  strings. The failure message lists every difference.
 
 Requests are recorded, never asserted equal: every run's slice of the lab's log is
 summarised (counts by kind, bytes) under the case and step in
@@ -214,13 +215,20 @@ def _norm_msg(m):
     return " ".join(str(m).split())
 
 
+def gist_in(stock_msg, vt_msg):
+    """Stock GDAL's message is in the plugin's, line by line (a tool's error block has a
+    line per message: "The specified key does not exist." then "gdalinfo failed - ...")."""
+    a, b = str(stock_msg).split("\n"), str(vt_msg).split("\n")
+    return len(a) == len(b) and all(_norm_msg(x) in _norm_msg(y) for x, y in zip(a, b))
+
+
 def errors_match(stock, vt):
-    """Same errors in the same order: class and CPLE number equal, stock's message
-    contained in the plugin's (the plugin may add S3's code and message)."""
+    """Same errors and warnings in the same order: class and CPLE number equal, stock's
+    message contained in the plugin's (the plugin may add S3's code and message)."""
     if len(stock) != len(vt):
         return False
     for (c1, n1, m1), (c2, n2, m2) in zip(stock, vt):
-        if c1 != c2 or n1 != n2 or _norm_msg(m1) not in _norm_msg(m2):
+        if c1 != c2 or n1 != n2 or not gist_in(m1, m2):
             return False
     return True
 
@@ -236,7 +244,11 @@ def diff(a, b, path="", out=None, limit=40):
             out.append(f"{path}: stock {a!r}\n      vsitune {b!r}")
         return out
     if path.endswith(".vsi_error"):  # [VSIGetLastErrorNo, message]: number equal, gist in
-        if not (a[0] == b[0] and _norm_msg(a[1]) in _norm_msg(b[1])):
+        if not (a[0] == b[0] and gist_in(a[1], b[1])):
+            out.append(f"{path}: stock {a!r}\n      vsitune {b!r}")
+        return out
+    if path.endswith(".message") and isinstance(a, str) and isinstance(b, str):
+        if not gist_in(a, b):  # an error message: compared by gist
             out.append(f"{path}: stock {a!r}\n      vsitune {b!r}")
         return out
     if isinstance(a, dict) and isinstance(b, dict):

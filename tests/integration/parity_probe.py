@@ -325,6 +325,26 @@ def op_rasterio(p):
     return out
 
 
+def op_fopen_ex(p):
+    """VSIFOpenExL(path, "rb", bSetError=TRUE): the handle's existence and the VSI error."""
+    gdal.VSIErrorReset()
+    f = gdal.VSIFOpenExL(p["path"], "rb", 1)
+    ok = f is not None
+    if f is not None:
+        gdal.VSIFCloseL(f)
+    return {"opened": ok, "vsi_error": [gdal.VSIGetLastErrorNo(), gdal.VSIGetLastErrorMsg()]}
+
+
+def op_rasterio_open(p):
+    """rasterio.open: the exception a rasterio user catches (class and message)."""
+    import rasterio
+    try:
+        with rasterio.open(p["path"]) as src:
+            return {"opened": True, "driver": src.driver}
+    except Exception as e:  # what the user sees is the point
+        return {"opened": False, "exception": type(e).__name__, "message": str(e)}
+
+
 def op_setconfig(p):
     for k, v in p["options"].items():
         gdal.SetConfigOption(k, v)

@@ -1,0 +1,112 @@
+"""test_parity_errors.py: failures, stock GDAL against GDAL with the plugin (issue 9).
+
+For each failure a user meets (missing key, missing bucket, access denied, bad secret,
+unknown key id, no credentials, unreachable endpoint), what GDAL reports must be the same:
+the command line's exit status and error lines (CPLE number, and stock GDAL's message
+contained in the plugin's: the plugin may add S3's code and message), GDALOpen's CPLErrors,
+VSIStatL and VSIFOpenExL with their VSI error set, VSIReadDir, and the exception rasterio
+raises. One process per side runs the library calls; the tools run as themselves.
+"""
+
+import pytest
+
+from parity import assert_same, both, both_tool, uploaded, xfail
+
+OK = "/vsis3/lab/parity/cog/scene.tif"
+SCENARIOS = {
+    # name: (path, extra environment)
+    "missing-key": ("/vsis3/lab/parity/nope/missing.tif", {}),
+    "missing-key-noext": ("/vsis3/lab/parity/nope/missing", {}),
+    "missing-bucket": ("/vsis3/nosuchbucket-parity/x.tif", {}),
+    "access-denied": (OK, {"AWS_NO_SIGN_REQUEST": "YES"}),
+    "bad-secret": (OK, {"AWS_SECRET_ACCESS_KEY": "not-the-secret"}),
+    "unknown-key-id": (OK, {"AWS_ACCESS_KEY_ID": "AKIANOTKNOWNBYTHELAB"}),
+    "no-credentials": (OK, {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "",
+                            "HOME": "/nonexistent"}),
+    "unreachable": (OK, {"AWS_S3_ENDPOINT": "127.0.0.1:9"}),
+}
+
+_WARN = "GDAL's warning 'HTTP response code on <url>: 403' is missing"
+_NOEXT = ("GDAL opens a key without extension lazily (VSIFOpenL succeeds; GDALOpen says CPLE 4 "
+          "'not recognized as a supported file format'); the plugin fails the open with CPLE 13 404")
+_CREDS = ("the no-credentials message is the plugin's own, not GDAL's 'AWS_SECRET_ACCESS_KEY and "
+          "AWS_NO_SIGN_REQUEST configuration options not defined, and ... not filled'")
+_NET = ("connection refused is CPLE 4 'network error, retries exhausted' where GDAL says CPLE 11 "
+        "(CPLE_HttpResponse) 'CURL error: ...'")
+_RIO = ("rasterio's message is the plugin's 'vsitune: cannot open ...' where GDAL's open gives "
+        "'... does not exist in the file system, and is not recognized as a supported dataset name.'")
+_VSIERR = "VSIFOpenExL(bSetError) sets a VSI error where GDAL sets none (0, '')"
+XFAIL = {
+    ("gdalopen", "missing-key-noext"): _NOEXT,
+    ("gdalopen", "access-denied"): _WARN,
+    ("gdalopen", "bad-secret"): _WARN,
+    ("gdalopen", "unknown-key-id"): _WARN + "; InvalidAccessKeyId is CPLE 15 where GDAL says 17",
+    ("gdalopen", "no-credentials"): _CREDS,
+    ("gdalopen", "unreachable"): _NET,
+    ("stat", "no-credentials"): "VSIStatL(SET_ERROR) sets no VSI error where GDAL sets 9 (" + _CREDS + ")",
+    ("rasterio", "missing-key-noext"): _NOEXT,
+    ("rasterio", "no-credentials"): _CREDS,
+}
+for sc in SCENARIOS:
+    if sc != "no-credentials":
+        XFAIL[("fopen_ex", sc)] = _VSIERR if sc != "missing-key-noext" else _NOEXT
+        XFAIL.setdefault(("rasterio", sc), _RIO)
+XFAIL[("fopen_ex", "no-credentials")] = _CREDS
+TOOL_XFAIL = {
+    ("gdalinfo", "missing-key-noext"): _NOEXT,
+    ("gdalinfo", "access-denied"): _WARN,
+    ("gdalinfo", "bad-secret"): _WARN,
+    ("gdalinfo", "unknown-key-id"): _WARN + "; InvalidAccessKeyId is CPLE 15 where GDAL says 17",
+    ("gdalinfo", "no-credentials"): _CREDS,
+    ("gdalinfo", "unreachable"): _NET,
+    ("ogrinfo", "access-denied"): _WARN,
+    ("ogrinfo", "bad-secret"): _WARN,
+    ("ogrinfo", "unknown-key-id"): _WARN,
+    ("ogrinfo", "unreachable"): "GDAL's warning 'HTTP response code on <url>: 0' is missing",
+}
+OPS = ["gdalopen", "stat", "fopen_ex", "readdir", "rasterio"]
+
+
+def params(ops, marks):
+    return [pytest.param(op, n, id=f"{op}-{n}",
+                         marks=[xfail(marks[(op, n)])] if (op, n) in marks else [])
+            for op in ops for n in SCENARIOS]
+
+
+@pytest.fixture(scope="module")
+def fixtures(lab):
+    return uploaded(lab)
+
+
+_RESULTS = {}
+
+
+def library_results(lab, name):
+    """Every library call of a scenario, in one process per side (once per scenario)."""
+    if name not in _RESULTS:
+        path, env = SCENARIOS[name]
+        probes = [{"op": "raster", "path": path, "checksums": False},
+                  {"op": "stat", "path": path, "flags": ["exists", "set_error"]},
+                  {"op": "fopen_ex", "path": path},
+                  {"op": "readdir", "path": path.rsplit("/", 1)[0]},
+                  {"op": "rasterio_open", "path": path}]
+        stock, vt = both(lab, "errors", name, probes, extra=env)
+        assert stock[0]["value"] is None, f"stock GDAL opened {path} in scenario {name}"
+        _RESULTS[name] = (stock, vt)
+    return _RESULTS[name]
+
+
+@pytest.mark.parametrize("op,name", params(OPS, XFAIL))
+def test_error_library_call(lab, fixtures, op, name):
+    stock, vt = library_results(lab, name)
+    i = OPS.index(op)
+    assert_same([stock[i]], [vt[i]], f"{op} {name}")
+
+
+@pytest.mark.parametrize("tool,name", params(["gdalinfo", "ogrinfo"], TOOL_XFAIL))
+def test_error_tool(lab, fixtures, tool, name):
+    path, env = SCENARIOS[name]
+    argv = [tool, path] if tool == "gdalinfo" else [tool, "-ro", "-so", "-al", path]
+    stock, vt = both_tool(lab, "errors", f"{tool} {name}", argv, extra=env, timeout=120)
+    assert stock["rc"] != 0, stock
+    assert_same(stock, vt, f"{tool} {name}")
