@@ -19,6 +19,7 @@ DEBS=(
   nodejs npm
   valgrind procps time
   zip unzip
+  debootstrap
 )
 
 need_apt() {
