@@ -42,6 +42,7 @@ struct vt_block {
     unsigned pins;
     int state;
     vt_err err;                          /* FAILED: what waiters get */
+    char *msg;                           /* FAILED: the filler's words, or NULL */
     unsigned in_table : 1, in_lru : 1, retained : 1;
     char key[];                          /* NUL-terminated copy */
 };
@@ -152,6 +153,7 @@ static void destroy(vt_cache *c, vt_block *b)
     table_unlink(c, b);
     c->st.blocks--;
     free(b->data);
+    free(b->msg);
     free(b);
 }
 
@@ -214,6 +216,7 @@ void vt__cache_free(vt_cache *c)
         while (b) {
             vt_block *next = b->hnext;
             free(b->data);
+            free(b->msg);
             free(b);
             b = next;
         }
@@ -289,7 +292,7 @@ void vt__cache_fill(vt_cache *c, vt_block *b, const void *data, size_t len)
     unsigned char *copy = malloc(len ? len : 1);
 
     if (!copy) {
-        vt__cache_fail(c, b, VT_ENOMEM);
+        vt__cache_fail(c, b, VT_ENOMEM, NULL);
         return;
     }
     if (len)
@@ -319,15 +322,20 @@ void vt__cache_fill(vt_cache *c, vt_block *b, const void *data, size_t len)
     pthread_mutex_unlock(&c->mu);
 }
 
-void vt__cache_fail(vt_cache *c, vt_block *b, vt_err err)
+/* The message is copied before taking the lock (no allocation under it). */
+void vt__cache_fail(vt_cache *c, vt_block *b, vt_err err, const char *msg)
 {
+    char *copy = msg && *msg ? strdup(msg) : NULL;
+
     pthread_mutex_lock(&c->mu);
     if (b->state != FILLING) {
         pthread_mutex_unlock(&c->mu);
+        free(copy);
         return;
     }
     b->state = FAILED;
     b->err = err == VT_OK ? VT_EPROTO : err;
+    b->msg = copy;
     table_unlink(c, b);
     maybe_shrink(c);
     pthread_cond_broadcast(&c->cv);
@@ -336,7 +344,7 @@ void vt__cache_fail(vt_cache *c, vt_block *b, vt_err err)
 
 /* Sleeps on c->cv; the caller's pin keeps b alive across the wake-up even
  * when the block has failed and left the table. */
-vt_err vt__cache_wait(vt_cache *c, vt_block *b)
+vt_err vt__cache_wait(vt_cache *c, vt_block *b, char *msg, size_t msglen)
 {
     vt_err err;
 
@@ -344,6 +352,13 @@ vt_err vt__cache_wait(vt_cache *c, vt_block *b)
     while (b->state == FILLING)
         pthread_cond_wait(&c->cv, &c->mu);
     err = b->state == READY ? VT_OK : b->err;
+    if (msg && msglen) {
+        /* msg is set once, before FAILED is published under this lock */
+        const char *m = err != VT_OK && b->msg ? b->msg : "";
+        size_t n = strlen(m) < msglen - 1 ? strlen(m) : msglen - 1;
+        memcpy(msg, m, n);
+        msg[n] = '\0';
+    }
     pthread_mutex_unlock(&c->mu);
     return err;
 }

@@ -48,12 +48,15 @@ vt_block *vt__cache_lookup(vt_cache *c, const char *key, uint64_t index,
  * the block size for the last block of an object. */
 void vt__cache_fill(vt_cache *c, vt_block *b, const void *data, size_t len);
 
-/* Filler: the fetch failed; waiters get err and the block is forgotten (a
- * failure is never cached). */
-void vt__cache_fail(vt_cache *c, vt_block *b, vt_err err);
+/* Filler: the fetch failed; waiters get err and a copy of msg (the full
+ * description: bucket, key, status, S3 code; NULL for none) and the block is
+ * forgotten (a failure is never cached). */
+void vt__cache_fail(vt_cache *c, vt_block *b, vt_err err, const char *msg);
 
-/* Wait until the block is filled (VT_OK) or failed (that error). */
-vt_err vt__cache_wait(vt_cache *c, vt_block *b);
+/* Wait until the block is filled (VT_OK) or failed (that error). On failure
+ * msg (msglen bytes, may be NULL/0) gets the filler's message, or "" when it
+ * gave none. */
+vt_err vt__cache_wait(vt_cache *c, vt_block *b, char *msg, size_t msglen);
 
 /* Data of a filled block; valid while pinned. */
 const unsigned char *vt__block_data(const vt_block *b, size_t *len);

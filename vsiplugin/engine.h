@@ -58,6 +58,9 @@ typedef struct vt_http_resp {
     int has_content_range;       /* Content-Range was present and parsed */
     uint64_t range_first;        /* Content-Range: bytes first-last/total */
     uint64_t range_last;
+    int has_total;               /* total_size is known: a Content-Range
+                                    total (also the "*" "/N" form of a 416), or
+                                    the Content-Length of a 200 or HEAD */
     uint64_t total_size;         /* object size: Content-Range total, or
                                     Content-Length of a 200 */
     int attempts;                /* how many times it was sent */

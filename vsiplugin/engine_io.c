@@ -94,14 +94,14 @@ static void complete(struct vt_eng_xfer *x, vt_err err, int http_version)
     r->retry_after = x->retry_after;
     x->etag = x->region = x->retry_after = NULL;
     if (x->content_range &&
-        vt__parse_content_range(x->content_range, &cr) == VT_OK &&
-        cr.has_range) {
-        r->has_content_range = 1;
+        vt__parse_content_range(x->content_range, &cr) == VT_OK) {
+        r->has_content_range = cr.has_range;
         r->range_first = cr.first;
         r->range_last = cr.last;
-        if (cr.has_total)
-            r->total_size = cr.total;
+        r->has_total = cr.has_total;
+        r->total_size = cr.total;
     } else if (x->hdr_status == 200 && x->content_length >= 0) {
+        r->has_total = 1;
         r->total_size = (uint64_t)x->content_length;
     }
     if (err != VT_OK && r->error[0] == '\0') {
@@ -518,10 +518,9 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
         timer_insert(e, x);
         return;
     }
-    /* A failed transfer hands back no partial bytes; a transient status whose
+    /* A failed transfer hands back no partial bytes; an error status whose
      * retries ran out keeps its (error document) body for the caller. */
-    if (v.err != VT_OK &&
-        !(rc == CURLE_OK && vt__status_is_transient(x->hdr_status)))
+    if (v.err != VT_OK && !(rc == CURLE_OK && x->hdr_status >= 300))
         x->len = 0;
     if (v.err != VT_OK)
         snprintf(x->resp->error, sizeof(x->resp->error), "%.200s%s", v.why,

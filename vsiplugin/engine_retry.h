@@ -8,6 +8,7 @@
 #ifndef VT_ENGINE_RETRY_H
 #define VT_ENGINE_RETRY_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -52,6 +53,13 @@ double vt__backoff_delay(double base, int attempt, double cap, double u01);
 
 /* 1 when an HTTP status is transient (429, 500, 502, 503, 504). */
 int vt__status_is_transient(long status);
+
+/* 1 when an S3 error body (the first len bytes of it; any bytes) carries a
+ * Code that S3 documents as worth retrying the same request for although
+ * its status is not 5xx: RequestTimeout (400: "Your socket connection to
+ * the server was not read from or written to within the timeout period").
+ * Only the start of the body is scanned (a code sits near its start). */
+int vt__s3_code_is_transient(const unsigned char *body, size_t len);
 
 /* One xorshift64* step: a cheap PRNG for jitter (not for secrets). *state
  * must be non-zero; returns a uniform number in [0, 1). */

@@ -157,13 +157,17 @@ void vt__eng_judge_curl(CURLcode rc, struct vt_eng_xfer *x,
     case CURLE_WRITE_ERROR:
         if (x->overflow) {
             /* We ended this stream early: on h2 curl 7.88 may leave other
-             * streams' input parked behind it (see kill_connection). */
+             * streams' input parked behind it (see kill_connection). A
+             * range answer longer than its range is a damaged transfer:
+             * asked again, within the same retry budget. */
             v->err = VT_EPROTO;
-            v->transient = 0;
+            v->transient = x->hdr_status == 206;
             v->kill_conn = 1;
             snprintf(v->why, sizeof(v->why),
-                     "response body larger than expected (status %ld)",
-                     x->hdr_status);
+                     "response body larger than expected: more than %zu "
+                     "bytes (status %ld%s%.80s)", x->len, x->hdr_status,
+                     x->content_range ? ", Content-Range " : "",
+                     x->content_range ? x->content_range : "");
             return;
         }
         v->err = VT_ENOMEM;
@@ -215,7 +219,8 @@ void vt__eng_judge_status(struct vt_eng_xfer *x, struct vt_eng_verdict *v)
 
     v->err = VT_OK;
     v->transient = 0;
-    if (vt__status_is_transient(st)) {
+    if (vt__status_is_transient(st) ||
+        (st == 400 && vt__s3_code_is_transient(x->buf, x->len))) {
         v->err = VT_ETRANSIENT;
         v->transient = 1;
         snprintf(v->why, sizeof(v->why), "HTTP %ld", st);
@@ -237,6 +242,7 @@ void vt__eng_judge_status(struct vt_eng_xfer *x, struct vt_eng_verdict *v)
         vt__parse_content_range(x->content_range, &cr) != VT_OK ||
         !cr.has_range) {
         v->err = VT_EPROTO;
+        v->transient = 1; /* one garbled header: ask again */
         snprintf(v->why, sizeof(v->why), "206 with bad Content-Range: %.120s",
                  x->content_range ? x->content_range : "(none)");
         return;

@@ -174,7 +174,7 @@ static int cb_seek(void *f, vsi_l_offset off, int whence)
 static size_t cb_read(void *f, void *buf, size_t size, size_t count)
 {
     vt_handle *h = f;
-    uint64_t osize = vt__object_size(h->obj), ra;
+    uint64_t osize = vt__object_size(h->obj);
     size_t want, got;
     char errbuf[1024];
     vt_err err;
@@ -191,11 +191,7 @@ static size_t cb_read(void *f, void *buf, size_t size, size_t count)
         return 0;
     }
     got = osize - h->pos < want ? (size_t)(osize - h->pos) : want;
-    ra = vt__readahead_update(
-        &h->ra, h->pos, got, vt__cache_block_size(vt__object_cache()),
-        vt__cfg_size(vt__object_path(h->obj), "VSITUNE_READAHEAD_MAX",
-                     VT_DEFAULT_READAHEAD_MAX, 0, 1u << 30));
-    err = vt__object_read(h->obj, 1, &buf, &h->pos, &got, ra, errbuf,
+    err = vt__object_read(h->obj, 1, &buf, &h->pos, &got, &h->ra, errbuf,
                           sizeof(errbuf));
     if (err != VT_OK) {
         CPLError(CE_Failure, cple_for(0, errbuf), "%s", errbuf);
@@ -212,8 +208,7 @@ static int cb_read_multi_range(void *f, int n, void **data,
                                const vsi_l_offset *offs, const size_t *sizes)
 {
     vt_handle *h = f;
-    uint64_t osize = vt__object_size(h->obj);
-    uint64_t *o64 = NULL, ra;
+    uint64_t *o64 = NULL;
     char errbuf[1024];
     vt_err err;
     int i, ret = -1;
@@ -223,31 +218,11 @@ static int cb_read_multi_range(void *f, int n, void **data,
     o64 = malloc((size_t)n * sizeof(*o64));
     if (!o64)
         return -1;
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < n; i++)
         o64[i] = offs[i];
-        if (offs[i] > osize || sizes[i] > osize - offs[i]) {
-            CPLError(CE_Failure, CPLE_FileIO,
-                     "vsitune: multi-range read past the end of the object");
-            goto out;
-        }
-    }
-    {
-        /* GDAL reads striped TIFFs and sequential scans through multi-range
-         * calls too: one call continuing where the last ended grows the
-         * same readahead window as plain reads. */
-        uint64_t lo = o64[0], hi = o64[0] + sizes[0];
-        for (i = 1; i < n; i++) {
-            if (o64[i] < lo)
-                lo = o64[i];
-            if (o64[i] + sizes[i] > hi)
-                hi = o64[i] + sizes[i];
-        }
-        ra = vt__readahead_update(
-            &h->ra, lo, hi - lo, vt__cache_block_size(vt__object_cache()),
-            vt__cfg_size(vt__object_path(h->obj), "VSITUNE_READAHEAD_MAX",
-                         VT_DEFAULT_READAHEAD_MAX, 0, 1u << 30));
-    }
-    err = vt__object_read(h->obj, (size_t)n, data, o64, sizes, ra, errbuf,
+    /* vt__object_read refuses ranges past the end, naming bucket and key;
+     * GDAL's striped and scan reads grow the handle's readahead there too. */
+    err = vt__object_read(h->obj, (size_t)n, data, o64, sizes, &h->ra, errbuf,
                           sizeof(errbuf));
     if (err != VT_OK) {
         CPLError(CE_Failure, cple_for(0, errbuf), "%s", errbuf);

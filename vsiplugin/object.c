@@ -19,6 +19,7 @@
 #include "planner.h"
 #include "s3.h"
 #include "stats.h"
+#include "xmlscan.h"
 
 #define TABLE_BUCKETS 1024
 #define TABLE_MAX_ENTRIES 8192
@@ -177,29 +178,56 @@ static void free_list(vt_object *o)
     }
 }
 
+/* "<what> s3://b/k: HTTP ..." (vt__s3_describe) into errbuf. */
 static void describe_failure(char *errbuf, size_t errlen, const char *bucket,
                              const char *key, const vt_http_resp *r,
                              vt_err err, const char *what)
 {
-    char *code = NULL, *msg = NULL;
-    if (r->status >= 300 && r->body_len > 0)
-        vt__s3_parse_error((const char *)r->body, r->body_len, &code, &msg);
-    if (r->status > 0)
-        snprintf(errbuf, errlen, "%s s3://%s/%s: HTTP %ld%s%s%s%s (%s)", what,
-                 bucket, key, r->status, code ? " " : "", code ? code : "",
-                 msg ? ": " : "", msg ? msg : "", vt_strerror(err));
-    else
-        snprintf(errbuf, errlen, "%s s3://%s/%s: %s%s%s", what, bucket, key,
-                 vt_strerror(err), r->error[0] ? ": " : "", r->error);
-    free(code);
-    free(msg);
+    char tail[768];
+
+    vt__s3_describe(tail, sizeof(tail), bucket, key, r, err);
+    snprintf(errbuf, errlen, "%s %s", what, tail);
 }
 
-/* Store the bytes [0, len) that start the object as cache blocks. */
+/* ---- header blocks of recent objects: kept whatever the budget ----
+ * GDAL reads an object's header in dozens of small reads, and often stats,
+ * opens and reads it in separate steps. The header blocks of the last
+ * HDR_RING objects loaded stay pinned (pinned blocks stay findable even past
+ * the budget, cache.h), so VSITUNE_CACHE_SIZE=0 still opens a file with one
+ * request: at most HDR_RING x VSITUNE_HEADER_SIZE bytes. Own lock, never held
+ * with another: the pins it lets go are released after unlocking. */
+#define HDR_RING 16
+#define HDR_RING_BLOCKS 4
+static pthread_mutex_t ring_mu = PTHREAD_MUTEX_INITIALIZER;
+static vt_block *hdr_ring[HDR_RING][HDR_RING_BLOCKS];
+static unsigned hdr_next;
+
+static void ring_keep(vt_cache *c, vt_block *const *pins, size_t n)
+{
+    vt_block *old[HDR_RING_BLOCKS];
+    size_t i;
+
+    pthread_mutex_lock(&ring_mu);
+    memcpy(old, hdr_ring[hdr_next], sizeof(old));
+    memset(hdr_ring[hdr_next], 0, sizeof(old));
+    for (i = 0; i < n && i < HDR_RING_BLOCKS; i++)
+        hdr_ring[hdr_next][i] = pins[i];
+    hdr_next = (hdr_next + 1) % HDR_RING;
+    pthread_mutex_unlock(&ring_mu);
+    for (i = 0; i < HDR_RING_BLOCKS; i++)
+        if (old[i])
+            vt__cache_release(c, old[i]);
+    for (; i < n; i++)
+        vt__cache_release(c, pins[i]); /* none: n <= HDR_RING_BLOCKS */
+}
+
+/* Store the bytes [0, len) that start the object as cache blocks; the
+ * first HDR_RING_BLOCKS of them stay pinned in the ring. */
 static void seed_blocks(vt_object *o, const unsigned char *data, size_t len)
 {
     vt_cache *c = vt__object_cache();
-    size_t bs = vt__cache_block_size(c);
+    size_t bs = vt__cache_block_size(c), npins = 0;
+    vt_block *pins[HDR_RING_BLOCKS];
     uint64_t idx;
     for (idx = 0; (uint64_t)idx * bs < len; idx++) {
         size_t start = (size_t)idx * bs;
@@ -214,11 +242,142 @@ static void seed_blocks(vt_object *o, const unsigned char *data, size_t len)
             break;
         if (role == VT_ROLE_FILL)
             vt__cache_fill(c, b, data + start, n);
-        vt__cache_release(c, b);
+        if (npins < HDR_RING_BLOCKS)
+            pins[npins++] = b;
+        else
+            vt__cache_release(c, b);
     }
+    ring_keep(c, pins, npins);
 }
 
-/* Fetch the header of a new object; fills o->size/etag/cache_key. */
+/* What the first answer about an object says (see object.h). */
+vt_first vt__object_judge_first(const vt_http_resp *r, uint64_t asked,
+                                uint64_t *size, char *why, size_t whylen)
+{
+    char *code = NULL, *actual = NULL;
+    vt_first v = VT_FIRST_DOUBT;
+
+    *size = 0;
+    why[0] = '\0';
+    if (r->status == 416) {
+        /* S3 answers a range of an empty object with 416 InvalidRange and
+         * <ActualObjectSize>0; a 416 that names another size (in its
+         * Content-Range or its body) contradicts itself: we asked from 0. */
+        if (r->body && r->body_len) {
+            code = vt__xml_tag((const char *)r->body, r->body_len, "Code");
+            actual = vt__xml_tag((const char *)r->body, r->body_len,
+                                 "ActualObjectSize");
+        }
+        if (r->has_total && r->total_size > 0)
+            snprintf(why, whylen, "HTTP 416 for bytes 0-%llu of an object of "
+                     "%llu bytes (Content-Range)", (unsigned long long)asked - 1,
+                     (unsigned long long)r->total_size);
+        else if (actual && strcmp(actual, "0") != 0)
+            snprintf(why, whylen, "HTTP 416 for bytes 0-%llu of an object of "
+                     "%.40s bytes (ActualObjectSize)",
+                     (unsigned long long)asked - 1, actual);
+        else if ((r->has_total && r->total_size == 0) ||
+                 (actual && strcmp(actual, "0") == 0))
+            v = VT_FIRST_EMPTY;
+        else
+            snprintf(why, whylen, "HTTP 416%s%s with no object size",
+                     code ? " " : "", code ? code : "");
+    } else if (r->status == 206) {
+        /* The engine checked the range against the request and the body
+         * against the range; what it cannot know is the total. */
+        if (!r->has_content_range)
+            snprintf(why, whylen, "HTTP 206 without a usable Content-Range");
+        else if (!r->has_total)
+            snprintf(why, whylen, "HTTP 206 with Content-Range bytes "
+                     "%llu-%llu/* (no object size)",
+                     (unsigned long long)r->range_first,
+                     (unsigned long long)r->range_last);
+        else if (r->range_first != 0 || r->body_len != r->range_last + 1 ||
+                 (r->range_last + 1 < asked &&
+                  r->range_last + 1 != r->total_size))
+            snprintf(why, whylen, "HTTP 206 with Content-Range bytes "
+                     "%llu-%llu/%llu and %zu body bytes for bytes 0-%llu",
+                     (unsigned long long)r->range_first,
+                     (unsigned long long)r->range_last,
+                     (unsigned long long)r->total_size, r->body_len,
+                     (unsigned long long)asked - 1);
+        else {
+            *size = r->total_size;
+            v = VT_FIRST_OK;
+        }
+    } else if (r->status == 200) {
+        /* The server ignored Range and sent the whole object: usable when
+         * its length is stated and met, and not empty (an empty 200 is how
+         * a broken proxy answers too; a HEAD tells). */
+        if (!r->has_total || r->total_size != r->body_len)
+            snprintf(why, whylen, "HTTP 200 with %zu body bytes and no "
+                     "matching Content-Length", r->body_len);
+        else if (r->body_len == 0)
+            snprintf(why, whylen, "HTTP 200 with an empty body");
+        else {
+            *size = r->body_len;
+            v = VT_FIRST_OK;
+        }
+    } else {
+        snprintf(why, whylen, "HTTP %ld", r->status);
+    }
+    free(code);
+    free(actual);
+    return v;
+}
+
+/* A doubtful first answer: ask for the size and ETag with a HEAD. On
+ * success o->size/etag are set (etag malloc'd) and *use_bytes says whether
+ * the first answer's bytes belong to that same object version. */
+static vt_err confirm_head(vt_object *o, const vt_http_resp *first,
+                           const char *why, int *use_bytes, long *http_status,
+                           char *errbuf, size_t errlen)
+{
+    vt_http_resp h;
+    vt_err err;
+    char herr[512];
+
+    *use_bytes = 0;
+    CPLDebug("VSITUNE", "s3://%s/%s: first answer doubtful (%s): HEAD",
+             o->bucket, o->key, why);
+    err = vt__s3_head(o->bucket, o->key, &h, herr, sizeof(herr));
+    *http_status = h.status;
+    if (err == VT_OK && !h.has_total) {
+        err = VT_EPROTO;
+        snprintf(herr, sizeof(herr), "s3://%s/%s: HTTP %ld without "
+                 "Content-Length", o->bucket, o->key, h.status);
+    }
+    if (err != VT_OK) {
+        /* Never remembered, not even a 404: the two answers disagree. */
+        snprintf(errbuf, errlen, "vsitune: cannot open s3://%s/%s: %s; then "
+                 "HEAD: %s", o->bucket, o->key, why,
+                 herr[0] ? herr : vt_strerror(err));
+        if (err == VT_ENOTFOUND)
+            *http_status = 0;
+        goto out;
+    }
+    o->size = h.total_size;
+    o->etag = strdup(h.etag ? h.etag : "");
+    if (!o->etag) {
+        err = VT_ENOMEM;
+        goto out;
+    }
+    /* The bytes of a 206 are the object's when the HEAD names the same
+     * version and a size the range fits in. */
+    *use_bytes = first->status == 206 && first->has_content_range &&
+                 first->range_first == 0 && first->body_len > 0 &&
+                 first->range_last < o->size &&
+                 (first->range_last + 1 == first->body_len) &&
+                 first->etag && h.etag && strcmp(first->etag, h.etag) == 0;
+out:
+    vt__http_resp_clear(&h);
+    return err;
+}
+
+/* Fetch the header of a new object; fills o->size/etag/cache_key. Only a
+ * size and ETag from an answer consistent in itself are kept (see
+ * vt__object_judge_first); a doubtful one is checked with a HEAD, or fails
+ * this open only. */
 static vt_err load_header(vt_object *o, long *http_status, char *errbuf,
                           size_t errlen)
 {
@@ -226,33 +385,34 @@ static vt_err load_header(vt_object *o, long *http_status, char *errbuf,
     vt_err err;
     uint64_t hsize = vt__cfg_size(o->path, "VSITUNE_HEADER_SIZE",
                                   VT_DEFAULT_HEADER_SIZE, 1024, 64u << 20);
+    uint64_t size = 0;
     size_t klen;
+    int use_bytes = 0;
+    char why[256];
+    vt_first v;
 
     err = vt__s3_get(o->bucket, o->key, 0, hsize, NULL, &r, errbuf, errlen);
     *http_status = r.status;
-    if (err == VT_OK)
-        err = vt__s3_status_err(r.status);
-    if (r.status == 416) {
-        /* S3 answers a range on an empty object with 416 InvalidRange. */
-        o->size = 0;
-        err = VT_OK;
-    } else if (err == VT_OK && r.status == 206 && r.has_content_range) {
-        o->size = r.total_size;
-    } else if (err == VT_OK && r.status == 200) {
-        o->size = r.body_len; /* server ignored Range: we have it all */
-    } else if (err == VT_OK) {
-        err = VT_EPROTO;
-        snprintf(r.error, sizeof(r.error), "no Content-Range in a %ld answer",
-                 r.status);
-    }
-    if (err != VT_OK) {
+    if (err != VT_OK && r.status != 416) {
         if (errbuf[0] == '\0' || r.status != 0)
             describe_failure(errbuf, errlen, o->bucket, o->key, &r, err,
                              "vsitune: cannot open");
         goto out;
     }
-    o->etag = strdup(r.etag ? r.etag : "");
-    klen = strlen(o->path) + strlen(o->etag) + 2;
+    errbuf[0] = '\0';
+    err = VT_OK;
+    v = vt__object_judge_first(&r, hsize, &size, why, sizeof(why));
+    if (v == VT_FIRST_OK || v == VT_FIRST_EMPTY) {
+        o->size = size;
+        o->etag = strdup(r.etag ? r.etag : "");
+        use_bytes = v == VT_FIRST_OK;
+    } else {
+        err = confirm_head(o, &r, why, &use_bytes, http_status, errbuf,
+                           errlen);
+        if (err != VT_OK)
+            goto out;
+    }
+    klen = strlen(o->path) + strlen(o->etag ? o->etag : "") + 2;
     o->cache_key = malloc(klen);
     if (!o->etag || !o->cache_key) {
         err = VT_ENOMEM;
@@ -260,7 +420,7 @@ static vt_err load_header(vt_object *o, long *http_status, char *errbuf,
     }
     snprintf(o->cache_key, klen, "%s\n%s", o->path, o->etag);
     o->loaded_at = time(NULL);
-    if (o->size > 0)
+    if (o->size > 0 && use_bytes)
         seed_blocks(o, r.body, r.body_len);
 out:
     vt__http_resp_clear(&r);
@@ -495,21 +655,49 @@ static vt_err fetch_runs(vt_object *o, vt_cache *c, pinned *p, size_t np,
         uint64_t want = runs[i].count * bs;
         vt_err e = errs[i];
         const vt_http_resp *r = &resps[i];
+        char msg[1024], why[256];
+
+        why[0] = msg[0] = '\0';
         if (off + want > o->size)
             want = o->size - off;
         if (e == VT_OK)
             e = vt__s3_status_err(r->status);
-        if (e == VT_OK && r->status == 200 && off == 0 && r->body_len == o->size)
+        if (e == VT_OK && r->status == 200 && off == 0 &&
+            r->body_len == o->size)
             ; /* whole object in a 200: fine */
-        else if (e == VT_OK && (r->status != 206 || r->body_len != want ||
-                                 r->range_first != off))
+        else if (e == VT_OK && r->status == 200)
+            snprintf(why, sizeof(why), "HTTP 200 with %zu bytes for a range "
+                     "of %llu at %llu", r->body_len, (unsigned long long)want,
+                     (unsigned long long)off);
+        else if (e == VT_OK && r->has_total && r->total_size != o->size)
+            snprintf(why, sizeof(why), "the object has %llu bytes now, %llu "
+                     "when it was opened", (unsigned long long)r->total_size,
+                     (unsigned long long)o->size);
+        else if (e == VT_OK && (r->body_len != want || r->range_first != off))
+            snprintf(why, sizeof(why), "%zu bytes at %llu for %llu at %llu",
+                     r->body_len, (unsigned long long)r->range_first,
+                     (unsigned long long)want, (unsigned long long)off);
+        if (why[0] && r->has_total && r->total_size != o->size)
+            e = VT_ECHANGED; /* our size was wrong: reopen to learn it */
+        else if (why[0])
             e = VT_EPROTO;
-        if (e == VT_OK && o->etag[0] && r->etag && strcmp(r->etag, o->etag) != 0)
+        if (e == VT_ERANGE)
+            e = VT_ECHANGED; /* a range inside the size we know is refused */
+        if (e == VT_OK && o->etag[0] && r->etag && strcmp(r->etag, o->etag) != 0) {
             e = VT_ECHANGED; /* a server that ignored If-Match */
-        if (e != VT_OK && err == VT_OK) {
-            err = e;
-            describe_failure(errbuf, errlen, o->bucket, o->key, r, e,
+            snprintf(why, sizeof(why), "ETag %.80s, opened as %.80s", r->etag,
+                     o->etag);
+        }
+        if (e != VT_OK) {
+            vt_http_resp shown = *r;
+            if (why[0])
+                snprintf(shown.error, sizeof(shown.error), "%s", why);
+            describe_failure(msg, sizeof(msg), o->bucket, o->key, &shown, e,
                              "vsitune: read of");
+            if (err == VT_OK) {
+                err = e;
+                snprintf(errbuf, errlen, "%s", msg);
+            }
         }
         for (j = runs[i].first; j < runs[i].first + runs[i].count; j++) {
             int k = find_pinned(p, np, j);
@@ -532,7 +720,7 @@ static vt_err fetch_runs(vt_object *o, vt_cache *c, pinned *p, size_t np,
             if (p[k].role != VT_ROLE_FILL)
                 continue; /* someone else is fetching it */
             if (e != VT_OK)
-                vt__cache_fail(c, p[k].blk, e);
+                vt__cache_fail(c, p[k].blk, e, msg);
             else
                 vt__cache_fill(c, p[k].blk, r->body + boff, blen);
             p[k].role = VT_ROLE_WAIT; /* now settled: wait returns at once */
@@ -542,9 +730,12 @@ static vt_err fetch_runs(vt_object *o, vt_cache *c, pinned *p, size_t np,
     goto out;
 
 fail_all:
+    if (errbuf[0] == '\0')
+        snprintf(errbuf, errlen, "vsitune: read of s3://%s/%s: %s", o->bucket,
+                 o->key, vt_strerror(err));
     for (i = 0; i < np; i++)
         if (p[i].role == VT_ROLE_FILL) {
-            vt__cache_fail(c, p[i].blk, err);
+            vt__cache_fail(c, p[i].blk, err, errbuf);
             p[i].role = VT_ROLE_WAIT;
         }
 out:
@@ -562,13 +753,27 @@ out:
     return err;
 }
 
+/* Blocks of readahead a read may add: what the cache can keep (an eighth of
+ * its budget, so readahead never flushes it), at most VSITUNE_READAHEAD_MAX. */
+static uint64_t readahead_cap(const vt_object *o, vt_cache *c, size_t bs)
+{
+    vt_cache_stats st;
+    uint64_t max = vt__cfg_size(o->path, "VSITUNE_READAHEAD_MAX",
+                                VT_DEFAULT_READAHEAD_MAX, 0, 1u << 30);
+
+    vt__cache_get_stats(c, &st);
+    if (max > st.budget / 8)
+        max = st.budget / 8;
+    return max / bs;
+}
+
 vt_err vt__object_read(vt_object *o, size_t n, void *const *dst,
                        const uint64_t *off, const size_t *len,
-                       uint64_t readahead, char *errbuf, size_t errlen)
+                       vt_readahead *ra, char *errbuf, size_t errlen)
 {
     vt_cache *c = vt__object_cache();
     size_t bs = vt__cache_block_size(c);
-    uint64_t *idx = NULL, ra_first = 0, ra_last = 0;
+    uint64_t *idx = NULL, ra_blocks = 0, first_fill = 0, last_fill = 0;
     pinned *p = NULL;
     size_t nidx = 0, cap = 0, i, np = 0;
     int any_fill = 0;
@@ -577,28 +782,18 @@ vt_err vt__object_read(vt_object *o, size_t n, void *const *dst,
     errbuf[0] = '\0';
     for (i = 0; i < n; i++) {
         if (off[i] > o->size || len[i] > o->size - off[i]) {
-            snprintf(errbuf, errlen, "vsitune: read past the end of s3://%s/%s",
-                     o->bucket, o->key);
+            snprintf(errbuf, errlen, "vsitune: read past the end of s3://%s/%s "
+                     "(%zu bytes at %llu, object of %llu)", o->bucket, o->key,
+                     len[i], (unsigned long long)off[i],
+                     (unsigned long long)o->size);
             return VT_EINVAL;
         }
         if (len[i] > 0)
             cap += (size_t)((off[i] + len[i] - 1) / bs - off[i] / bs + 1);
     }
-    if (n > 0 && readahead > 0) {
-        uint64_t end = 0;
-        for (i = 0; i < n; i++)
-            if (len[i] > 0 && off[i] + len[i] > end)
-                end = off[i] + len[i];
-        uint64_t ra_end = end + readahead > o->size ? o->size : end + readahead;
-        if (ra_end > end) {
-            ra_first = (end + bs - 1) / bs; /* whole blocks past the read */
-            ra_last = ra_end > 0 ? (ra_end - 1) / bs : 0;
-            if (ra_last >= ra_first)
-                cap += (size_t)(ra_last - ra_first + 1);
-            else
-                ra_first = 1, ra_last = 0;
-        }
-    }
+    if (ra)
+        ra_blocks = readahead_cap(o, c, bs);
+    cap += (size_t)ra_blocks;
     if (cap == 0)
         return VT_OK;
     idx = malloc(cap * sizeof(*idx));
@@ -626,18 +821,22 @@ vt_err vt__object_read(vt_object *o, size_t n, void *const *dst,
             err = VT_ENOMEM;
             break;
         }
-        if (p[i].role == VT_ROLE_FILL)
+        if (p[i].role == VT_ROLE_FILL) {
+            if (!any_fill)
+                first_fill = p[i].idx;
+            last_fill = p[i].idx;
             any_fill = 1;
+        }
     }
-    /* Readahead only rides on a read that goes to the network anyway, so a
-     * read served from memory never costs a request. Its blocks all lie past
-     * the needed ones (it starts after the furthest range), so p stays
-     * sorted. */
-    if (err == VT_OK && any_fill && np > 0 && ra_last >= ra_first) {
-        uint64_t b;
-        for (b = ra_first; b <= ra_last; b++) {
-            if (p[np - 1].idx >= b)
-                continue;
+    /* Readahead only rides on a read that goes to the network anyway (a
+     * read served from memory never costs a request), and only on a fetch
+     * that continues this handle's previous one (planner.h). Its blocks
+     * all lie past the needed ones, so p stays sorted. */
+    if (err == VT_OK && any_fill && ra) {
+        uint64_t w = vt__readahead_fetch(ra, first_fill, last_fill, ra_blocks);
+        uint64_t b, last_block = o->size ? (o->size - 1) / bs : 0;
+        for (b = p[np - 1].idx + 1; w > 0 && b <= last_block &&
+                                    b <= last_fill + w; b++) {
             p[np].idx = b;
             p[np].needed = 0;
             p[np].blk = vt__cache_lookup(c, o->cache_key, b, &p[np].role);
@@ -655,14 +854,16 @@ vt_err vt__object_read(vt_object *o, size_t n, void *const *dst,
     } else {
         for (i = 0; i < np; i++)
             if (p[i].blk && p[i].role == VT_ROLE_FILL) {
-                vt__cache_fail(c, p[i].blk, err);
+                vt__cache_fail(c, p[i].blk, err, NULL);
                 p[i].role = VT_ROLE_WAIT;
             }
     }
     for (i = 0; i < np && err == VT_OK; i++) {
         if (!p[i].needed || !p[i].blk || p[i].role != VT_ROLE_WAIT)
             continue;
-        err = vt__cache_wait(c, p[i].blk);
+        /* Another thread's failure: its full words become ours. */
+        err = vt__cache_wait(c, p[i].blk, errbuf[0] ? NULL : errbuf,
+                             errbuf[0] ? 0 : errlen);
         if (err != VT_OK && errbuf[0] == '\0')
             snprintf(errbuf, errlen, "vsitune: read of s3://%s/%s: %s",
                      o->bucket, o->key, vt_strerror(err));

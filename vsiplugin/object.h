@@ -19,7 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine.h"
 #include "error.h"
+#include "planner.h"
 
 typedef struct vt_object vt_object;
 
@@ -41,14 +43,19 @@ const char *vt__object_etag(const vt_object *o);
 const char *vt__object_path(const vt_object *o);
 
 /* Read n ranges: dst[i] gets len[i] bytes at off[i]; every range must lie
- * inside the object. readahead: extra bytes to fetch past the end of the
- * furthest range when they are missing and the read goes to the network
- * anyway (0: none). On VT_ECHANGED the object is
- * dropped from the table so the next open sees the new version. Thread-safe;
+ * inside the object (else VT_EINVAL naming bucket and key). ra: the calling
+ * handle's readahead state (NULL: none): when the read goes to the network
+ * and continues the handle's previous fetch, whole blocks past it ride
+ * along (planner.h), never more than the cache can keep (an eighth of
+ * VSITUNE_CACHE_SIZE, at most VSITUNE_READAHEAD_MAX; none at 0). On
+ * VT_ECHANGED (412, or an answer whose size contradicts the size known) the
+ * object is dropped from the table so the next open sees the new version.
+ * On failure errbuf holds the full error (bucket, key, status, S3 code and
+ * message), also in threads that waited for another's fetch. Thread-safe;
  * may block on network I/O. */
 vt_err vt__object_read(vt_object *o, size_t n, void *const *dst,
                        const uint64_t *off, const size_t *len,
-                       uint64_t readahead, char *errbuf, size_t errlen);
+                       vt_readahead *ra, char *errbuf, size_t errlen);
 
 /* Forget the metadata of path "bucket/key" (it is being written, deleted
  * or renamed through GDAL's own handler). Open handles keep their copy. */
@@ -56,6 +63,19 @@ void vt__object_forget(const char *path);
 
 /* Forget all metadata (tests; VSICurlClearCache-like). */
 void vt__object_clear_all(void);
+
+/* What the first answer about an object (the header GET) says. */
+typedef enum vt_first {
+    VT_FIRST_OK = 0,     /* consistent: *size (and the ETag, the bytes) kept */
+    VT_FIRST_EMPTY = 1,  /* a 416 that says the object is empty */
+    VT_FIRST_DOUBT = 2   /* contradicts itself or lacks the size: why says
+                            what; ask again (HEAD), keep nothing from it */
+} vt_first;
+
+/* Judge the answer r to "bytes=0-(asked-1)" (any status the engine
+ * returned). Pure; exposed for the unit tests. */
+vt_first vt__object_judge_first(const vt_http_resp *r, uint64_t asked,
+                                uint64_t *size, char *why, size_t whylen);
 
 /* The process-wide block cache (created on first use, budget
  * VSITUNE_CACHE_SIZE, block size VSITUNE_BLOCK_SIZE). */

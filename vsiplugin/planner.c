@@ -48,21 +48,24 @@ size_t vt__plan_runs(const uint64_t *idx, size_t n, uint64_t gap_blocks,
     return nruns;
 }
 
-uint64_t vt__readahead_update(vt_readahead *ra, uint64_t off, uint64_t len,
-                              uint64_t min_win, uint64_t max_win)
+uint64_t vt__readahead_fetch(vt_readahead *ra, uint64_t first, uint64_t last,
+                             uint64_t max_blocks)
 {
-    /* Sequential: starts where the previous read ended, or skips less than
-     * min_win past it (COG tiles carry 4-byte leaders and trailers; a
-     * striped file's strips can have padding between them). */
-    if (off != 0 && off >= ra->next && off - ra->next <= min_win &&
-        ra->next != 0) {
-        if (ra->window == 0)
-            ra->window = min_win;
-        else if (ra->window < max_win)
-            ra->window = ra->window * 2 > max_win ? max_win : ra->window * 2;
-    } else {
-        ra->window = 0;
+    /* Sequential: this fetch starts where the previous one ended, or one
+     * block later (a COG tile's 4-byte leader and trailer, a strip's
+     * padding, can leave a block that nobody needs in between). */
+    int seq = ra->next_block != 0 && first >= ra->next_block &&
+              first - ra->next_block <= 1;
+    uint64_t need = last - first + 1, w = 0;
+
+    if (seq && max_blocks > 0) {
+        w = 2 * ra->last > need ? 2 * ra->last - need : 0;
+        if (w == 0)
+            w = 1;
+        if (w > max_blocks)
+            w = max_blocks;
     }
-    ra->next = off + len;
-    return ra->window;
+    ra->last = need + w;
+    ra->next_block = last + 1 + w;
+    return w;
 }

@@ -2,7 +2,7 @@
  *
  * Turns what GDAL asks for into what is sent: block-index runs merged across
  * small gaps (one request instead of several round trips), capped in size,
- * and a readahead window that grows while a handle reads sequentially. */
+ * and a readahead window that grows while a handle's fetches are sequential. */
 #ifndef VT_PLANNER_H
 #define VT_PLANNER_H
 
@@ -26,17 +26,26 @@ size_t vt__plan_runs(const uint64_t *idx, size_t n, uint64_t gap_blocks,
  * count. */
 size_t vt__plan_sort_unique(uint64_t *idx, size_t n);
 
-/* Sequential-read detector of one file handle. */
+/* Sequential-fetch detector of one file handle (zero-initialised).
+ *
+ * Readahead grows per network fetch, not per read: a fetch that starts
+ * where this handle's previous fetch ended (at most one block later) is made
+ * twice as large as that previous fetch (its own blocks plus readahead, at
+ * least one block of it), up to the cap; any other fetch carries none. So
+ * GDAL's small header reads (served from memory) never grow it, the first
+ * fetch of a handle never carries it, a small read far from the previous
+ * fetch (a COG overview tile after the header) costs only its own blocks,
+ * and a scan, whose every fetch continues the last, doubles its requests'
+ * sizes (about log2(size / block) requests, as stock GDAL's doubling). */
 typedef struct vt_readahead {
-    uint64_t next;     /* offset right after the previous read */
-    uint64_t window;   /* current readahead, bytes (0: none) */
+    uint64_t next_block;   /* block right after the previous fetch (0: none) */
+    uint64_t last;         /* blocks in the previous fetch, readahead included */
 } vt_readahead;
 
-/* Record a read of [off, off+len) and return how many bytes past its end to
- * fetch too. A read that starts where the previous one ended, or at most
- * min_win bytes after it, doubles the window, from min_win up to max_win;
- * any other read resets it to 0. */
-uint64_t vt__readahead_update(vt_readahead *ra, uint64_t off, uint64_t len,
-                              uint64_t min_win, uint64_t max_win);
+/* A fetch of the missing blocks first..last (inclusive) is about to go to
+ * the network; returns how many blocks past `last` to fetch with it (at most
+ * max_blocks; 0 when max_blocks is 0) and records the fetch. */
+uint64_t vt__readahead_fetch(vt_readahead *ra, uint64_t first, uint64_t last,
+                             uint64_t max_blocks);
 
 #endif

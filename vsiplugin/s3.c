@@ -299,8 +299,10 @@ static int clean_value(const char *v)
     return 1;
 }
 
-/* Build for an explicit region (vt__s3_get uses the region it retries in). */
-static vt_err build_get_in(const char *bucket, const char *key, uint64_t off,
+/* Build for an explicit region (vt__s3_get uses the region it retries in).
+ * method: "GET" or "HEAD" (signed as such). */
+static vt_err build_in(const char *method, const char *bucket,
+                       const char *key, uint64_t off,
                            uint64_t len, const char *if_match,
                            const char *region, vt_s3_request *out,
                            char *errbuf, size_t errlen)
@@ -369,7 +371,7 @@ static vt_err build_get_in(const char *bucket, const char *key, uint64_t off,
         if (err)
             goto out;
         vt_sigv4_input in = {
-            .method = "GET",
+            .method = method,
             .path = a->path,
             .query = NULL,
             .headers = (const char *const *)out->headers,
@@ -396,7 +398,7 @@ static vt_err build_get_in(const char *bucket, const char *key, uint64_t off,
         err = VT_ENOMEM;
         goto out;
     }
-    out->req.method = "GET";
+    out->req.method = method;
     out->req.url = out->url;
     out->req.headers = (const char *const *)out->headers;
     out->req.expect_len = len;
@@ -429,7 +431,7 @@ vt_err vt__s3_build_get(const char *bucket, const char *key, uint64_t off,
         memset(out, 0, sizeof(*out));
         return VT_ENOMEM;
     }
-    err = build_get_in(bucket, key, off, len, if_match, region, out, errbuf,
+    err = build_in("GET", bucket, key, off, len, if_match, region, out, errbuf,
                        errlen);
     free(region);
     return err;
@@ -504,16 +506,30 @@ static char *redirect_region(const vt_http_resp *r)
     return reg;
 }
 
-/* "s3://b/k: HTTP 403 AccessDenied: Access Denied" into errbuf. */
-static void describe(const char *bucket, const char *key,
-                     const vt_http_resp *r, char *errbuf, size_t errlen)
+void vt__s3_describe(char *buf, size_t len, const char *bucket,
+                     const char *key, const vt_http_resp *r, vt_err err)
 {
     char *code = NULL, *msg = NULL;
-    if (r->body)
+    const char *why = r->error[0] ? r->error : "";
+
+    if (r->status >= 300 && r->body && r->body_len > 0)
         vt__s3_parse_error((const char *)r->body, r->body_len, &code, &msg);
-    snprintf(errbuf, errlen, "s3://%s/%s: HTTP %ld%s%s%s%s", bucket, key,
-             r->status, code ? " " : "", code ? code : "", msg ? ": " : "",
-             msg ? msg : "");
+    if (r->status <= 0) {
+        snprintf(buf, len, "s3://%s/%s: %s%s%s", bucket, key, vt_strerror(err),
+                 why[0] ? ": " : "", why);
+    } else if (r->status < 300) {
+        /* An answer that looked like success but was not usable: say exactly
+         * what was wrong with it (the engine's or the caller's words). */
+        snprintf(buf, len, "s3://%s/%s: HTTP %ld: %s (%s)", bucket, key,
+                 r->status, why[0] ? why : "unusable answer", vt_strerror(err));
+    } else {
+        snprintf(buf, len, "s3://%s/%s: HTTP %ld%s%s%s%s%s%s%s", bucket, key,
+                 r->status, code ? " " : "", code ? code : "",
+                 msg ? ": " : "", msg ? msg : "",
+                 vt__err_is_transient(err) ? " (" : "",
+                 vt__err_is_transient(err) ? vt_strerror(err) : "",
+                 vt__err_is_transient(err) ? ")" : "");
+    }
     free(code);
     free(msg);
 }
@@ -523,9 +539,10 @@ static void describe(const char *bucket, const char *key,
  * transport failure the engine's error with its words. *resp always holds
  * the last answer (status, body) and is the caller's to clear. Blocks the
  * calling thread (any thread); takes region_lock briefly after a redirect. */
-vt_err vt__s3_get(const char *bucket, const char *key, uint64_t off,
-                  uint64_t len, const char *if_match, vt_http_resp *resp,
-                  char *errbuf, size_t errlen)
+static vt_err s3_perform(const char *method, const char *bucket,
+                         const char *key, uint64_t off, uint64_t len,
+                         const char *if_match, vt_http_resp *resp,
+                         char *errbuf, size_t errlen)
 {
     vt_err err = VT_OK;
     vt_s3_request rq = {0};
@@ -537,15 +554,14 @@ vt_err vt__s3_get(const char *bucket, const char *key, uint64_t off,
     if (!region)
         return VT_ENOMEM;
     for (int attempt = 0; attempt < 2; attempt++) {
-        err = build_get_in(bucket, key, off, len, if_match, region, &rq, errbuf,
+        err = build_in(method, bucket, key, off, len, if_match, region, &rq, errbuf,
                            errlen);
         if (err)
             goto out;
         err = vt__engine_perform(&rq.req, resp);
         vt__s3_request_clear(&rq);
         if (err) {
-            snprintf(errbuf, errlen, "s3://%s/%s: %s%s%s", bucket, key,
-                     vt_strerror(err), resp->error[0] ? ": " : "", resp->error);
+            vt__s3_describe(errbuf, errlen, bucket, key, resp, err);
             goto out;
         }
         long st = resp->status;
@@ -564,8 +580,22 @@ vt_err vt__s3_get(const char *bucket, const char *key, uint64_t off,
     }
     err = vt__s3_status_err(resp->status);
     if (err)
-        describe(bucket, key, resp, errbuf, errlen);
+        vt__s3_describe(errbuf, errlen, bucket, key, resp, err);
 out:
     free(region);
     return err;
+}
+
+vt_err vt__s3_get(const char *bucket, const char *key, uint64_t off,
+                  uint64_t len, const char *if_match, vt_http_resp *resp,
+                  char *errbuf, size_t errlen)
+{
+    return s3_perform("GET", bucket, key, off, len, if_match, resp, errbuf,
+                      errlen);
+}
+
+vt_err vt__s3_head(const char *bucket, const char *key, vt_http_resp *resp,
+                   char *errbuf, size_t errlen)
+{
+    return s3_perform("HEAD", bucket, key, 0, 0, NULL, resp, errbuf, errlen);
 }

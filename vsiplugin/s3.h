@@ -39,10 +39,23 @@ vt_err vt__s3_get(const char *bucket, const char *key, uint64_t off,
                   uint64_t len, const char *if_match, vt_http_resp *resp,
                   char *errbuf, size_t errlen);
 
+/* The same for a signed HEAD of the whole object (size from its
+ * Content-Length: resp->has_total/total_size; ETag). */
+vt_err vt__s3_head(const char *bucket, const char *key, vt_http_resp *resp,
+                   char *errbuf, size_t errlen);
+
 /* Pull <Code> and <Message> out of an S3 error body (malloc'd, NULL when
  * absent). */
 void vt__s3_parse_error(const char *body, size_t len, char **code,
                         char **message);
+
+/* The full description of a failed answer into buf: "s3://b/k: HTTP 403
+ * AccessDenied: Access Denied", "s3://b/k: HTTP 503 SlowDown: ... (transient
+ * server error, retries exhausted)", "s3://b/k: HTTP 206: truncated body: 10
+ * of 20 bytes (malformed or truncated response)", "s3://b/k: timed out,
+ * retries exhausted: <curl's words>". err: what the caller concluded. */
+void vt__s3_describe(char *buf, size_t len, const char *bucket,
+                     const char *key, const vt_http_resp *r, vt_err err);
 
 /* Map an HTTP status to vt_err (200/206 -> VT_OK). */
 vt_err vt__s3_status_err(long status);

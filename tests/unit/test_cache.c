@@ -143,8 +143,15 @@ static void test_hit_miss_fill(void **state)
      * pinned: the next lookup is a miss again, on a fresh block. */
     b = vt__cache_lookup(c, "b/gone.tif@E", 0, &role);
     assert_int_equal(role, VT_ROLE_FILL);
-    vt__cache_fail(c, b, VT_ENOTFOUND);
-    assert_int_equal(vt__cache_wait(c, b), VT_ENOTFOUND);
+    vt__cache_fail(c, b, VT_ENOTFOUND,
+                   "vsitune: read of s3://b/gone.tif: HTTP 404 NoSuchKey: gone");
+    char msg[64];
+    assert_int_equal(vt__cache_wait(c, b, msg, sizeof(msg)), VT_ENOTFOUND);
+    /* Waiters get the filler's full words (cut to their buffer). */
+    assert_string_equal(msg, "vsitune: read of s3://b/gone.tif: HTTP 404 NoSuchKey: gone");
+    char tiny[8];
+    assert_int_equal(vt__cache_wait(c, b, tiny, sizeof(tiny)), VT_ENOTFOUND);
+    assert_string_equal(tiny, "vsitune");
     assert_null(vt__block_data(b, NULL));
     vt_block *fresh = vt__cache_lookup(c, "b/gone.tif@E", 0, &role);
     assert_int_equal(role, VT_ROLE_FILL);
@@ -152,7 +159,7 @@ static void test_hit_miss_fill(void **state)
     assert_int_equal(stats(c).blocks, 5);
     vt__cache_release(c, b);
     assert_int_equal(stats(c).blocks, 4);
-    vt__cache_fail(c, fresh, VT_ETRANSIENT);
+    vt__cache_fail(c, fresh, VT_ETRANSIENT, NULL);
     vt__cache_release(c, fresh);
     assert_int_equal(stats(c).blocks, 3);
     assert_int_equal(probe(c, "b/gone.tif@E", 0, 10), VT_ROLE_FILL);
@@ -257,8 +264,8 @@ static void *waiter_main(void *arg)
     if (!b)
         return NULL;
     if (w->role == VT_ROLE_FILL)     /* wrong role: main asserts it; the */
-        vt__cache_fail(w->c, b, VT_EINVAL);  /* fail keeps others moving */
-    w->err = vt__cache_wait(w->c, b);
+        vt__cache_fail(w->c, b, VT_EINVAL, NULL);  /* fail keeps others moving */
+    w->err = vt__cache_wait(w->c, b, NULL, 0);
     w->data_good = w->err == VT_OK && data_ok(b, w->key, w->index, w->len);
     vt__cache_release(w->c, b);
     return NULL;
@@ -290,7 +297,7 @@ static void test_fail_wakes_waiters(void **state)
         assert_int_equal(pthread_create(&th[i], NULL, waiter_main, &w[i]), 0);
     }
     await_lookups(&looked_up, N);
-    vt__cache_fail(c, b, VT_ECHANGED);
+    vt__cache_fail(c, b, VT_ECHANGED, NULL);
     vt__cache_release(c, b);  /* the filler may go first: waiters hold pins */
     for (int i = 0; i < N; i++) {
         pthread_join(th[i], NULL);
@@ -421,7 +428,7 @@ static void test_budget_zero(void **state)
     assert_int_equal(r2, VT_ROLE_WAIT);
     assert_ptr_equal(b1, b2);
     fill_with(c, b1, k, 3, BS);
-    assert_int_equal(vt__cache_wait(c, b2), VT_OK);
+    assert_int_equal(vt__cache_wait(c, b2, NULL, 0), VT_OK);
     assert_true(data_ok(b2, k, 3, BS));
     vt__cache_release(c, b1);
     vt__cache_release(c, b2);
@@ -480,7 +487,7 @@ static void rw_resolve(vt_cache *c, struct pin *p, uint64_t *seed)
     char key[32];
     rw_key(key, sizeof key, p->o);
     if (splitmix(seed) % 8 == 0)
-        vt__cache_fail(c, p->b, VT_ETRANSIENT);
+        vt__cache_fail(c, p->b, VT_ETRANSIENT, NULL);
     else
         fill_with(c, p->b, key, p->index, rw_len(p->o, p->index));
     p->resolved = 1;
@@ -523,7 +530,7 @@ static void test_random_workload(void **state)
                     if (pins[j].b == p->b && pins[j].role == VT_ROLE_FILL &&
                         !pins[j].resolved)
                         rw_resolve(c, &pins[j], &seed);
-                vt_err err = vt__cache_wait(c, p->b);
+                vt_err err = vt__cache_wait(c, p->b, NULL, 0);
                 rw_key(key, sizeof key, p->o);
                 if (err == VT_OK)
                     assert_true(data_ok(p->b, key, p->index,
@@ -598,7 +605,7 @@ static void *stress_main(void *arg)
             if (!b[i] || role[i] != VT_ROLE_FILL)
                 continue;
             if (splitmix(&seed) % 50 == 0) {
-                vt__cache_fail(s->c, b[i], VT_ETRANSIENT);
+                vt__cache_fail(s->c, b[i], VT_ETRANSIENT, NULL);
             } else {
                 unsigned char buf[BS];
                 size_t len = idx[i] == 63 ? 100 : BS;
@@ -609,7 +616,7 @@ static void *stress_main(void *arg)
         for (int i = 0; i < n; i++) {
             if (!b[i])
                 continue;
-            vt_err err = vt__cache_wait(s->c, b[i]);
+            vt_err err = vt__cache_wait(s->c, b[i], NULL, 0);
             if (err == VT_ETRANSIENT)
                 atomic_fetch_add(&s->failed, 1);
             else if (err != VT_OK ||
@@ -672,7 +679,7 @@ static void *coal_main(void *arg)
         return NULL;
     if (t->role == VT_ROLE_FILL)
         fill_with(t->c, b, k, 7, BS);
-    t->err = vt__cache_wait(t->c, b);
+    t->err = vt__cache_wait(t->c, b, NULL, 0);
     t->data_good = t->err == VT_OK && data_ok(b, k, 7, BS);
     vt__cache_release(t->c, b);
     return NULL;
@@ -742,7 +749,7 @@ static void test_fork_child_keeps_ready_blocks(void **state)
         vt__cache_release(c, b);
         b = vt__cache_lookup(c, "k", 1, &role);
         bad |= role != VT_ROLE_FILL; /* not WAIT: nobody would ever fill it */
-        vt__cache_fail(c, b, VT_ETRANSIENT);
+        vt__cache_fail(c, b, VT_ETRANSIENT, NULL);
         vt__cache_release(c, b);
         _exit(bad ? 1 : 0);
     }

@@ -190,13 +190,15 @@ static void range_checks(void **state)
     assert_int_equal(v.err, VT_EPROTO);
     teardown(&f);
 
-    /* 206 without (or with garbage) Content-Range: permanent. */
+    /* 206 without (or with garbage) Content-Range: one garbled answer,
+     * asked again within the retry budget (issue 13). */
     setup_range(&f, 0, 9);
     header(&f, "HTTP/2 206\r\n");
     body(&f, 10);
     judge(&f, &v);
     assert_int_equal(v.err, VT_EPROTO);
-    assert_false(v.transient);
+    assert_true(v.transient);
+    assert_non_null(strstr(v.why, "(none)"));
     teardown(&f);
 
     setup_range(&f, 0, 9);
@@ -205,7 +207,8 @@ static void range_checks(void **state)
     body(&f, 10);
     judge(&f, &v);
     assert_int_equal(v.err, VT_EPROTO);
-    assert_false(v.transient);
+    assert_true(v.transient);
+    assert_non_null(strstr(v.why, "bytes 0-9/5")); /* the bad value, shown */
     teardown(&f);
 }
 
@@ -224,8 +227,10 @@ static void body_over_bound(void **state)
     memset(&v, 0, sizeof(v));
     vt__eng_judge_curl(CURLE_WRITE_ERROR, &f.x, &v);
     assert_int_equal(v.err, VT_EPROTO);
-    assert_false(v.transient);
+    assert_true(v.transient); /* a damaged transfer: asked again */
     assert_true(v.kill_conn);
+    assert_non_null(strstr(v.why, "larger than expected"));
+    assert_non_null(strstr(v.why, "bytes 0-99/1000"));
     teardown(&f);
 
     /* max_body bounds a 200. */
@@ -265,6 +270,27 @@ static void statuses(void **state)
         assert_int_equal(v.err, VT_ETRANSIENT);
         assert_true(v.transient);
         assert_string_equal(f.x.retry_after, "3");
+        teardown(&f);
+    }
+    /* S3's 400 RequestTimeout is worth asking again; other 400s are not. */
+    {
+        static const char rt[] = "<?xml version=\"1.0\"?><Error><Code>"
+                                 "RequestTimeout</Code><Message>Your socket "
+                                 "connection ...</Message></Error>";
+        static const char bad[] = "<Error><Code>InvalidArgument</Code></Error>";
+        setup_range(&f, 0, 9);
+        header(&f, "HTTP/1.1 400 Bad Request\r\n");
+        assert_int_equal(vt__eng_on_write((char *)rt, 1, sizeof(rt) - 1, &f.x),
+                         sizeof(rt) - 1);
+        judge(&f, &v);
+        assert_int_equal(v.err, VT_ETRANSIENT);
+        assert_true(v.transient);
+        teardown(&f);
+        setup_range(&f, 0, 9);
+        header(&f, "HTTP/1.1 400 Bad Request\r\n");
+        vt__eng_on_write((char *)bad, 1, sizeof(bad) - 1, &f.x);
+        judge(&f, &v);
+        assert_int_equal(v.err, VT_OK);
         teardown(&f);
     }
     /* Other statuses are answers for the caller to map. */

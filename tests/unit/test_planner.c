@@ -70,21 +70,26 @@ static void test_readahead(void **state)
 {
     vt_readahead ra = {0, 0};
     (void)state;
-    assert_int_equal(vt__readahead_update(&ra, 0, 100, 64, 256), 0);
-    assert_int_equal(vt__readahead_update(&ra, 100, 100, 64, 256), 64);
-    assert_int_equal(vt__readahead_update(&ra, 200, 100, 64, 256), 128);
-    assert_int_equal(vt__readahead_update(&ra, 300, 100, 64, 256), 256);
-    assert_int_equal(vt__readahead_update(&ra, 400, 100, 64, 256), 256);
-    /* a jump resets */
-    assert_int_equal(vt__readahead_update(&ra, 9000, 100, 64, 256), 0);
-    assert_int_equal(vt__readahead_update(&ra, 9100, 10, 64, 256), 64);
-    /* a small skip (a COG tile's 4-byte trailer and leader) still counts */
-    assert_int_equal(vt__readahead_update(&ra, 9118, 100, 64, 256), 128);
-    assert_int_equal(vt__readahead_update(&ra, 9282, 100, 64, 256), 256);
-    /* a skip larger than min_win does not; nor does going back */
-    assert_int_equal(vt__readahead_update(&ra, 9500, 100, 64, 256), 0);
-    assert_int_equal(vt__readahead_update(&ra, 9600, 100, 64, 256), 64);
-    assert_int_equal(vt__readahead_update(&ra, 9000, 100, 64, 256), 0);
+    /* The first fetch of a handle never carries readahead. */
+    assert_int_equal(vt__readahead_fetch(&ra, 0, 0, 8), 0);
+    /* Each fetch that continues the previous one is twice its size: one
+     * block needed each time, fetches of 2, 4, 8, then capped at 8 + 1. */
+    assert_int_equal(vt__readahead_fetch(&ra, 1, 1, 8), 1);   /* 1..2 */
+    assert_int_equal(vt__readahead_fetch(&ra, 3, 3, 8), 3);   /* 3..6 */
+    assert_int_equal(vt__readahead_fetch(&ra, 7, 7, 8), 7);   /* 7..14 */
+    assert_int_equal(vt__readahead_fetch(&ra, 15, 15, 8), 8); /* 15..23 */
+    /* A large read needs no help beyond one block. */
+    assert_int_equal(vt__readahead_fetch(&ra, 24, 60, 8), 1); /* 24..61 */
+    /* One unneeded block in between still counts as sequential. */
+    assert_int_equal(vt__readahead_fetch(&ra, 63, 63, 8), 8);
+    /* A jump resets it: a small read far away costs only its own blocks. */
+    assert_int_equal(vt__readahead_fetch(&ra, 200, 200, 8), 0);
+    assert_int_equal(vt__readahead_fetch(&ra, 201, 201, 8), 1);
+    /* Backwards is not sequential. */
+    assert_int_equal(vt__readahead_fetch(&ra, 50, 50, 8), 0);
+    /* No room to keep the extra bytes (cache budget 0): never any. */
+    assert_int_equal(vt__readahead_fetch(&ra, 51, 51, 0), 0);
+    assert_int_equal(vt__readahead_fetch(&ra, 52, 52, 0), 0);
 }
 
 int main(void)
