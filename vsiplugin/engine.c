@@ -38,7 +38,12 @@
 #define DEF_RETRY_DELAY 0.5
 #define DEF_CONNECT_TIMEOUT_S 10.0
 #define DEF_LOW_SPEED_TIME 10L
-#define DEF_LOW_SPEED_LIMIT 1L
+/* A transfer averaging under 1 KiB/s over 10 s is abandoned (and retried):
+ * a trickling server (10 B/s) satisfied GDAL's own 1 B/s and never ended. */
+#define DEF_LOW_SPEED_LIMIT 1024L
+/* No retry starts later than this after a request's first attempt, when
+ * GDAL_HTTP_TIMEOUT sets no tighter deadline (issue 13: bounded time). */
+#define DEF_RETRY_WINDOW 30.0
 #define DEF_MAX_CONNECTIONS 16L
 #define DEF_MAX_STREAMS 100L
 
@@ -136,6 +141,8 @@ static vt_err read_opts(struct vt_eng_opts *o)
     o->max_retries = (int)cfg_num("GDAL_HTTP_MAX_RETRY", DEF_MAX_RETRY, 0, 100);
     o->retry_delay = cfg_num("GDAL_HTTP_RETRY_DELAY", DEF_RETRY_DELAY, 0, 60);
     o->timeout_ms = (long)(cfg_num("GDAL_HTTP_TIMEOUT", 0, 0, 86400) * 1000);
+    o->retry_window = cfg_num("VSITUNE_RETRY_WINDOW", DEF_RETRY_WINDOW, 0,
+                              86400);
     o->connect_timeout_ms = (long)(cfg_num("GDAL_HTTP_CONNECTTIMEOUT",
                                            DEF_CONNECT_TIMEOUT_S, 0.001,
                                            3600) * 1000);

@@ -22,7 +22,10 @@
 struct vt_eng_opts {
     int max_retries;
     double retry_delay;         /* s, base of the exponential backoff */
-    long timeout_ms;            /* 0: none */
+    long timeout_ms;            /* GDAL_HTTP_TIMEOUT: the whole request,
+                                   every attempt and wait included (0: none) */
+    double retry_window;        /* s: no retry starts later than this after
+                                   the first attempt (VSITUNE_RETRY_WINDOW) */
     long connect_timeout_ms;
     long low_speed_time;        /* s */
     long low_speed_limit;       /* bytes/s */
@@ -65,6 +68,18 @@ struct vt_eng_xfer {
     char *etag, *region, *retry_after, *content_range;
     int attempts;
     double due;                 /* monotonic s: when to (re)send */
+    double first_sent;          /* io: monotonic s of the first attempt */
+    double deadline;            /* io: monotonic s the request must end by
+                                   (0: none), from opts.timeout_ms */
+    double body_done_at;        /* io: when the whole expected body had
+                                   arrived while the stream stayed open */
+    int ended_early;            /* io: we ended a complete h2 stream that
+                                   never sent END_STREAM */
+    double tokens_spent;        /* io: retry budget this request took */
+    struct vt_engine *eng;      /* io: the engine running this attempt */
+    int socks_opened;           /* io: connections curl opened for it */
+    vt_err last_err;            /* io: verdict of the attempt last judged */
+    int last_version;           /* io: its HTTP version (1 or 2) */
     char errbuf[CURL_ERROR_SIZE];
     int local_port;             /* io: local port of the connection this
                                    attempt was sent on (0: not known) */
@@ -95,10 +110,13 @@ struct vt_engine {
     struct vt_eng_xfer *active;  /* in the multi handle */
     long n_active;               /* length of active, <= max_streams */
     uint64_t rng;
-    struct vt_eng_origin {       /* origins seen answering over h2 */
+    struct vt_eng_origin {       /* origins seen answering (h2 or failing) */
         char name[128];          /* "https://host:port" ("" unused) */
         int h2;
+        double failing_until;    /* monotonic s: a request to it exhausted
+                                    its retries; until then one attempt each */
     } origins[16];
+    double retry_tokens;         /* the process's retry budget (engine_io.c) */
     unsigned origin_next;        /* round-robin slot to replace */
     curl_socket_t *socks;        /* every socket curl opened through us */
     size_t n_socks, cap_socks;
@@ -133,6 +151,10 @@ void vt__eng_reset_attempt(struct vt_eng_xfer *x);
  * the response; the body grows x->buf within the request's bound. */
 size_t vt__eng_on_header(char *buf, size_t size, size_t n, void *ud);
 size_t vt__eng_on_write(char *data, size_t size, size_t n, void *ud);
+/* curl's progress callback: ends an h2 transfer whose whole body arrived
+ * but whose stream stays open (no END_STREAM) after a grace period. */
+int vt__eng_on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow,
+                        curl_off_t ultotal, curl_off_t ulnow);
 /* Verdict on an attempt that curl ended with rc (not CURLE_OK) ... */
 void vt__eng_judge_curl(CURLcode rc, struct vt_eng_xfer *x,
                         struct vt_eng_verdict *v);

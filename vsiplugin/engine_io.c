@@ -207,10 +207,18 @@ static vt_err build_headers(struct vt_eng_xfer *x)
 static curl_socket_t open_socket(void *clientp, curlsocktype purpose,
                                  struct curl_sockaddr *addr)
 {
-    struct vt_engine *e = clientp;
+    struct vt_eng_xfer *x = clientp;
+    struct vt_engine *e = x->eng;
     curl_socket_t s;
 
     (void)purpose;
+    /* curl 7.88 retries a stream the server refused (RST_STREAM
+     * REFUSED_STREAM) on a fresh connection by itself, up to 5 times per
+     * attempt: a server refusing every stream got 6 requests per attempt.
+     * One fresh connection per attempt is enough; a second one fails the
+     * attempt, and our own retry rules (budget, deadline) decide. */
+    if (++x->socks_opened > 2)
+        return CURL_SOCKET_BAD;
     /* CLOEXEC: a program we exec must not inherit our connections. */
     s = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
     if (s == CURL_SOCKET_BAD)
@@ -296,20 +304,36 @@ static struct vt_eng_origin *origin_find(struct vt_engine *e, const char *url)
     return NULL;
 }
 
-/* Remember whether url's origin answered over h2 (I/O thread). */
-static void origin_learn(struct vt_engine *e, const char *url, int h2)
+/* The slot of url's origin, taking the round-robin slot for a new one. */
+static struct vt_eng_origin *origin_add(struct vt_engine *e, const char *url)
 {
     struct vt_eng_origin *o = origin_find(e, url);
     size_t n = sizeof(e->origins) / sizeof(e->origins[0]);
 
-    if (!o) {
-        if (!h2)
-            return;
-        o = &e->origins[e->origin_next++ % n];
-        if (!origin_of(url, o->name, sizeof(o->name)))
-            return;
-    }
-    o->h2 = h2;
+    if (o)
+        return o;
+    o = &e->origins[e->origin_next++ % n];
+    memset(o, 0, sizeof(*o));
+    if (!origin_of(url, o->name, sizeof(o->name)))
+        return NULL;
+    return o;
+}
+
+/* Remember whether url's origin answered over h2 (I/O thread). */
+static void origin_learn(struct vt_engine *e, const char *url, int h2)
+{
+    struct vt_eng_origin *o = h2 ? origin_add(e, url) : origin_find(e, url);
+
+    if (o)
+        o->h2 = h2;
+}
+
+/* 1 while another request to url's origin recently ran out of retries. */
+static int origin_failing(struct vt_engine *e, const char *url, double now)
+{
+    struct vt_eng_origin *o = origin_find(e, url);
+
+    return o && o->failing_until > now;
 }
 
 /* Receive buffer for a transfer: room for its whole body when that is known
@@ -354,7 +378,7 @@ static CURLcode set_options(struct vt_engine *e, struct vt_eng_xfer *x)
     SET(CURLOPT_WRITEDATA, (void *)x);
     SET(CURLOPT_ERRORBUFFER, x->errbuf);
     SET(CURLOPT_OPENSOCKETFUNCTION, open_socket);
-    SET(CURLOPT_OPENSOCKETDATA, (void *)e);
+    SET(CURLOPT_OPENSOCKETDATA, (void *)x);
     SET(CURLOPT_CLOSESOCKETFUNCTION, close_socket);
     SET(CURLOPT_CLOSESOCKETDATA, (void *)e);
     SET(CURLOPT_PREREQFUNCTION, on_prereq);
@@ -370,8 +394,14 @@ static CURLcode set_options(struct vt_engine *e, struct vt_eng_xfer *x)
             SET(CURLOPT_IGNORE_CONTENT_LENGTH, 1L);
     }
     SET(CURLOPT_CONNECTTIMEOUT_MS, o->connect_timeout_ms);
-    if (o->timeout_ms > 0)
-        SET(CURLOPT_TIMEOUT_MS, o->timeout_ms);
+    if (x->deadline > 0) {
+        /* What is left of the request's deadline (start() checked > 0). */
+        long left = (long)((x->deadline - now_s()) * 1000.0);
+        SET(CURLOPT_TIMEOUT_MS, left > 1 ? left : 1L);
+    }
+    SET(CURLOPT_NOPROGRESS, 0L);
+    SET(CURLOPT_XFERINFOFUNCTION, vt__eng_on_progress);
+    SET(CURLOPT_XFERINFODATA, (void *)x);
     if (o->low_speed_time > 0 && o->low_speed_limit > 0) {
         SET(CURLOPT_LOW_SPEED_TIME, o->low_speed_time);
         SET(CURLOPT_LOW_SPEED_LIMIT, o->low_speed_limit);
@@ -410,6 +440,30 @@ static CURLcode set_options(struct vt_engine *e, struct vt_eng_xfer *x)
 static void start(struct vt_engine *e, struct vt_eng_xfer *x)
 {
     CURLcode rc;
+    double now = now_s();
+
+    if (x->attempts == 0) {
+        x->first_sent = now;
+        x->deadline = x->opts.timeout_ms > 0
+                          ? now + x->opts.timeout_ms / 1000.0 : 0;
+        /* While its server is failing, a new request gets one attempt. */
+        if (origin_failing(e, x->req->url, now))
+            x->opts.max_retries = 0;
+    } else if (origin_failing(e, x->req->url, now)) {
+        /* A retry that waited while another request to the same server ran
+         * out of retries: give up too (the last answer stands). */
+        snprintf(x->resp->error, sizeof(x->resp->error),
+                 "%.160s (no retry: the server failed other requests just now)",
+                 x->retry_why[0] ? x->retry_why : vt_strerror(x->last_err));
+        if (!(x->hdr_status >= 300))
+            x->len = 0;
+        complete(x, x->last_err, x->last_version);
+        return;
+    }
+    if (x->deadline > 0 && now >= x->deadline) {
+        fail(x, VT_ETIMEDOUT, "GDAL_HTTP_TIMEOUT deadline reached");
+        return;
+    }
 
     if (!x->hdrs && x->req->headers && build_headers(x) != VT_OK) {
         fail(x, VT_ENOMEM, "out of memory building headers");
@@ -423,6 +477,8 @@ static void start(struct vt_engine *e, struct vt_eng_xfer *x)
     }
     vt__eng_reset_attempt(x);
     x->local_port = 0;
+    x->eng = e;
+    x->socks_opened = 0;
     rc = set_options(e, x);
     if (rc != CURLE_OK) {
         vt_err err = rc == CURLE_OUT_OF_MEMORY ? VT_ENOMEM : VT_EINVAL;
@@ -501,7 +557,22 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
     x->easy = NULL;
     release_easy(e, easy, x->bufsize);
 
-    if (v.transient && x->attempts <= x->opts.max_retries) {
+    x->last_err = v.err;
+    x->last_version = ver;
+    if (v.err == VT_OK) {
+        /* Success: the budget gets back what this request took, or one
+         * token (AWS SDKs' standard retry mode), and its server is fine. */
+        struct vt_eng_origin *org = origin_find(e, x->req->url);
+        e->retry_tokens += x->tokens_spent > 0 ? x->tokens_spent : 1;
+        if (e->retry_tokens > VT_RETRY_TOKENS)
+            e->retry_tokens = VT_RETRY_TOKENS;
+        if (org)
+            org->failing_until = 0;
+    } else if (v.transient) {
+        char stop[160] = "";
+        double now = now_s(), cost = v.err == VT_ETIMEDOUT
+                                         ? VT_RETRY_COST_TIMEOUT
+                                         : VT_RETRY_COST;
         double delay = vt__backoff_delay(x->opts.retry_delay, x->attempts,
                                          VT_BACKOFF_CAP, vt__rand01(&e->rng));
         if (x->retry_after) {
@@ -510,21 +581,47 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
             if (ra > delay)
                 delay = ra;
         }
-        snprintf(x->retry_why, sizeof(x->retry_why),
-                 "%.100s (status %ld, %zu body bytes, HTTP/%d)", v.why,
-                 x->hdr_status, x->len, ver);
-        x->due = now_s() + delay;
-        atomic_fetch_add(&vt__eng_st_retries, 1);
-        timer_insert(e, x);
-        return;
+        if (x->attempts > x->opts.max_retries)
+            snprintf(stop, sizeof(stop), "retries exhausted");
+        else if (origin_failing(e, x->req->url, now))
+            snprintf(stop, sizeof(stop), "no retry: the server failed other "
+                     "requests just now");
+        else if (e->retry_tokens < cost)
+            snprintf(stop, sizeof(stop), "no retry: the process's retry "
+                     "budget is spent");
+        else if (x->deadline > 0 && now + delay >= x->deadline)
+            snprintf(stop, sizeof(stop), "no retry: waiting %.1f s would pass "
+                     "the GDAL_HTTP_TIMEOUT deadline", delay);
+        else if (now + delay > x->first_sent + x->opts.retry_window)
+            snprintf(stop, sizeof(stop), "no retry: waiting %.1f s would pass "
+                     "the %.0f s retry window", delay, x->opts.retry_window);
+        if (!stop[0]) {
+            e->retry_tokens -= cost;
+            x->tokens_spent += cost;
+            snprintf(x->retry_why, sizeof(x->retry_why),
+                     "%.100s (status %ld, %zu body bytes, HTTP/%d)", v.why,
+                     x->hdr_status, x->len, ver);
+            x->due = now + delay;
+            atomic_fetch_add(&vt__eng_st_retries, 1);
+            timer_insert(e, x);
+            return;
+        }
+        /* This server keeps failing: for a while, other requests to it get
+         * one attempt each instead of each running its own ladder. */
+        if (x->attempts > 1 || x->opts.max_retries == 0) {
+            struct vt_eng_origin *org = origin_add(e, x->req->url);
+            if (org)
+                org->failing_until = now + VT_HOST_FAILING_S;
+        }
+        snprintf(x->resp->error, sizeof(x->resp->error), "%.200s (%s)", v.why,
+                 stop);
     }
     /* A failed transfer hands back no partial bytes; an error status whose
      * retries ran out keeps its (error document) body for the caller. */
     if (v.err != VT_OK && !(rc == CURLE_OK && x->hdr_status >= 300))
         x->len = 0;
-    if (v.err != VT_OK)
-        snprintf(x->resp->error, sizeof(x->resp->error), "%.200s%s", v.why,
-                 v.transient ? " (retries exhausted)" : "");
+    if (v.err != VT_OK && !v.transient)
+        snprintf(x->resp->error, sizeof(x->resp->error), "%.200s", v.why);
     complete(x, v.err, ver);
 }
 
@@ -580,6 +677,7 @@ static int init_curl(struct vt_engine *e)
     curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, e->max_conns * 4);
     curl_multi_setopt(e->multi, CURLMOPT_MAX_CONCURRENT_STREAMS,
                       e->max_streams);
+    e->retry_tokens = VT_RETRY_TOKENS;
     e->rng = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^
              (uint64_t)(uintptr_t)e;
     if (e->rng == 0)

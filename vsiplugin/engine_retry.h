@@ -18,6 +18,16 @@
 #define VT_RETRY_AFTER_CAP 30.0
 /* Exponential backoff never waits longer than this (seconds). */
 #define VT_BACKOFF_CAP 20.0
+/* The process's retry budget, a token bucket as in the AWS SDKs' standard
+ * retry mode: a retry takes VT_RETRY_COST tokens (a timeout
+ * VT_RETRY_COST_TIMEOUT); a success gives back what its request took, or 1;
+ * with too few tokens left nothing is retried (first attempts always go). */
+#define VT_RETRY_TOKENS 500.0
+#define VT_RETRY_COST 5.0
+#define VT_RETRY_COST_TIMEOUT 10.0
+/* After a request to a server ran out of retries, every request to it gets
+ * one attempt for this long (seconds), or until one succeeds. */
+#define VT_HOST_FAILING_S 10.0
 
 typedef struct vt_content_range {
     int has_range;      /* "bytes first-last/..." (0 when only the total is given) */

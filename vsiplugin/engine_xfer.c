@@ -12,8 +12,63 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define DEFAULT_MAX_BODY ((size_t)4 << 20)
+/* How long a stream whose whole body has arrived may stay open before we end
+ * it ourselves (an h2 server that never sends END_STREAM: see engine_io.c,
+ * transfers on h2 origins end at END_STREAM, not at Content-Length). */
+#define BODY_DONE_GRACE_S 0.5
+
+static double mono_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The body length this response announced (Content-Length, else its
+ * Content-Range), or -1. */
+static long long expected_body(const struct vt_eng_xfer *x)
+{
+    vt_content_range cr;
+
+    if (x->content_length >= 0)
+        return x->content_length;
+    if (x->content_range &&
+        vt__parse_content_range(x->content_range, &cr) == VT_OK &&
+        cr.has_range)
+        return (long long)(cr.last - cr.first + 1);
+    return -1;
+}
+
+int vt__eng_on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow,
+                        curl_off_t ultotal, curl_off_t ulnow)
+{
+    struct vt_eng_xfer *x = ud;
+    long long want;
+    double now;
+
+    (void)dltotal;
+    (void)dlnow;
+    (void)ultotal;
+    (void)ulnow;
+    if (x->hdr_status < 200 || x->hdr_status >= 300)
+        return 0;
+    want = expected_body(x);
+    if (want <= 0 || (long long)x->len < want)
+        return 0;
+    now = mono_s();
+    if (x->body_done_at == 0) {
+        x->body_done_at = now;
+        return 0;
+    }
+    if (now - x->body_done_at < BODY_DONE_GRACE_S)
+        return 0;
+    x->ended_early = 1; /* judged as complete: vt__eng_judge_curl */
+    return 1;
+}
 
 static int ieq_n(const char *a, const char *b, size_t n)
 {
@@ -42,6 +97,8 @@ void vt__eng_reset_attempt(struct vt_eng_xfer *x)
     free(x->content_range);
     x->etag = x->region = x->retry_after = x->content_range = NULL;
     x->errbuf[0] = '\0';
+    x->body_done_at = 0;
+    x->ended_early = 0;
 }
 
 /* Header callback (I/O thread). A status line starts a new response (1xx,
@@ -152,6 +209,14 @@ size_t vt__eng_on_write(char *data, size_t size, size_t n, void *ud)
 void vt__eng_judge_curl(CURLcode rc, struct vt_eng_xfer *x,
                         struct vt_eng_verdict *v)
 {
+    if (rc == CURLE_ABORTED_BY_CALLBACK && x->ended_early) {
+        /* Every byte announced arrived; only END_STREAM was missing. The
+         * answer is judged like any other; the connection, where curl 7.88
+         * may have parked input behind the stream we reset, is retired. */
+        vt__eng_judge_status(x, v);
+        v->kill_conn = 1;
+        return;
+    }
     v->transient = 1;
     switch (rc) {
     case CURLE_WRITE_ERROR:

@@ -186,6 +186,12 @@ static size_t cb_read(void *f, void *buf, size_t size, size_t count)
         return 0;
     }
     want = size * count;
+    if (h->pos + want > osize &&
+        (err = vt__object_note_end(h->obj, errbuf, sizeof(errbuf))) != VT_OK) {
+        CPLError(CE_Failure, cple_for(0, errbuf), "%s", errbuf);
+        errno = errno_for(err);
+        return 0;
+    }
     if (h->pos >= osize) {
         h->eof = 1;
         return 0;

@@ -33,6 +33,9 @@ struct vt_object {
     uint64_t size;
     time_t loaded_at;
     char *missing;        /* a remembered 404: why (the message), or NULL */
+    int size_seen;        /* the first answer held every byte (its size is
+                             more than a stated total) */
+    int end_checked;      /* table_mu: vt__object_note_end asked already */
     int refs;             /* table_mu */
     int loading;          /* table_mu: a thread is fetching the header */
     int in_table;         /* table_mu */
@@ -422,6 +425,7 @@ static vt_err load_header(vt_object *o, long *http_status, char *errbuf,
     o->loaded_at = time(NULL);
     if (o->size > 0 && use_bytes)
         seed_blocks(o, r.body, r.body_len);
+    o->size_seen = use_bytes && r.body_len == o->size;
 out:
     vt__http_resp_clear(&r);
     return err;
@@ -570,6 +574,38 @@ static void object_invalidate(vt_object *o)
         table_remove(o);
     pthread_mutex_unlock(&table_mu);
     vt__cache_drop_prefix(vt__object_cache(), o->cache_key);
+}
+
+vt_err vt__object_note_end(vt_object *o, char *errbuf, size_t errlen)
+{
+    vt_http_resp h;
+    vt_err err;
+    int ask;
+
+    errbuf[0] = '\0';
+    pthread_mutex_lock(&table_mu);
+    ask = !o->size_seen && !o->end_checked && o->size > 0;
+    o->end_checked = 1;
+    pthread_mutex_unlock(&table_mu);
+    if (!ask)
+        return VT_OK;
+    err = vt__s3_head(o->bucket, o->key, &h, errbuf, errlen);
+    if (err == VT_OK && h.has_total &&
+        (h.total_size != o->size ||
+         (o->etag[0] && h.etag && strcmp(h.etag, o->etag) != 0))) {
+        snprintf(errbuf, errlen, "vsitune: read of s3://%s/%s: the object has "
+                 "%llu bytes, %llu when it was opened (object changed or a "
+                 "wrong size was announced): open it again", o->bucket, o->key,
+                 (unsigned long long)h.total_size,
+                 (unsigned long long)o->size);
+        object_invalidate(o);
+        err = VT_ECHANGED;
+    } else {
+        err = VT_OK; /* the size stands (or cannot be checked now) */
+        errbuf[0] = '\0';
+    }
+    vt__http_resp_clear(&h);
+    return err;
 }
 
 /* ---- the read path ---- */

@@ -57,6 +57,13 @@ vt_err vt__object_read(vt_object *o, size_t n, void *const *dst,
                        const uint64_t *off, const size_t *len,
                        vt_readahead *ra, char *errbuf, size_t errlen);
 
+/* A read reached past the end of the object as known. When that size came
+ * only from a stated total (never from seeing every byte) and was never
+ * checked, one HEAD checks it; a different size or ETag drops the object
+ * (the next open learns the truth) and returns VT_ECHANGED with errbuf
+ * saying so. Otherwise VT_OK and no request. Thread-safe. */
+vt_err vt__object_note_end(vt_object *o, char *errbuf, size_t errlen);
+
 /* Forget the metadata of path "bucket/key" (it is being written, deleted
  * or renamed through GDAL's own handler). Open handles keep their copy. */
 void vt__object_forget(const char *path);

@@ -27,6 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 LAB_DIR = REPO / "tests" / "lab"
 ENDPOINTS = ("h1", "h2", "h1tls")
+# The fault proxy's endpoints (tests/lab/lib/faultproxy.js): HTTP/1.1 and h2 over TLS.
+PROXY_ENDPOINTS = ("fp1", "fp2")
 
 
 class LabError(RuntimeError):
@@ -165,8 +167,9 @@ class Lab:
     def env(self, endpoint="h1", delay_ms=None):
         """Environment variables pointing GDAL at `endpoint` (h1, h2, h1tls).
         With delay_ms, also sets that endpoint's one-way delay now."""
-        if endpoint not in ENDPOINTS:
-            raise LabError(f"unknown endpoint {endpoint!r}; known: {', '.join(ENDPOINTS)}")
+        if endpoint not in ENDPOINTS + PROXY_ENDPOINTS:
+            raise LabError(f"unknown endpoint {endpoint!r}; known: "
+                           f"{', '.join(ENDPOINTS + PROXY_ENDPOINTS)}")
         if delay_ms is not None:
             self.set_delay(delay_ms, endpoint)
         return dict(self.info["endpoints"][endpoint]["env"])
@@ -219,8 +222,20 @@ class Lab:
                 body[k] = v
         return self._call("POST", "/fault", body=body)["rule"]
 
+    def pfault(self, kind, count=1, key=None, value=None, method="GET", request_kind=None,
+               endpoint=None):
+        """Arm a fault of the fault proxy (endpoints fp1, fp2) for the next `count`
+        matching requests; kinds and `value` in tests/lab/lib/faultproxy.js."""
+        body = {"kind": kind, "count": count, "method": method}
+        for k, v in (("key", key), ("value", value), ("request_kind", request_kind),
+                     ("endpoint", endpoint)):
+            if v is not None:
+                body[k] = v
+        return self._call("POST", "/pfault", body=body)["rule"]
+
     def clear_faults(self):
         self._call("DELETE", "/faults")
+        self._call("DELETE", "/pfaults")
 
     def put_object(self, bucket, key, data):
         """Store an object straight into s3rver (not logged). data: bytes, or a

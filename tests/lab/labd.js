@@ -30,6 +30,7 @@ const { Verifier } = require('./lib/verifier');
 const { TlsFront, makeCertificate } = require('./lib/tlsfront');
 const { createControlServer } = require('./lib/control');
 const { cacheMetadata } = require('./lib/s3store');
+const { FaultProxy } = require('./lib/faultproxy');
 
 const REGION = 'us-east-1';
 const BUCKETS = ['lab', 'public'];
@@ -132,6 +133,12 @@ class Lab {
       this.proxies[ep.name] = Object.assign(proxy, { verifierPort: vport, frontPort: ep.tls ? target : null });
     }
 
+    // The fault proxy (lib/faultproxy.js): fp1 (HTTP/1.1) and fp2 (h2 over TLS),
+    // each in front of its own verifier listener, so the log names them.
+    const fpv = { fp1: await this.verifier.listen('fp1'), fp2: await this.verifier.listen('fp2') };
+    this.faultProxy = new FaultProxy(fpv, this.tls);
+    this.fpPorts = await this.faultProxy.start();
+
     this.control = createControlServer(this);
     await new Promise((resolve, reject) => {
       this.control.once('error', reject);
@@ -142,8 +149,9 @@ class Lab {
   }
 
   env(name) {
-    const p = this.proxies[name];
-    const ep = ENDPOINTS.find((e) => e.name === name);
+    const fp = this.fpPorts && this.fpPorts[name];
+    const p = fp ? { port: fp } : this.proxies[name];
+    const ep = fp ? { tls: name === 'fp2' } : ENDPOINTS.find((e) => e.name === name);
     const env = {
       AWS_S3_ENDPOINT: `127.0.0.1:${p.port}`,
       AWS_HTTPS: ep.tls ? 'YES' : 'NO',
@@ -176,6 +184,10 @@ class Lab {
         env: this.env(ep.name),
         env_file: path.join(this.dir, `env-${ep.name}.sh`),
       };
+    }
+    for (const name of ['fp1', 'fp2']) {
+      endpoints[name] = { port: this.fpPorts[name], host: '127.0.0.1', https: name === 'fp2',
+        alpn: name === 'fp2' ? ['h2'] : ['http/1.1'], fault_proxy: true, env: this.env(name) };
     }
     return {
       pid: process.pid,
@@ -223,6 +235,7 @@ class Lab {
   reset() {
     this.log.reset();
     this.faults.clear();
+    if (this.faultProxy) this.faultProxy.faults.clear();
     for (const p of Object.values(this.proxies)) {
       p.resetCounts();
       p.setDelay(this.opts.delayMs);
@@ -278,6 +291,7 @@ class Lab {
     try {
       await Promise.all([
         ...Object.values(this.proxies).map((p) => p.close()),
+        this.faultProxy ? this.faultProxy.close() : null,
         this.verifier ? this.verifier.close() : null,
         this.control ? new Promise((r) => { this.control.close(() => r()); this.control.closeAllConnections(); }) : null,
         this.s3 && this.s3.httpServer ? new Promise((r) => { this.s3.httpServer.close(() => r());

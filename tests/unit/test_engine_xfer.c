@@ -366,6 +366,52 @@ static void curl_errors(void **state)
     }
 }
 
+/* An h2 stream that delivered every byte it announced but never ended:
+ * after a grace period the progress callback ends it, and the answer is
+ * judged complete (the connection retired). */
+static void body_done_without_end_stream(void **state)
+{
+    struct fixture f;
+    struct vt_eng_verdict v;
+
+    setup_range(&f, 0, 99);
+    header(&f, "HTTP/2 206\r\n");
+    header(&f, "content-range: bytes 0-99/1000\r\n");
+    header(&f, "content-length: 100\r\n");
+    body(&f, 60);
+    assert_int_equal(vt__eng_on_progress(&f.x, 0, 60, 0, 0), 0);
+    assert_true(f.x.body_done_at == 0); /* not all there yet */
+    body(&f, 40);
+    assert_int_equal(vt__eng_on_progress(&f.x, 0, 100, 0, 0), 0);
+    assert_true(f.x.body_done_at > 0);  /* all there: the grace starts */
+    f.x.body_done_at -= 10;             /* ... and has passed */
+    assert_int_equal(vt__eng_on_progress(&f.x, 0, 100, 0, 0), 1);
+    memset(&v, 0, sizeof(v));
+    vt__eng_judge_curl(CURLE_ABORTED_BY_CALLBACK, &f.x, &v);
+    assert_int_equal(v.err, VT_OK);
+    assert_true(v.kill_conn);
+    teardown(&f);
+
+    /* An abort for any other reason is not an answer. */
+    setup_range(&f, 0, 99);
+    header(&f, "HTTP/2 206\r\n");
+    header(&f, "content-range: bytes 0-99/1000\r\n");
+    body(&f, 50);
+    memset(&v, 0, sizeof(v));
+    vt__eng_judge_curl(CURLE_ABORTED_BY_CALLBACK, &f.x, &v);
+    assert_int_not_equal(v.err, VT_OK);
+    teardown(&f);
+
+    /* An error status never counts as a finished body. */
+    setup_range(&f, 0, 99);
+    header(&f, "HTTP/2 503\r\n");
+    header(&f, "content-length: 10\r\n");
+    body(&f, 10);
+    f.x.body_done_at = 1;
+    assert_int_equal(vt__eng_on_progress(&f.x, 0, 10, 0, 0), 0);
+    teardown(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -376,6 +422,7 @@ int main(void)
         cmocka_unit_test(statuses),
         cmocka_unit_test(status_line_resets_headers),
         cmocka_unit_test(curl_errors),
+        cmocka_unit_test(body_done_without_end_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

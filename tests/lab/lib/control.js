@@ -12,6 +12,9 @@
 //   POST   /fault {"kind": K, "count": N, "method": M, "key": S, "request_kind": K,
 //                  "endpoint": E, "seconds": S}
 //   GET    /faults   DELETE /faults
+//   POST   /pfault {"kind": K, "count": N, "method": M, "key": S, "request_kind": K,
+//                   "endpoint": "fp1"|"fp2", "value": V}   (lib/faultproxy.js)
+//   DELETE /pfaults
 //   PUT    /object?bucket=B&key=K[&path=/abs/file]   body = object bytes (unless path)
 //   DELETE /object?bucket=B&key=K
 //   POST   /bucket {"name": B[, "region": R]}   create a bucket (signatures must use R)
@@ -68,6 +71,11 @@ function createControlServer(lab) {
       try { return { ok: true, rule: lab.faults.add(b) }; } catch (e) { throw new BadRequest(e.message); }
     },
     'GET /faults': async () => ({ rules: lab.faults.list() }),
+    'POST /pfault': async (req) => {
+      const b = await readJson(req);
+      try { return { ok: true, rule: lab.faultProxy.add(b) }; } catch (e) { throw new BadRequest(e.message); }
+    },
+    'DELETE /pfaults': async () => { lab.faultProxy.faults.clear(); return { ok: true }; },
     'DELETE /faults': async () => { lab.faults.clear(); return { ok: true }; },
     'PUT /object': async (req, url) => {
       const bucket = url.searchParams.get('bucket');

@@ -21,6 +21,7 @@ const PUBLIC_BUCKET = 'public';
 const CUT_GRACE_MS = 20;
 // Request headers never forwarded to s3rver.
 const DROP = new Set(['authorization', 'x-amz-security-token', 'if-match', 'connection',
+  'x-lab-proxy-fault',
   'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'via',
   'x-forwarded-for', 'x-forwarded-proto', 'forwarded', 'host']);
 
@@ -136,6 +137,8 @@ class Verifier {
     });
     const t0 = process.hrtime.bigint();
     res._labBytes = 0;
+    // A request the fault proxy (faultproxy.js) will answer with a fault of its own.
+    if (req.headers['x-lab-proxy-fault']) entry.fault = 'p:' + req.headers['x-lab-proxy-fault'];
     res.once('close', () => {
       entry.status = res.statusCode;
       entry.bytes_sent = res._labBytes;
