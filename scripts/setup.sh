@@ -15,6 +15,7 @@ DEBS=(
   libcurl4-openssl-dev libnghttp2-dev libssl-dev
   nghttp2-proxy nghttp2-client openssl
   libcmocka-dev
+  clang libclang-rt-14-dev
   python3-rasterio python3-numpy python3-pytest python3-yaml python3-matplotlib
   nodejs npm
   valgrind procps time

@@ -10,6 +10,9 @@ export BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 echo "== unit tests (ctest)"
 (cd "$BUILD_DIR" && ctest --output-on-failure -j2)
 
+echo "== fuzzing (libFuzzer, bounded, committed corpus: scripts/fuzz.sh)"
+VT_FUZZ_SECONDS=${VT_FUZZ_SECONDS:-20} "$ROOT/scripts/fuzz.sh"
+
 echo "== integration tests (pytest, against the lab)"
 export VT_BUILD_DIR="$BUILD_DIR"
 cd "$ROOT"
