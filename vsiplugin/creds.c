@@ -1,19 +1,25 @@
-/* creds.c: the AWS credentials provider chain and its refresh (creds.h).
+/* creds.c: the AWS credentials provider chain and its cache (creds.h).
  *
- * Why: users already have credentials set up for the AWS CLI and GDAL; we
- * find them in the same places and order, without an AWS SDK. Environment
- * keys are read on every call (cheap, and --config changes apply at once).
- * Everything else is found once, cached process-wide (keyed by the options
- * it depends on, so changing AWS_PROFILE takes effect), and refreshed ahead
- * of expiry. A failed search is answered from memory for FAIL_REMEMBER
- * seconds, so a burst of opens without credentials does not wait on IMDS
- * again and again.
+ * Why: users already have credentials set up for GDAL and the AWS CLI; we
+ * find them in the same places and order as GDAL 3.6, without an AWS SDK.
  *
- * Locking (state.lock, a leaf lock): held only to read or swap the cached
- * credentials, never across a file read or an HTTP call. One thread at a
- * time runs the chain (state.refreshing); while it does, other threads keep
- * the still-valid credentials, and only threads with nothing usable wait on
- * state.cond. All HTTP goes through vt__engine_perform. */
+ * Every call reads the options for its path (creds_opts.c). Environment keys
+ * are used at once. Everything else is the result of a chain run, cached
+ * under a key made of those options and the content of the two shared files
+ * (read on every call, as GDAL reads them on every open, so an edited file
+ * takes effect at once): up to CACHE_CAP entries, so buckets with different
+ * path-specific credentials do not evict each other. Temporary credentials
+ * are refreshed ahead of expiry; a failed search is answered from memory for
+ * FAIL_REMEMBER seconds, so a burst of opens without credentials does not
+ * wait on IMDS again and again. Instance credentials (container, EC2) are
+ * also kept in one process-wide slot and reused while valid whatever the
+ * options, as GDAL reuses them.
+ *
+ * Locking (state.lock, a leaf lock): held only to read or swap cache
+ * entries, never across a file read or an HTTP call. One thread at a time
+ * runs the chain for an entry (refreshing); while it does, other threads
+ * keep the still-valid credentials, and only threads with nothing usable
+ * wait on state.cond. All HTTP goes through vt__engine_perform. */
 #include "creds.h"
 
 #include <pthread.h>
@@ -28,25 +34,33 @@
 
 #include "creds_int.h"
 #include "creds_parse.h"
+#include "sigv4.h"
 
+#define CACHE_CAP            16
 #define REFRESH_AHEAD        300 /* s before expiry: refresh ahead of time */
 #define EXPIRY_SLACK         10  /* s before expiry: stop using them at all */
 #define MIN_REFRESH_INTERVAL 5   /* s between two refreshes of valid creds */
 #define FAIL_REMEMBER        10  /* s a failed search is answered from memory */
 
+struct entry {
+    char *key;          /* malloc'd; NULL: free slot */
+    vt_creds cur;       /* owned; meaningful when have */
+    int have;
+    int refreshing;     /* a thread is running the chain for this key */
+    time_t next_try;    /* no refresh of still-valid creds before this */
+    char fail_msg[1024];
+    time_t fail_until;  /* until then the search fails from memory */
+    unsigned long long used;
+};
+
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    vt_creds cur; /* owned; meaningful when have */
-    int have;
-    char *fingerprint; /* options cur was found with (malloc'd) */
-    int refreshing;    /* a thread is running the chain */
-    time_t next_try;   /* no refresh of still-valid creds before this */
-    unsigned gen;      /* bumped by vt__creds_reset */
-    char *fail_fp;     /* options of the last failed search (malloc'd) */
-    char fail_msg[1024];
-    time_t fail_until; /* until then the same search fails from memory, so a
-                          burst of opens does not probe IMDS again and again */
+    struct entry e[CACHE_CAP];
+    unsigned long long tick;
+    unsigned gen;     /* bumped by vt__creds_reset and in a fork child */
+    vt_creds instance; /* last container/EC2 credentials; have_instance */
+    int have_instance;
 } state = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 void vt__creds_clear(vt_creds *c)
@@ -55,155 +69,262 @@ void vt__creds_clear(vt_creds *c)
         return;
     if (c->secret_key)
         OPENSSL_cleanse(c->secret_key, strlen(c->secret_key));
+    if (c->session_token)
+        OPENSSL_cleanse(c->session_token, strlen(c->session_token));
     free(c->access_key);
     free(c->secret_key);
     free(c->session_token);
     memset(c, 0, sizeof(*c));
 }
 
-/* ---- provider: environment / GDAL config ------------------------------ */
+/* ---- the chain (no lock held) ----------------------------------------- */
 
-static int from_env(vt_creds *out)
+/* Instance credentials not yet due for a refresh, copied into out. */
+static int instance_reuse(vt_creds *out)
 {
-    const char *ak = vt__creds_opt("AWS_ACCESS_KEY_ID"),
-               *sk = vt__creds_opt("AWS_SECRET_ACCESS_KEY");
-    const char *tok = vt__creds_opt("AWS_SESSION_TOKEN");
-    if (!ak || !sk)
-        return 0;
-    vt_creds c = {.access_key = (char *)ak,
-                  .secret_key = (char *)sk,
-                  .session_token = (char *)tok,
-                  .source = "environment"};
-    return vt__creds_copy(out, &c) == VT_OK ? 1 : -1;
+    int ok = 0;
+    pthread_mutex_lock(&state.lock);
+    if (state.have_instance &&
+        (state.instance.expiration == 0 ||
+         time(NULL) < state.instance.expiration - REFRESH_AHEAD))
+        ok = vt__creds_copy(out, &state.instance) == VT_OK;
+    pthread_mutex_unlock(&state.lock);
+    return ok;
 }
 
-/* ---- the chain -------------------------------------------------------- */
-
-/* Run every provider after the environment, in order. No lock held. */
-static vt_err run_chain(vt_creds *out, char *errbuf, size_t errlen)
+static void instance_keep(const vt_creds *c)
 {
-    char notes[1024] = "";
-    struct vt_profile_hint hint = {0};
-    vt_err err = VT_ECREDS;
-    int rc;
+    vt_creds copy;
+    if (vt__creds_copy(&copy, c) != VT_OK)
+        return;
+    pthread_mutex_lock(&state.lock);
+    vt__creds_clear(&state.instance);
+    state.instance = copy;
+    state.have_instance = 1;
+    pthread_mutex_unlock(&state.lock);
+}
+
+/* role_arn + source_profile: AssumeRole signed with the source profile's
+ * web identity credentials (when it has role_arn + web_identity_token_file)
+ * or keys. 1 found, -1 failed (errbuf). */
+static int assume_role(const struct vt_copts *o,
+                       const struct vt_shared_files *f,
+                       const struct vt_profile *p, vt_creds *out, char *errbuf,
+                       size_t errlen)
+{
+    struct vt_profile src;
+    vt_creds signer = {0};
+    char werr[1024] = "";
+    int rc = -1;
+
+    vt__profile_parse(f, p->source_profile, 0, &src);
+    if (src.role_arn && src.token_file &&
+        vt__creds_from_web_identity(o, &signer, src.role_arn, src.token_file,
+                                    NULL, werr, sizeof(werr)) != 1) {
+        CPLDebug("VSITUNE", "source profile %s: %s", p->source_profile, werr);
+        vt__creds_clear(&signer);
+    }
+    if (!signer.access_key && src.access_key && src.secret_key) {
+        vt_creds k = {.access_key = src.access_key,
+                      .secret_key = src.secret_key,
+                      .session_token = src.session_token};
+        if (vt__creds_copy(&signer, &k) != VT_OK)
+            goto out;
+    }
+    if (!signer.access_key) {
+        vt__creds_put(errbuf, errlen,
+                      "Cannot retrieve credentials for source profile %s "
+                      "(vsitune: no aws_access_key_id/aws_secret_access_key "
+                      "for it in %s or %s%s%s)",
+                      p->source_profile, f->cred_path, f->config_path,
+                      werr[0] ? "; " : "", werr);
+        goto out;
+    }
+    rc = vt__creds_from_assume_role(o, out, p, &signer, errbuf, errlen);
+    if (rc == 1)
+        CPLDebug("VSITUNE", "using assumed role %s", p->role_arn);
+out:
+    vt__creds_clear(&signer);
+    vt__profile_clear(&src);
+    return rc;
+}
+
+/* Every provider after the environment, in GDAL's order. Returns VT_OK with
+ * *out filled, or VT_ECREDS with errbuf. */
+static vt_err run_chain(const struct vt_copts *o,
+                        const struct vt_shared_files *f, vt_creds *out,
+                        char *errbuf, size_t errlen)
+{
+    char notes[2048] = "";
+    struct vt_profile p;
+    const char *name = vt__profile_name(o);
+    int rc = 0;
 
     memset(out, 0, sizeof(*out));
-    rc = vt__creds_from_profile(out, &hint, notes, sizeof(notes), errbuf,
-                                errlen);
-    if (rc)
-        goto done;
-    if (hint.role_arn && hint.unsupported && !hint.token_file) {
-        vt__creds_put(errbuf, errlen,
-                      "AWS profile role_arn with %s is not supported by "
-                      "vsitune: use source_profile, web_identity_token_file or "
-                      "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY",
-                      hint.unsupported);
-        rc = -1;
+    vt__profile_parse(f, name, 1, &p);
+
+    /* 1. The profile's keys (they win over its role settings, as in GDAL). */
+    if (p.access_key && p.secret_key) {
+        vt_creds c = {.access_key = p.access_key,
+                      .secret_key = p.secret_key,
+                      .session_token = p.session_token,
+                      .source = "profile"};
+        rc = vt__creds_copy(out, &c) == VT_OK ? 1 : -1;
+        if (rc < 0)
+            vt__creds_put(errbuf, errlen, "out of memory");
         goto done;
     }
-    if (hint.role_arn && hint.source.access_key && !hint.token_file) {
-        rc = vt__creds_from_assume_role(out, &hint, errbuf, errlen);
+    /* 2. role_arn + source_profile: AssumeRole; its failure ends the
+     * search (GDAL does not go on either). mfa_serial goes along as
+     * SerialNumber, which is all GDAL does with it. */
+    if (p.role_arn && p.source_profile) {
+        rc = assume_role(o, f, &p, out, errbuf, errlen);
         goto done;
+    }
+    vt__creds_note(notes, sizeof(notes), "profile '%s': no keys in %s%s or %s%s",
+                   name, f->cred_path[0] ? f->cred_path : "(none)",
+                   f->ctext ? "" : " (unreadable)",
+                   f->config_path[0] ? f->config_path : "(none)",
+                   f->ftext ? "" : " (unreadable)");
+
+    /* 3. Web identity: the options, else the profile's own settings. */
+    if (vt__copt_bool(o, CO_WEB_IDENTITY, 1)) {
+        const char *role = vt__copt(o, CO_ROLE_ARN);
+        const char *tfile = vt__copt(o, CO_TOKEN_FILE);
+        const char *sname = vt__copt(o, CO_SESSION_NAME);
+        if (!role || !tfile) {
+            role = p.role_arn;
+            tfile = p.token_file;
+            if (p.session_name)
+                sname = p.session_name;
+        }
+        if (role && tfile) {
+            char werr[1024] = "";
+            rc = vt__creds_from_web_identity(o, out, role, tfile, sname, werr,
+                                             sizeof(werr));
+            if (rc == 1)
+                goto done;
+            vt__creds_clear(out);
+            vt__creds_note(notes, sizeof(notes), "%s", werr);
+            rc = 0; /* GDAL goes on to EC2 */
+        } else {
+            vt__creds_note(notes, sizeof(notes),
+                           "no AWS_ROLE_ARN + AWS_WEB_IDENTITY_TOKEN_FILE");
+        }
     }
 
-    const char *role = vt__creds_opt("AWS_ROLE_ARN"),
-               *tfile = vt__creds_opt("AWS_WEB_IDENTITY_TOKEN_FILE");
-    const char *sname = vt__creds_opt("AWS_ROLE_SESSION_NAME");
-    if (!role || !tfile) {
-        role = hint.role_arn;
-        tfile = hint.token_file;
-        sname = hint.session_name;
-    }
-    if (role && tfile) {
-        rc = vt__creds_from_web_identity(out, role, tfile, sname, errbuf,
-                                         errlen);
+    /* 4. Container credentials, then EC2 instance metadata. */
+    if (vt__copt_bool(o, CO_IMDS_DISABLED, 0) &&
+        !vt__copt(o, CO_CONTAINER_REL) && !vt__copt(o, CO_CONTAINER_FULL)) {
+        vt__creds_note(notes, sizeof(notes), "EC2 instance metadata disabled");
         goto done;
     }
-    vt__creds_note(notes, sizeof(notes),
-                   "no AWS_ROLE_ARN + AWS_WEB_IDENTITY_TOKEN_FILE");
-
+    if (instance_reuse(out)) {
+        rc = 1;
+        goto done;
+    }
     int refused = 0;
-    char *curl = vt__container_url(
-        vt__creds_opt("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"),
-        vt__creds_opt("AWS_CONTAINER_CREDENTIALS_FULL_URI"), &refused);
+    char *curl = vt__container_url(vt__copt(o, CO_CONTAINER_REL),
+                                   vt__copt(o, CO_CONTAINER_FULL), &refused);
     if (refused) {
-        vt__creds_put(
-            errbuf, errlen,
-            "container credentials: AWS_CONTAINER_CREDENTIALS_"
-            "FULL_URI must be https or http to a loopback/ECS/EKS address");
-        rc = -1;
-        goto done;
-    }
-    if (curl) {
-        rc = vt__creds_from_container(out, curl, errbuf, errlen);
+        vt__creds_note(notes, sizeof(notes),
+                       "container credentials: AWS_CONTAINER_CREDENTIALS_"
+                       "FULL_URI must be https or http to a loopback/ECS/EKS "
+                       "address");
+    } else if (curl) {
+        char cerr[1024] = "";
+        rc = vt__creds_from_container(o, out, curl, cerr, sizeof(cerr));
         free(curl);
-        goto done;
+        if (rc == 1) {
+            instance_keep(out);
+            goto done;
+        }
+        vt__creds_clear(out);
+        vt__creds_note(notes, sizeof(notes), "%s", cerr);
+        rc = 0;
+        goto done; /* GDAL does not ask EC2 after a container endpoint */
     }
-    vt__creds_note(notes, sizeof(notes),
-                   "no AWS_CONTAINER_CREDENTIALS_RELATIVE_URI/FULL_URI");
-
-    const char *dis = vt__creds_opt("AWS_EC2_METADATA_DISABLED");
-    if (dis && CPLTestBool(dis)) {
+    if (vt__copt_bool(o, CO_IMDS_DISABLED, 0)) {
         vt__creds_note(notes, sizeof(notes), "EC2 instance metadata disabled");
     } else {
-        rc = vt__creds_from_imds(out, notes, sizeof(notes));
-        if (rc)
-            goto done;
+        rc = vt__creds_from_imds(o, out, notes, sizeof(notes));
+        if (rc == 1)
+            instance_keep(out);
     }
-    vt__creds_put(
-        errbuf, errlen,
-        "no AWS credentials found: no AWS_ACCESS_KEY_ID + "
-        "AWS_SECRET_ACCESS_KEY; %s (set AWS_NO_SIGN_REQUEST=YES for public "
-        "buckets)",
-        notes);
 done:
-    vt__profile_hint_clear(&hint);
+    if (rc == 0)
+        vt__creds_put(errbuf, errlen,
+                      "AWS_SECRET_ACCESS_KEY and AWS_NO_SIGN_REQUEST "
+                      "configuration options not defined, and %s not filled "
+                      "(vsitune: %s; AWS_NO_SIGN_REQUEST=YES reads public "
+                      "buckets)",
+                      f->cred_path, notes);
+    vt__profile_clear(&p);
     if (rc == 1)
-        err = VT_OK;
-    else
-        vt__creds_clear(out);
-    return err;
+        return VT_OK;
+    vt__creds_clear(out);
+    return VT_ECREDS;
 }
 
-/* The options the cached credentials depend on, joined (malloc'd). */
-static char *fingerprint(void)
+/* ---- the cache -------------------------------------------------------- */
+
+/* Cache key: the options and a digest of each shared file (malloc'd). */
+static char *cache_key(const struct vt_copts *o, const struct vt_shared_files *f)
 {
-    static const char *names[] = {"AWS_PROFILE",
-                                  "AWS_DEFAULT_PROFILE",
-                                  "AWS_SHARED_CREDENTIALS_FILE",
-                                  "AWS_CONFIG_FILE",
-                                  "HOME",
-                                  "AWS_ROLE_ARN",
-                                  "AWS_WEB_IDENTITY_TOKEN_FILE",
-                                  "AWS_ROLE_SESSION_NAME",
-                                  "AWS_STS_ENDPOINT",
-                                  "CPL_AWS_STS_ROOT_URL",
-                                  "AWS_STS_REGIONAL_ENDPOINTS",
-                                  "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-                                  "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-                                  "AWS_CONTAINER_AUTHORIZATION_TOKEN",
-                                  "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
-                                  "AWS_EC2_METADATA_SERVICE_ENDPOINT",
-                                  "CPL_AWS_EC2_API_ROOT_URL",
-                                  "AWS_EC2_METADATA_DISABLED",
-                                  "CPL_AWS_AUTODETECT_EC2"};
-    size_t n = 1;
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        const char *v = vt__creds_opt(names[i]);
-        n += (v ? strlen(v) : 0) + 1;
-    }
-    char *fp = malloc(n), *p = fp;
+    char *fp = vt__copts_fingerprint(o), *key;
+    char hc[65] = "-", hf[65] = "-";
+    size_t n;
     if (!fp)
         return NULL;
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        const char *v = vt__creds_opt(names[i]);
-        size_t l = v ? strlen(v) : 0;
-        memcpy(p, v ? v : "", l);
-        p[l] = '\x1f';
-        p += l + 1;
+    if (f->ctext)
+        vt__sha256_hex(f->ctext, f->clen, hc);
+    if (f->ftext)
+        vt__sha256_hex(f->ftext, f->flen, hf);
+    n = strlen(fp) + 140;
+    key = malloc(n);
+    if (key)
+        snprintf(key, n, "%s|%s|%s", fp, hc, hf);
+    free(fp);
+    return key;
+}
+
+/* state.lock held. The entry for key, or NULL. */
+static struct entry *entry_find(const char *key)
+{
+    for (int i = 0; i < CACHE_CAP; i++)
+        if (state.e[i].key && !strcmp(state.e[i].key, key))
+            return &state.e[i];
+    return NULL;
+}
+
+/* state.lock held. The entry for key, creating it (evicting the least
+ * recently used idle entry) when absent; NULL when every slot is busy. */
+static struct entry *entry_for(const char *key)
+{
+    struct entry *free_e = NULL, *lru = NULL;
+    for (int i = 0; i < CACHE_CAP; i++) {
+        struct entry *e = &state.e[i];
+        if (e->key && !strcmp(e->key, key)) {
+            e->used = ++state.tick;
+            return e;
+        }
+        if (!e->key && !free_e)
+            free_e = e;
+        if (e->key && !e->refreshing && (!lru || e->used < lru->used))
+            lru = e;
     }
-    *p = '\0';
-    return fp;
+    struct entry *e = free_e ? free_e : lru;
+    if (!e)
+        return NULL;
+    char *k = strdup(key);
+    if (!k)
+        return NULL;
+    free(e->key);
+    vt__creds_clear(&e->cur);
+    memset(e, 0, sizeof(*e));
+    e->key = k;
+    e->used = ++state.tick;
+    return e;
 }
 
 /* fork(): a child must not inherit a lock held by, or a refresh run by, a
@@ -226,7 +347,8 @@ static void fork_child(void)
 {
     pthread_mutex_init(&state.lock, NULL);
     pthread_cond_init(&state.cond, NULL);
-    state.refreshing = 0; /* the refreshing thread stayed in the parent */
+    for (int i = 0; i < CACHE_CAP; i++)
+        state.e[i].refreshing = 0; /* those threads stayed in the parent */
     state.gen++;
 }
 
@@ -235,123 +357,159 @@ static void register_atfork(void)
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-vt_err vt__creds_get(vt_creds *out, char *errbuf, size_t errlen)
+static int usable(const struct entry *e, time_t now)
 {
-    vt_err err = VT_OK;
-    char *fp = NULL;
-    vt_creds fresh = {0};
-    char cerr[1024] = "";
+    return e->have && (e->cur.expiration == 0 ||
+                       now < e->cur.expiration - EXPIRY_SLACK);
+}
 
-    memset(out, 0, sizeof(*out));
-    if (errlen)
-        errbuf[0] = '\0';
-    const char *nosign = vt__creds_opt("AWS_NO_SIGN_REQUEST");
-    if (nosign && CPLTestBool(nosign)) {
-        out->anonymous = 1;
-        out->source = "anonymous";
-        return VT_OK;
-    }
-    int env = from_env(out);
-    if (env)
-        return env > 0 ? VT_OK : VT_ENOMEM;
-    fp = fingerprint();
-    if (!fp)
-        return VT_ENOMEM;
+/* The cached path: credentials from the entry for key, running the chain
+ * when it has none (or they are due for a refresh). */
+static vt_err cached_get(const char *key, const struct vt_copts *o,
+                         const struct vt_shared_files *f, vt_creds *out,
+                         char *errbuf, size_t errlen)
+{
+    vt_err err;
+    vt_creds fresh = {0};
+    char cerr[2048] = "";
+    struct entry *e;
 
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&state.lock);
     for (;;) {
         time_t now = time(NULL);
-        int same = state.have && !strcmp(state.fingerprint, fp);
-        int usable = same && (state.cur.expiration == 0 ||
-                              now < state.cur.expiration - EXPIRY_SLACK);
-        int fresh_enough =
-            usable && (state.cur.expiration == 0 ||
-                       now < state.cur.expiration - REFRESH_AHEAD ||
-                       now < state.next_try);
-        if (fresh_enough || (usable && state.refreshing)) {
-            err = vt__creds_copy(out, &state.cur);
+        e = entry_for(key);
+        if (!e) { /* every slot refreshing: run uncached */
             pthread_mutex_unlock(&state.lock);
-            goto out;
+            err = run_chain(o, f, out, errbuf, errlen);
+            return err;
         }
-        if (!usable && state.fail_fp && !strcmp(state.fail_fp, fp) &&
-            now < state.fail_until) {
-            err = VT_ECREDS;
-            vt__creds_put(errbuf, errlen, "%s", state.fail_msg);
+        int ok = usable(e, now);
+        int fresh_enough = ok && (e->cur.expiration == 0 ||
+                                  now < e->cur.expiration - REFRESH_AHEAD ||
+                                  now < e->next_try);
+        if (fresh_enough || (ok && e->refreshing)) {
+            err = vt__creds_copy(out, &e->cur);
             pthread_mutex_unlock(&state.lock);
-            goto out;
+            return err;
         }
-        if (!state.refreshing)
+        if (!ok && !e->refreshing && now < e->fail_until) {
+            vt__creds_put(errbuf, errlen, "%s", e->fail_msg);
+            pthread_mutex_unlock(&state.lock);
+            return VT_ECREDS;
+        }
+        if (!e->refreshing)
             break;
         pthread_cond_wait(&state.cond, &state.lock); /* nothing usable yet */
     }
-    state.refreshing = 1;
+    e->refreshing = 1;
     unsigned gen = state.gen;
     pthread_mutex_unlock(&state.lock);
 
-    vt_err cerr_code = run_chain(&fresh, cerr, sizeof(cerr)); /* no lock */
+    vt_err cerr_code = run_chain(o, f, &fresh, cerr, sizeof(cerr)); /* no lock */
 
     pthread_mutex_lock(&state.lock);
-    state.refreshing = 0;
-    pthread_cond_broadcast(&state.cond);
     time_t now = time(NULL);
-    if (gen == state.gen) {
-        state.next_try = now + MIN_REFRESH_INTERVAL;
-        if (cerr_code == VT_OK) {
-            vt__creds_clear(&state.cur);
-            state.cur = fresh;
-            memset(&fresh, 0, sizeof(fresh));
-            free(state.fingerprint);
-            state.fingerprint = fp;
-            fp = NULL;
-            state.have = 1;
-        }
+    /* Look the entry up again rather than trusting e; after a reset
+     * (vt__creds_reset, fork) the result is handed out but not kept. */
+    e = entry_find(key);
+    if (e) {
+        e->refreshing = 0;
+        e->next_try = now + MIN_REFRESH_INTERVAL;
+        if (gen != state.gen)
+            e = NULL;
     }
-    int same = state.have && state.fingerprint && fp == NULL;
+    pthread_cond_broadcast(&state.cond);
     if (cerr_code == VT_OK) {
-        err = vt__creds_copy(out, same ? &state.cur : &fresh);
-    } else if (state.have && state.fingerprint && fp &&
-               !strcmp(state.fingerprint, fp) &&
-               (state.cur.expiration == 0 ||
-                now < state.cur.expiration - EXPIRY_SLACK)) {
+        err = vt__creds_copy(out, &fresh);
+        if (e) {
+            vt__creds_clear(&e->cur);
+            e->cur = fresh;
+            memset(&fresh, 0, sizeof(fresh));
+            e->have = 1;
+            e->fail_until = 0;
+        }
+    } else if (e && usable(e, now)) {
         /* The refresh failed but what we hold is still good: keep it. */
-        CPLDebug("VSITUNE",
-                 "credentials refresh failed, keeping current "
-                 "ones: %s",
-                 cerr);
-        err = vt__creds_copy(out, &state.cur);
+        CPLDebug("VSITUNE", "credentials refresh failed, keeping current "
+                            "ones: %s", cerr);
+        err = vt__creds_copy(out, &e->cur);
     } else {
         err = VT_ECREDS;
         vt__creds_put(errbuf, errlen, "%s", cerr);
-        if (gen == state.gen && fp) {
-            free(state.fail_fp);
-            state.fail_fp = strdup(fp);
-            snprintf(state.fail_msg, sizeof(state.fail_msg), "%s", cerr);
-            state.fail_until = now + FAIL_REMEMBER;
+        if (e) {
+            snprintf(e->fail_msg, sizeof(e->fail_msg), "%s", cerr);
+            e->fail_until = now + FAIL_REMEMBER;
         }
     }
-    if (cerr_code == VT_OK && gen == state.gen) {
-        free(state.fail_fp);
-        state.fail_fp = NULL;
-    }
     pthread_mutex_unlock(&state.lock);
-out:
     vt__creds_clear(&fresh);
-    free(fp);
+    return err;
+}
+
+vt_err vt__creds_get(const char *path, vt_creds *out, char *errbuf,
+                     size_t errlen)
+{
+    struct vt_copts o;
+    struct vt_shared_files f;
+    vt_err err;
+    char *key = NULL;
+
+    memset(out, 0, sizeof(*out));
+    if (errlen)
+        errbuf[0] = '\0';
+    vt__copts_load(path, &o);
+    if (vt__copt_bool(&o, CO_NO_SIGN, 0)) {
+        out->anonymous = 1;
+        out->source = "anonymous";
+        err = VT_OK;
+        goto out_opts;
+    }
+    if (vt__copt(&o, CO_SECRET_KEY)) {
+        if (!vt__copt(&o, CO_ACCESS_KEY)) {
+            vt__creds_put(errbuf, errlen,
+                          "AWS_ACCESS_KEY_ID configuration option not defined");
+            err = VT_ECREDS;
+            goto out_opts;
+        }
+        vt_creds c = {.access_key = (char *)vt__copt(&o, CO_ACCESS_KEY),
+                      .secret_key = (char *)vt__copt(&o, CO_SECRET_KEY),
+                      .session_token = (char *)vt__copt(&o, CO_SESSION_TOKEN),
+                      .source = "environment"};
+        err = vt__creds_copy(out, &c);
+        goto out_opts;
+    }
+    vt__shared_files_read(&o, &f);
+    key = cache_key(&o, &f);
+    err = key ? cached_get(key, &o, &f, out, errbuf, errlen)
+              : run_chain(&o, &f, out, errbuf, errlen);
+    free(key);
+    vt__shared_files_clear(&f);
+out_opts:
+    vt__copts_clear(&o);
     return err;
 }
 
 void vt__creds_reset(void)
 {
     pthread_mutex_lock(&state.lock);
-    vt__creds_clear(&state.cur);
-    free(state.fingerprint);
-    state.fingerprint = NULL;
-    state.have = 0;
-    state.next_try = 0;
-    free(state.fail_fp);
-    state.fail_fp = NULL;
+    for (int i = 0; i < CACHE_CAP; i++) {
+        struct entry *e = &state.e[i];
+        if (e->refreshing) {
+            /* its runner clears the flag and, seeing gen changed, keeps
+             * nothing */
+            vt__creds_clear(&e->cur);
+            e->have = 0;
+            e->fail_until = 0;
+            continue;
+        }
+        free(e->key);
+        vt__creds_clear(&e->cur);
+        memset(e, 0, sizeof(*e));
+    }
+    vt__creds_clear(&state.instance);
+    state.have_instance = 0;
     state.gen++;
     pthread_mutex_unlock(&state.lock);
-    vt__creds_profile_region_reset();
+    vt__creds_imds_reset();
 }

@@ -169,6 +169,10 @@ static vt_err fill(vt_creds *out, char *ak, char *sk, char *tok, char *exp)
         err = VT_EPROTO;
         goto out;
     }
+    /* 0 means "does not expire": an Expiration at or before the epoch is
+     * long past, not never. */
+    if (exp && *exp && t <= 0)
+        t = 1;
     out->access_key = ak;
     out->secret_key = sk;
     out->session_token = tok;

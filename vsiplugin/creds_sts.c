@@ -1,8 +1,20 @@
-/* creds_sts.c: credentials from AWS STS: AssumeRoleWithWebIdentity (EKS
- * IRSA and other OIDC setups; unsigned, token from a file) and AssumeRole
- * (profile role_arn + source_profile; signed with sigv4.c, service "sts").
- * Endpoint: AWS_STS_ENDPOINT or GDAL's CPL_AWS_STS_ROOT_URL, else regional
- * per AWS_STS_REGIONAL_ENDPOINTS. Blocks on HTTP; no lock. */
+/* creds_sts.c: credentials from AWS STS, sent as GDAL 3.6 sends them
+ * (cpl_aws.cpp), so a server that answers GDAL answers vsitune:
+ *
+ * - AssumeRoleWithWebIdentity: an unsigned GET of
+ *   <root>/?Action=AssumeRoleWithWebIdentity&RoleSessionName=..&Version=..
+ *   &RoleArn=..&WebIdentityToken=.. where <root> is CPL_AWS_STS_ROOT_URL,
+ *   else https://sts.<AWS_REGION>.amazonaws.com (AWS_STS_REGIONAL_ENDPOINTS
+ *   =regional, the default) or https://sts.amazonaws.com (=legacy).
+ * - AssumeRole (profile role_arn + source_profile): a GET of
+ *   http[s]://<AWS_STS_ENDPOINT>/?<sorted parameters> (scheme from AWS_HTTPS,
+ *   host default sts.amazonaws.com) signed for service sts in AWS_STS_REGION
+ *   (default us-east-1) over the host header alone (and
+ *   x-amz-security-token when the signing keys carry one), X-Amz-Date sent
+ *   beside it; mfa_serial goes in as SerialNumber, as GDAL sends it.
+ *
+ * AWS_TIMESTAMP fixes the signing time as it does for S3 requests. Blocks on
+ * HTTP; no lock. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,40 +22,55 @@
 #include <strings.h>
 #include <time.h>
 
+#include <cpl_string.h>
+
 #include "creds_int.h"
 #include "creds_parse.h"
 #include "sigv4.h"
 
-/* ---- provider: web identity (STS AssumeRoleWithWebIdentity) ----------- */
+#define STS_TIMEOUT_MS 10000
+#define STS_URL_CAP 16384
 
-/* STS endpoint: AWS_STS_ENDPOINT or GDAL's CPL_AWS_STS_ROOT_URL, else the
- * regional endpoint (AWS_STS_REGIONAL_ENDPOINTS=regional, the default) or
- * the global one (=legacy). Into buf. */
-static void sts_url(char *buf, size_t len)
+/* "YYYYMMDDTHHMMSSZ" into date: AWS_TIMESTAMP when it is one, else now. */
+static void sts_date(const struct vt_copts *o, char date[17])
 {
-    const char *e = vt__creds_opt("AWS_STS_ENDPOINT");
-    if (!e)
-        e = vt__creds_opt("CPL_AWS_STS_ROOT_URL");
-    if (e) {
-        snprintf(buf, len, "%s%s", strstr(e, "://") ? "" : "https://", e);
-        return;
-    }
-    const char *mode = vt__creds_opt("AWS_STS_REGIONAL_ENDPOINTS");
-    const char *region = vt__creds_opt("AWS_REGION");
-    char *profile_region = NULL;
-    if (!region)
-        region = vt__creds_opt("AWS_DEFAULT_REGION");
-    if (!region)
-        region = profile_region = vt__creds_profile_region();
-    if ((mode && !strcasecmp(mode, "legacy")) || !region)
-        snprintf(buf, len, "https://sts.amazonaws.com/");
+    const char *ts = vt__copt(o, CO_TIMESTAMP);
+    int ok = ts && strlen(ts) == 16 && ts[8] == 'T' && ts[15] == 'Z';
+    for (int i = 0; ok && i < 15; i++)
+        if (i != 8 && (ts[i] < '0' || ts[i] > '9'))
+            ok = 0;
+    if (ok)
+        memcpy(date, ts, 17);
     else
-        snprintf(buf, len, "https://sts.%s.amazonaws.com/", region);
-    free(profile_region);
+        vt__amz_date((long long)time(NULL), date);
 }
 
-int vt__creds_from_web_identity(vt_creds *out, const char *role_arn,
-                                const char *token_file,
+/* ---- web identity ----------------------------------------------------- */
+
+/* Root URL of STS for web identity, without a trailing slash, into buf. */
+static void web_identity_root(const struct vt_copts *o, char *buf, size_t len)
+{
+    const char *root = vt__copt(o, CO_STS_ROOT_URL);
+    const char *ep = vt__copt(o, CO_STS_ENDPOINT);
+    const char *mode = vt__copt(o, CO_STS_REGIONAL);
+    const char *region = vt__copt(o, CO_REGION);
+
+    if (!root && ep && strstr(ep, "://"))
+        root = ep; /* the AWS SDKs' AWS_STS_ENDPOINT, given as a URL */
+    if (root)
+        snprintf(buf, len, "%s", root);
+    else if (mode && strcasecmp(mode, "regional") != 0)
+        snprintf(buf, len, "https://sts.amazonaws.com");
+    else
+        snprintf(buf, len, "https://sts.%s.amazonaws.com",
+                 region ? region : "us-east-1");
+    size_t n = strlen(buf);
+    while (n > 0 && buf[n - 1] == '/')
+        buf[--n] = '\0';
+}
+
+int vt__creds_from_web_identity(const struct vt_copts *o, vt_creds *out,
+                                const char *role_arn, const char *token_file,
                                 const char *session_name, char *errbuf,
                                 size_t errlen)
 {
@@ -51,7 +78,7 @@ int vt__creds_from_web_identity(vt_creds *out, const char *role_arn,
     size_t tlen = 0;
     char *raw = vt__creds_read_file(token_file, &tlen);
     char *token = NULL, *e_role = NULL, *e_tok = NULL, *e_name = NULL;
-    char *body = NULL, url[1024], sname[64];
+    char *url = NULL, *ferr = NULL, root[2048];
 
     if (!raw || !(token = vt__creds_clean_token(raw, tlen))) {
         vt__creds_put(errbuf, errlen,
@@ -59,160 +86,163 @@ int vt__creds_from_web_identity(vt_creds *out, const char *role_arn,
                       token_file, raw ? "empty or malformed" : strerror(errno));
         goto out;
     }
-    if (!session_name) {
-        snprintf(sname, sizeof(sname), "vsitune-session-%lld",
-                 (long long)time(NULL));
-        session_name = sname;
-    }
     e_role = vt__uri_encode(role_arn, 0);
     e_tok = vt__uri_encode(token, 0);
-    e_name = vt__uri_encode(session_name, 0);
-    if (!e_role || !e_tok || !e_name)
-        goto oom;
-    size_t blen = strlen(e_role) + strlen(e_tok) + strlen(e_name) + 128;
-    body = malloc(blen);
-    if (!body)
-        goto oom;
-    snprintf(body, blen,
-             "Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=%s"
-             "&RoleSessionName=%s&WebIdentityToken=%s",
-             e_role, e_name, e_tok);
-    sts_url(url, sizeof(url));
-    const char *headers[] = {
-        "Content-Type: application/x-www-form-urlencoded; charset=utf-8",
-        "Accept: application/xml", NULL};
+    e_name = vt__uri_encode(session_name ? session_name : "gdal", 0);
+    url = malloc(STS_URL_CAP);
+    if (!e_role || !e_tok || !e_name || !url) {
+        vt__creds_put(errbuf, errlen, "web identity: out of memory");
+        goto out;
+    }
+    web_identity_root(o, root, sizeof(root));
+    if (snprintf(url, STS_URL_CAP,
+                 "%s/?Action=AssumeRoleWithWebIdentity&RoleSessionName=%s"
+                 "&Version=2011-06-15&RoleArn=%s&WebIdentityToken=%s",
+                 root, e_name, e_role, e_tok) >= STS_URL_CAP) {
+        vt__creds_put(errbuf, errlen, "web identity: token too long");
+        goto out;
+    }
+    const char *headers[] = {"Accept: application/xml", NULL};
+    ferr = malloc(STS_URL_CAP + 1024);
+    if (!ferr) {
+        vt__creds_put(errbuf, errlen, "web identity: out of memory");
+        goto out;
+    }
+    ferr[0] = '\0';
     if (vt__creds_fetch_creds("web identity (STS AssumeRoleWithWebIdentity)",
-                              "POST", url, headers, body, 10000, -1,
+                              "GET", url, headers, NULL, STS_TIMEOUT_MS, -1,
                               vt__creds_parse_sts_xml, "web-identity", out,
-                              errbuf, errlen) == 0)
+                              ferr, STS_URL_CAP + 1024) == 0) {
         rc = 1;
-    goto out;
-oom:
-    vt__creds_put(errbuf, errlen, "web identity: out of memory");
+    } else {
+        /* The URL carries the token: name the request without it. */
+        const char *at = strstr(ferr, url);
+        if (at)
+            vt__creds_put(errbuf, errlen,
+                          "%.*s%s/?Action=AssumeRoleWithWebIdentity&RoleArn=%s"
+                          "&WebIdentityToken=(from %s)%s",
+                          (int)(at - ferr), ferr, root, role_arn, token_file,
+                          at + strlen(url));
+        else
+            vt__creds_put(errbuf, errlen, "web identity (STS "
+                          "AssumeRoleWithWebIdentity) at %s failed", root);
+    }
 out:
-    free(raw);
-    free(token);
+    vt__creds_free_secret(raw);
+    vt__creds_free_secret(token);
     free(e_role);
-    free(e_tok);
+    vt__creds_free_secret(e_tok);
     free(e_name);
-    free(body);
+    vt__creds_free_secret(url);
+    vt__creds_free_secret(ferr);
     return rc;
 }
 
-/* ---- provider: AssumeRole (profile role_arn + source_profile) ---------- */
+/* ---- AssumeRole ------------------------------------------------------- */
 
-/* Split an http(s) URL into host[:port] and path (default "/"). */
-static int split_url(const char *url, char *host, size_t hlen, char *path,
-                     size_t plen)
+/* Append "&key=encoded(value)" (or "key=..." first) to q. -1 on OOM or
+ * overflow. */
+static int add_param(char *q, size_t cap, const char *key, const char *value)
 {
-    const char *h = strstr(url, "://");
-    if (!h)
+    char *e;
+    size_t used = strlen(q);
+    if (!value)
+        return 0;
+    e = vt__uri_encode(value, 0);
+    if (!e)
         return -1;
-    h += 3;
-    size_t n = strcspn(h, "/?#");
-    if (n == 0 || n >= hlen)
-        return -1;
-    memcpy(host, h, n);
-    host[n] = '\0';
-    const char *p = h + n;
-    size_t pn = strcspn(p, "?#");
-    if (pn + 2 > plen)
-        return -1;
-    if (pn == 0)
-        snprintf(path, plen, "/");
-    else
-        snprintf(path, plen, "%.*s", (int)pn, p);
-    return 0;
+    int n = snprintf(q + used, cap - used, "%s%s=%s", used ? "&" : "", key, e);
+    free(e);
+    return (n < 0 || (size_t)n >= cap - used) ? -1 : 0;
 }
 
-/* Region an STS host signs in: sts.REGION.amazonaws.com gives REGION; the
- * global endpoint and custom hosts use AWS_REGION, else us-east-1. */
-static void sts_region(const char *host, char *buf, size_t len)
+/* The region an STS host signs in: AWS_STS_REGION, else the REGION of a
+ * sts.REGION.amazonaws.com host, else us-east-1 (GDAL's default). */
+static void sts_region(const struct vt_copts *o, const char *host, char *buf,
+                       size_t len)
 {
-    const char *dot;
+    const char *r = vt__copt(o, CO_STS_REGION), *dot;
+    if (r) {
+        snprintf(buf, len, "%s", r);
+        return;
+    }
     if (!strncmp(host, "sts.", 4) &&
         (dot = strstr(host + 4, ".amazonaws.com")) && dot > host + 4 &&
         (size_t)(dot - host - 4) < len) {
         snprintf(buf, len, "%.*s", (int)(dot - host - 4), host + 4);
         return;
     }
-    const char *r = vt__creds_opt("AWS_REGION");
-    if (!r)
-        r = vt__creds_opt("AWS_DEFAULT_REGION");
-    snprintf(buf, len, "%s", r ? r : "us-east-1");
+    snprintf(buf, len, "us-east-1");
 }
 
-int vt__creds_from_assume_role(vt_creds *out, const struct vt_profile_hint *h,
-                               char *errbuf, size_t errlen)
+int vt__creds_from_assume_role(const struct vt_copts *o, vt_creds *out,
+                               const struct vt_profile *p,
+                               const vt_creds *signer, char *errbuf,
+                               size_t errlen)
 {
-    int rc = -1;
-    char url[1024], host[512], path[512], region[64], date[17], hash[65];
-    char sname[64], *body = NULL, *e_role = NULL, *e_name = NULL, *e_ext = NULL;
-    char *hdr_host = NULL, *hdr_tok = NULL, *hdr_auth = NULL;
-    char hdr_date[40];
+    int rc = -1, https = vt__copt_bool(o, CO_HTTPS, 1);
+    char host[512], region[64], date[17], hash[65], query[8192];
+    char *url = NULL, *hdr_tok = NULL, *hdr_auth = NULL;
+    char hdr_host[600], hdr_date[40];
+    const char *ep = vt__copt(o, CO_STS_ENDPOINT);
+    const char *name = p->session_name ? p->session_name
+                                       : vt__copt(o, CO_SESSION_NAME);
     vt_sigv4_output sig = {0};
 
-    sts_url(url, sizeof(url));
-    if (split_url(url, host, sizeof(host), path, sizeof(path))) {
-        vt__creds_put(errbuf, errlen, "assume role: bad STS endpoint '%s'",
-                      url);
+    /* AWS_STS_ENDPOINT is a host[:port] to GDAL; a URL (the AWS SDKs' form)
+     * gives its scheme and host. */
+    if (ep && strstr(ep, "://")) {
+        https = strncasecmp(ep, "http://", 7) != 0;
+        ep = strstr(ep, "://") + 3;
+    }
+    if (!ep)
+        ep = "sts.amazonaws.com";
+    snprintf(host, sizeof(host), "%.*s", (int)strcspn(ep, "/?#"), ep);
+    if (!host[0]) {
+        vt__creds_put(errbuf, errlen, "assume role: AWS_STS_ENDPOINT '%s' "
+                      "names no host", ep);
         goto out;
     }
-    sts_region(host, region, sizeof(region));
-    const char *session_name = h->session_name;
-    if (!session_name) {
-        snprintf(sname, sizeof(sname), "vsitune-session-%lld",
-                 (long long)time(NULL));
-        session_name = sname;
-    }
-    e_role = vt__uri_encode(h->role_arn, 0);
-    e_name = vt__uri_encode(session_name, 0);
-    e_ext = h->external_id ? vt__uri_encode(h->external_id, 0) : NULL;
-    size_t blen = (e_role ? strlen(e_role) : 0) +
-                  (e_name ? strlen(e_name) : 0) + (e_ext ? strlen(e_ext) : 0) +
-                  128;
-    body = malloc(blen);
-    hdr_host = malloc(strlen(host) + 8);
-    if (!e_role || !e_name || (h->external_id && !e_ext) || !body ||
-        !hdr_host) {
-        vt__creds_put(errbuf, errlen, "assume role: out of memory");
+    sts_region(o, host, region, sizeof(region));
+    /* GDAL's order (a sorted map): Action, ExternalId, RoleArn,
+     * RoleSessionName, SerialNumber, Version. */
+    query[0] = '\0';
+    if (add_param(query, sizeof(query), "Action", "AssumeRole") ||
+        add_param(query, sizeof(query), "ExternalId", p->external_id) ||
+        add_param(query, sizeof(query), "RoleArn", p->role_arn) ||
+        add_param(query, sizeof(query), "RoleSessionName",
+                  name ? name : "GDAL-session") ||
+        add_param(query, sizeof(query), "SerialNumber", p->mfa_serial) ||
+        add_param(query, sizeof(query), "Version", "2011-06-15")) {
+        vt__creds_put(errbuf, errlen, "assume role: parameters too long");
         goto out;
     }
-    snprintf(body, blen,
-             "Action=AssumeRole&Version=2011-06-15&RoleArn=%s"
-             "&RoleSessionName=%s%s%s",
-             e_role, e_name, e_ext ? "&ExternalId=" : "", e_ext ? e_ext : "");
-    vt__sha256_hex(body, strlen(body), hash);
-    vt__amz_date((long long)time(NULL), date);
-    sprintf(hdr_host, "Host: %s", host);
+    vt__sha256_hex("", 0, hash);
+    sts_date(o, date);
+    snprintf(hdr_host, sizeof(hdr_host), "Host: %s", host);
     snprintf(hdr_date, sizeof(hdr_date), "X-Amz-Date: %s", date);
-    if (h->source.session_token) {
-        size_t n = strlen(h->source.session_token) + 32;
+    if (signer->session_token) {
+        size_t n = strlen(signer->session_token) + 32;
         hdr_tok = malloc(n);
         if (!hdr_tok) {
             vt__creds_put(errbuf, errlen, "assume role: out of memory");
             goto out;
         }
         snprintf(hdr_tok, n, "X-Amz-Security-Token: %s",
-                 h->source.session_token);
+                 signer->session_token);
     }
-    const char *headers[6] = {
-        hdr_host,
-        "Content-Type: application/x-www-form-urlencoded; charset=utf-8",
-        hdr_date,
-        hdr_tok,
-        NULL,
-        NULL};
+    const char *to_sign[3] = {hdr_host, hdr_tok, NULL};
     vt_sigv4_input in = {
-        .method = "POST",
-        .path = path,
-        .headers = headers,
+        .method = "GET",
+        .path = "/",
+        .query = query,
+        .headers = to_sign,
         .payload_hash = hash,
         .amz_date = date,
         .region = region,
         .service = "sts",
-        .access_key = h->source.access_key,
-        .secret_key = h->source.secret_key,
+        .access_key = signer->access_key,
+        .secret_key = signer->secret_key,
         .normalize_path = 1,
     };
     vt_err e = vt__sigv4_sign(&in, &sig);
@@ -223,25 +253,27 @@ int vt__creds_from_assume_role(vt_creds *out, const struct vt_profile_hint *h,
         goto out;
     }
     size_t an = strlen(sig.authorization) + 32;
+    size_t un = strlen(host) + strlen(query) + 16;
     hdr_auth = malloc(an);
-    if (!hdr_auth) {
+    url = malloc(un);
+    if (!hdr_auth || !url) {
         vt__creds_put(errbuf, errlen, "assume role: out of memory");
         goto out;
     }
     snprintf(hdr_auth, an, "Authorization: %s", sig.authorization);
-    headers[hdr_tok ? 4 : 3] = hdr_auth;
-    if (vt__creds_fetch_creds("assume role (STS AssumeRole)", "POST", url,
-                              headers, body, 10000, -1, vt__creds_parse_sts_xml,
-                              "assume-role", out, errbuf, errlen) == 0)
+    snprintf(url, un, "%s://%s/?%s", https ? "https" : "http", host, query);
+    const char *headers[5] = {hdr_host, hdr_date, hdr_auth, NULL, NULL};
+    if (hdr_tok)
+        headers[3] = hdr_tok;
+    if (vt__creds_fetch_creds("assume role (STS AssumeRole)", "GET", url,
+                              headers, NULL, STS_TIMEOUT_MS, -1,
+                              vt__creds_parse_sts_xml, "assume-role", out,
+                              errbuf, errlen) == 0)
         rc = 1;
 out:
     vt__sigv4_output_clear(&sig);
-    free(body);
-    free(e_role);
-    free(e_name);
-    free(e_ext);
-    free(hdr_host);
-    free(hdr_tok);
+    free(url);
+    vt__creds_free_secret(hdr_tok);
     free(hdr_auth);
     return rc;
 }

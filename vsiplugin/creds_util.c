@@ -8,19 +8,12 @@
 #include <string.h>
 
 #include <cpl_conv.h>
+#include <cpl_vsi.h>
 #include <openssl/crypto.h>
 
 #include "creds_int.h"
 #include "creds_parse.h"
 #include "xmlscan.h"
-
-/* Config option or environment (CPLGetConfigOption), NULL when unset/empty.
- * The pointer is only good until the next config change: copy it. */
-const char *vt__creds_opt(const char *name)
-{
-    const char *v = CPLGetConfigOption(name, NULL);
-    return (v && *v) ? v : NULL;
-}
 
 void vt__creds_put(char *buf, size_t len, const char *fmt, ...)
 {
@@ -67,31 +60,60 @@ vt_err vt__creds_copy(vt_creds *dst, const vt_creds *src)
     return VT_OK;
 }
 
-/* Read a whole (small) file: malloc'd, NUL-terminated; NULL with errno set
- * when it cannot be read or is larger than VT_CREDS_FILE_CAP (EFBIG). */
+/* A path whose reads would go over the network through a GDAL virtual file
+ * system: reading credentials from there would sign requests with the very
+ * credentials being looked up (and recurse into vsitune). */
+static int network_vsi(const char *path)
+{
+    static const char *const fs[] = {"/vsis3", "/vsicurl", "/vsigs",
+                                     "/vsiaz", "/vsiadls", "/vsioss",
+                                     "/vsiswift", "/vsiwebhdfs", "/vsihdfs",
+                                     "/vsitune", NULL};
+    for (int i = 0; fs[i]; i++)
+        if (strstr(path, fs[i]))
+            return 1;
+    return 0;
+}
+
+/* Read a whole (small) file through VSIFOpenL: malloc'd, NUL-terminated;
+ * NULL with errno set when it cannot be read, is larger than
+ * VT_CREDS_FILE_CAP (EFBIG) or lives on a network file system (EPERM). */
 char *vt__creds_read_file(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
+    VSILFILE *f;
     char *buf = NULL;
     size_t n = 0;
-    if (!f)
+
+    *len = 0;
+    if (!path || !*path) {
+        errno = ENOENT;
         return NULL;
+    }
+    if (network_vsi(path)) {
+        errno = EPERM;
+        return NULL;
+    }
+    f = VSIFOpenL(path, "rb");
+    if (!f) {
+        errno = ENOENT;
+        return NULL;
+    }
     buf = malloc(VT_CREDS_FILE_CAP + 1);
     if (!buf) {
         errno = ENOMEM;
         goto out;
     }
-    n = fread(buf, 1, VT_CREDS_FILE_CAP + 1, f);
-    if (ferror(f) || n > VT_CREDS_FILE_CAP) {
+    n = VSIFReadL(buf, 1, VT_CREDS_FILE_CAP + 1, f);
+    if (n > VT_CREDS_FILE_CAP) {
         free(buf);
         buf = NULL;
-        errno = ferror(f) ? EIO : EFBIG;
+        errno = EFBIG;
         goto out;
     }
     buf[n] = '\0';
     *len = n;
 out:
-    fclose(f);
+    VSIFCloseL(f);
     return buf;
 }
 

@@ -1,134 +1,36 @@
-/* s3.c: S3 addressing, signed GET requests, redirects and error bodies.
+/* s3.c: signed S3 GET requests, redirects and error bodies (s3.h).
  *
- * Why: GDAL users already configure /vsis3/ with AWS_S3_ENDPOINT,
- * AWS_VIRTUAL_HOSTING, AWS_REGION, ... This file turns those options (read
- * with CPLGetConfigOption at call time, so --config works) plus a bucket and
- * key into the exact URL and signed headers sent, and maps S3's answers back
- * to vt_err. The one piece of mutable state is the region table: buckets
- * that answered with a region redirect, remembered process-wide under
- * region_lock (a leaf lock: nothing else is locked or called while held). */
+ * Why: this file turns a bucket, a key, a range and the options for their
+ * path into the exact URL and headers sent, signed over the headers GDAL
+ * 3.6 signs (host, x-amz-content-sha256, x-amz-date, x-amz-security-token,
+ * x-amz-request-payer: nothing is gained by signing Range or If-Match, and
+ * the same set makes a signature comparable with GDAL's under
+ * AWS_TIMESTAMP), and follows S3's redirects as GDAL's CanRestartOnError
+ * does. Where requests go is s3_route.c's business; the user's extra
+ * headers s3_hdr.c's. No lock of its own. */
 #include "s3.h"
 
 #include <ctype.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <cpl_conv.h>
-#include <cpl_string.h>
+#include <cpl_error.h>
 
+#include "config.h"
 #include "creds.h"
-#include "forksafe.h"
+#include "s3_int.h"
 #include "sigv4.h"
 #include "xmlscan.h"
 
 #define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-#define S3_MAX_HEADERS 12
-#define REGION_TABLE_CAP 256   /* buckets remembered; oldest replaced first */
+#define S3_OWN_HEADERS 9           /* Host ... Authorization, and the NULL */
 #define ERROR_BODY_MIN (64 * 1024) /* room for an XML error on a short range */
-
-/* ---- region table ----------------------------------------------------- */
-
-struct region_entry {
-    char *bucket; /* malloc'd */
-    char *region; /* malloc'd */
-};
-
-static pthread_mutex_t region_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct region_entry region_table[REGION_TABLE_CAP];
-static size_t region_next; /* slot replaced next once the table is full */
-
-/* Register region_lock with forksafe.c once (first use). */
-static pthread_once_t region_once = PTHREAD_ONCE_INIT;
-
-static void region_forksafe(void)
-{
-    vt__forksafe_register(&region_lock);
-}
-
-/* Remember bucket's region. Takes region_lock; copies both strings. */
-static void region_remember(const char *bucket, const char *region)
-{
-    char *b = strdup(bucket), *r = strdup(region);
-    if (!b || !r) {
-        free(b);
-        free(r);
-        return;
-    }
-    pthread_once(&region_once, region_forksafe);
-    pthread_mutex_lock(&region_lock);
-    size_t slot = REGION_TABLE_CAP;
-    for (size_t i = 0; i < REGION_TABLE_CAP; i++) {
-        if (region_table[i].bucket && !strcmp(region_table[i].bucket, bucket)) {
-            slot = i;
-            break;
-        }
-    }
-    if (slot == REGION_TABLE_CAP) {
-        for (size_t i = 0; i < REGION_TABLE_CAP && slot == REGION_TABLE_CAP; i++)
-            if (!region_table[i].bucket)
-                slot = i;
-        if (slot == REGION_TABLE_CAP) {
-            slot = region_next;
-            region_next = (region_next + 1) % REGION_TABLE_CAP;
-        }
-    }
-    free(region_table[slot].bucket);
-    free(region_table[slot].region);
-    region_table[slot].bucket = b;
-    region_table[slot].region = r;
-    pthread_mutex_unlock(&region_lock);
-}
-
-/* Remembered region of bucket, malloc'd, or NULL. Takes region_lock. */
-static char *region_lookup(const char *bucket)
-{
-    char *r = NULL;
-    pthread_once(&region_once, region_forksafe);
-    pthread_mutex_lock(&region_lock);
-    for (size_t i = 0; i < REGION_TABLE_CAP; i++) {
-        if (region_table[i].bucket && !strcmp(region_table[i].bucket, bucket)) {
-            r = strdup(region_table[i].region);
-            break;
-        }
-    }
-    pthread_mutex_unlock(&region_lock);
-    return r;
-}
-
-static const char *cfg(const char *name, const char *def)
-{
-    const char *v = CPLGetConfigOption(name, NULL);
-    return (v && *v) ? v : def;
-}
-
-char *vt__s3_region_for(const char *bucket)
-{
-    char *r = bucket ? region_lookup(bucket) : NULL;
-    if (r)
-        return r;
-    const char *o = cfg("AWS_REGION", cfg("AWS_DEFAULT_REGION", NULL));
-    if (o)
-        return strdup(o);
-    r = vt__creds_profile_region();
-    return r ? r : strdup("us-east-1");
-}
-
-/* A region name as S3 spells them: lowercase letters, digits, '-'. */
-static int valid_region(const char *r)
-{
-    size_t n = r ? strlen(r) : 0;
-    if (n == 0 || n > 64)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!islower((unsigned char)r[i]) && !isdigit((unsigned char)r[i]) &&
-            r[i] != '-')
-            return 0;
-    return 1;
-}
+#define MAX_HOPS 4                 /* a request and up to 3 redirects */
 
 /* ---- addressing ------------------------------------------------------- */
 
@@ -155,108 +57,45 @@ vt_err vt__s3_split(const char *path, char **bucket, char **key)
     return VT_OK;
 }
 
-/* DNS-compatible for virtual hosting (and no dots: they break the TLS
- * wildcard certificate, which is why GDAL goes path style for them). */
-static int dns_compatible(const char *b)
-{
-    size_t n = strlen(b);
-    if (n < 3 || n > 63 || !isalnum((unsigned char)b[0]) ||
-        !isalnum((unsigned char)b[n - 1]))
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!islower((unsigned char)b[i]) && !isdigit((unsigned char)b[i]) &&
-            b[i] != '-')
-            return 0;
-    return 1;
-}
-
-/* An IP literal endpoint ("127.0.0.1:9000", "[::1]:9000") cannot take a
- * bucket as a subdomain: such endpoints are always addressed path style. */
-static int ip_literal(const char *host)
-{
-    if (host[0] == '[')
-        return 1;
-    for (; *host && *host != ':' && *host != '/'; host++)
-        if (!isdigit((unsigned char)*host) && *host != '.')
-            return 0;
-    return 1;
-}
-
 struct s3_addr {
     char url[4096];
-    char host[512];
+    char host[VT_S3_HOST_CAP + 256];
     char path[4096]; /* path as sent and signed */
 };
 
-/* Fill addr for bucket/key in region. Reads AWS_S3_ENDPOINT, AWS_HTTPS and
- * AWS_VIRTUAL_HOSTING now. */
-static vt_err s3_address(const char *bucket, const char *key, const char *region,
-                         struct s3_addr *a, char *errbuf, size_t errlen)
+static vt_err s3_address(const char *bucket, const char *key,
+                         const struct vt_s3_route *rt, struct s3_addr *a,
+                         char *errbuf, size_t errlen)
 {
     vt_err err = VT_OK;
-    char endpoint[512];
-    char *enc_key = NULL;
-    char given[512];
-    const char *ep = given;
-    /* Copy the option at once: the pointer lives only until the next
-     * config change. */
-    snprintf(given, sizeof(given), "%s", cfg("AWS_S3_ENDPOINT", ""));
-    int https = CPLTestBool(cfg("AWS_HTTPS", "YES"));
-
-    if (*ep) {
-        if (!strncmp(ep, "http://", 7)) {
-            ep += 7;
-            https = 0;
-        } else if (!strncmp(ep, "https://", 8)) {
-            ep += 8;
-            https = 1;
-        }
-        snprintf(endpoint, sizeof(endpoint), "%s", ep);
-    } else if (strcmp(region, "us-east-1") != 0) {
-        snprintf(endpoint, sizeof(endpoint), "s3.%s.amazonaws.com", region);
-    } else {
-        snprintf(endpoint, sizeof(endpoint), "s3.amazonaws.com");
-    }
-    size_t el = strlen(endpoint);
-    while (el > 0 && endpoint[el - 1] == '/')
-        endpoint[--el] = '\0';
-    if (el == 0 || strpbrk(endpoint, "/?# \t\r\n")) {
-        snprintf(errbuf, errlen, "AWS_S3_ENDPOINT '%s' is not a host[:port]",
-                 given);
-        return VT_EINVAL;
-    }
-    int virt = CPLTestBool(cfg("AWS_VIRTUAL_HOSTING", "TRUE")) &&
-               dns_compatible(bucket) && !ip_literal(endpoint);
-
-    enc_key = vt__uri_encode(key, 1);
-    if (!enc_key) {
-        err = VT_ENOMEM;
-        goto out;
-    }
+    char *enc_key = vt__uri_encode(key, 1), *enc_bucket = NULL;
     int n1, n2;
-    if (virt) {
-        n1 = snprintf(a->host, sizeof(a->host), "%s.%s", bucket, endpoint);
+
+    if (!enc_key)
+        return VT_ENOMEM;
+    if (rt->virt) {
+        n1 = snprintf(a->host, sizeof(a->host), "%s.%s", bucket, rt->endpoint);
         n2 = snprintf(a->path, sizeof(a->path), "/%s", enc_key);
     } else {
-        char *enc_bucket = vt__uri_encode(bucket, 0);
+        enc_bucket = vt__uri_encode(bucket, 0);
         if (!enc_bucket) {
             err = VT_ENOMEM;
             goto out;
         }
-        n1 = snprintf(a->host, sizeof(a->host), "%s", endpoint);
+        n1 = snprintf(a->host, sizeof(a->host), "%s", rt->endpoint);
         n2 = snprintf(a->path, sizeof(a->path), "/%s/%s", enc_bucket, enc_key);
-        free(enc_bucket);
     }
     if (n1 < 0 || (size_t)n1 >= sizeof(a->host) || n2 < 0 ||
         (size_t)n2 >= sizeof(a->path) ||
         (size_t)snprintf(a->url, sizeof(a->url), "%s://%s%s",
-                         https ? "https" : "http", a->host,
+                         rt->https ? "https" : "http", a->host,
                          a->path) >= sizeof(a->url)) {
         snprintf(errbuf, errlen, "s3://%s/%s: URL too long", bucket, key);
         err = VT_EINVAL;
     }
 out:
     free(enc_key);
+    free(enc_bucket);
     return err;
 }
 
@@ -274,12 +113,11 @@ void vt__s3_request_clear(vt_s3_request *r)
     memset(r, 0, sizeof(*r));
 }
 
-/* Append a malloc'd "Name: value" line to the list (n counts lines). */
+/* Append a malloc'd "Name: value" line to the list (n counts lines; the
+ * caller sized the list). */
 static vt_err add_header(char **list, size_t *n, const char *name,
                          const char *value)
 {
-    if (*n + 1 >= S3_MAX_HEADERS)
-        return VT_EINVAL;
     size_t l = strlen(name) + strlen(value) + 3;
     char *h = malloc(l);
     if (!h)
@@ -299,51 +137,96 @@ static int clean_value(const char *v)
     return 1;
 }
 
-/* Build for an explicit region (vt__s3_get uses the region it retries in).
- * method: "GET" or "HEAD" (signed as such). */
+/* "YYYYMMDDTHHMMSSZ": AWS_TIMESTAMP for path when it is one (GDAL's test
+ * hook, so signatures can be compared with GDAL's), else now. */
+static void amz_date_for(const char *path, char date[17])
+{
+    char *ts = vt__cfg_dup(path, "AWS_TIMESTAMP");
+    int ok = ts && strlen(ts) == 16 && ts[8] == 'T' && ts[15] == 'Z';
+    for (int i = 0; ok && i < 15; i++)
+        if (i != 8 && !isdigit((unsigned char)ts[i]))
+            ok = 0;
+    if (ok)
+        memcpy(date, ts, 17);
+    else
+        vt__amz_date((long long)time(NULL), date);
+    if (ts && !ok)
+        CPLDebug("VSITUNE", "AWS_TIMESTAMP=%s is not YYYYMMDDTHHMMSSZ: "
+                 "signing with the current time", ts);
+    free(ts);
+}
+
+static char *path_of(const char *bucket, const char *key)
+{
+    size_t n = strlen(bucket) + strlen(key) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", bucket, key);
+    return p;
+}
+
+/* Build for an explicit route (vt__s3_get retries with the route a
+ * redirect gave). method: "GET" or "HEAD" (signed as such). */
 static vt_err build_in(const char *method, const char *bucket,
-                       const char *key, uint64_t off,
-                           uint64_t len, const char *if_match,
-                           const char *region, vt_s3_request *out,
-                           char *errbuf, size_t errlen)
+                       const char *key, uint64_t off, uint64_t len,
+                       const char *if_match, const struct vt_s3_route *rt,
+                       vt_s3_request *out, char *errbuf, size_t errlen)
 {
     vt_err err;
     vt_creds cr = {0};
     struct s3_addr *a = NULL;
     vt_sigv4_output sig = {0};
-    size_t n = 0;
-    char date[17], range[64];
+    size_t n = 0, nuser = 0;
+    char date[17], range[64], *path = NULL, *payer = NULL, **user = NULL;
+    const char *to_sign[6];
+    size_t ns = 0;
 
     memset(out, 0, sizeof(*out));
     if (errlen)
         errbuf[0] = '\0';
-    if (region && !valid_region(region)) {
-        snprintf(errbuf, errlen, "AWS_REGION '%s' is not a region name "
-                 "(lowercase letters, digits and '-')", region);
-        return VT_EINVAL;
-    }
-    if (!bucket || !*bucket || !key || !region ||
-        (if_match && !clean_value(if_match)) ||
+    if (!bucket || !*bucket || !key || (if_match && !clean_value(if_match)) ||
         (len > 0 && off > UINT64_MAX - len)) {
         snprintf(errbuf, errlen, "s3://%s/%s: invalid request arguments",
                  bucket ? bucket : "", key ? key : "");
         return VT_EINVAL;
     }
+    path = path_of(bucket, key);
     a = malloc(sizeof(*a));
-    out->headers = calloc(S3_MAX_HEADERS, sizeof(char *));
-    if (!a || !out->headers) {
+    if (!path || !a) {
         err = VT_ENOMEM;
         goto out;
     }
-    err = s3_address(bucket, key, region, a, errbuf, errlen);
+    err = s3_address(bucket, key, rt, a, errbuf, errlen);
     if (err)
         goto out;
-    err = vt__creds_get(&cr, errbuf, errlen);
+    err = vt__creds_get(path, &cr, errbuf, errlen);
     if (err)
         goto out;
-
-    vt__amz_date((long long)time(NULL), date);
+    payer = vt__cfg_dup(path, "AWS_REQUEST_PAYER");
+    if (payer && !clean_value(payer)) {
+        snprintf(errbuf, errlen, "AWS_REQUEST_PAYER holds a line break");
+        err = VT_EINVAL;
+        goto out;
+    }
+    user = vt__s3_user_headers(path);
+    if (user)
+        while (user[nuser])
+            nuser++;
+    out->headers = calloc(nuser + S3_OWN_HEADERS + 1, sizeof(char *));
+    if (!out->headers) {
+        err = VT_ENOMEM;
+        goto out;
+    }
+    /* The user's headers first, as GDAL puts them (not signed: GDAL 3.6
+     * signs none of them, x-amz-* ones included). */
+    for (size_t i = 0; i < nuser; i++) {
+        out->headers[n++] = user[i];
+        user[i] = NULL;
+    }
+    amz_date_for(path, date);
     err = add_header(out->headers, &n, "Host", a->host);
+    if (!err)
+        to_sign[ns++] = out->headers[n - 1];
     if (!err && len > 0) {
         snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, off,
                  off + len - 1);
@@ -351,33 +234,37 @@ static vt_err build_in(const char *method, const char *bucket,
     }
     if (!err && if_match)
         err = add_header(out->headers, &n, "If-Match", if_match);
-    const char *payer = CPLGetConfigOption("AWS_REQUEST_PAYER", NULL);
-    if (!err && payer && *payer) {
-        if (!clean_value(payer)) {
-            snprintf(errbuf, errlen, "AWS_REQUEST_PAYER holds a line break");
-            err = VT_EINVAL;
-            goto out;
-        }
+    if (!err && payer) {
         err = add_header(out->headers, &n, "x-amz-request-payer", payer);
+        if (!err)
+            to_sign[ns++] = out->headers[n - 1];
     }
-    if (!cr.anonymous) {
+    if (!err && !cr.anonymous) {
+        err = add_header(out->headers, &n, "x-amz-date", date);
+        if (!err) {
+            to_sign[ns++] = out->headers[n - 1];
+            err = add_header(out->headers, &n, "x-amz-content-sha256",
+                             EMPTY_SHA256);
+        }
         if (!err)
-            err = add_header(out->headers, &n, "x-amz-content-sha256", EMPTY_SHA256);
-        if (!err)
-            err = add_header(out->headers, &n, "x-amz-date", date);
-        if (!err && cr.session_token && *cr.session_token)
-            err = add_header(out->headers, &n, "x-amz-security-token",
+            to_sign[ns++] = out->headers[n - 1];
+        if (!err && cr.session_token && *cr.session_token) {
+            err = add_header(out->headers, &n, "X-Amz-Security-Token",
                              cr.session_token);
+            if (!err)
+                to_sign[ns++] = out->headers[n - 1];
+        }
         if (err)
             goto out;
+        to_sign[ns] = NULL;
         vt_sigv4_input in = {
             .method = method,
             .path = a->path,
             .query = NULL,
-            .headers = (const char *const *)out->headers,
+            .headers = to_sign,
             .payload_hash = EMPTY_SHA256,
             .amz_date = date,
-            .region = region,
+            .region = rt->region,
             .service = "s3",
             .access_key = cr.access_key,
             .secret_key = cr.secret_key,
@@ -415,26 +302,40 @@ out:
             snprintf(errbuf, errlen, "s3://%s/%s: %s", bucket, key,
                      vt_strerror(err));
     }
+    vt__s3_headers_free(user);
     vt__sigv4_output_clear(&sig);
     vt__creds_clear(&cr);
+    free(payer);
+    free(path);
     free(a);
     return err;
+}
+
+/* Entry of both public calls: errbuf cleared, arguments checked, the route
+ * bucket/key takes now. */
+static vt_err begin(const char *bucket, const char *key,
+                    struct vt_s3_route *rt, char *errbuf, size_t errlen)
+{
+    if (errlen)
+        errbuf[0] = '\0';
+    if (!bucket || !key)
+        return VT_EINVAL;
+    return vt__s3_route(bucket, key, rt, errbuf, errlen);
 }
 
 vt_err vt__s3_build_get(const char *bucket, const char *key, uint64_t off,
                         uint64_t len, const char *if_match, vt_s3_request *out,
                         char *errbuf, size_t errlen)
 {
-    char *region = vt__s3_region_for(bucket);
+    struct vt_s3_route rt;
     vt_err err;
-    if (!region) {
-        memset(out, 0, sizeof(*out));
-        return VT_ENOMEM;
-    }
-    err = build_in("GET", bucket, key, off, len, if_match, region, out, errbuf,
-                       errlen);
-    free(region);
-    return err;
+
+    memset(out, 0, sizeof(*out));
+    err = begin(bucket, key, &rt, errbuf, errlen);
+    if (err)
+        return err;
+    return build_in("GET", bucket, key, off, len, if_match, &rt, out, errbuf,
+                    errlen);
 }
 
 /* ---- answers ---------------------------------------------------------- */
@@ -472,38 +373,100 @@ vt_err vt__s3_status_err(long status)
     }
 }
 
-/* Region named by a redirect: the x-amz-bucket-region header, else <Region>
- * in the error XML, else the region inside <Endpoint>
- * (bucket.s3.eu-west-1.amazonaws.com / s3-eu-west-1.amazonaws.com).
- * malloc'd or NULL. */
-static char *redirect_region(const vt_http_resp *r)
+/* REGION of an S3 host "s3.REGION.amazonaws.com", "s3-REGION.amazonaws.com"
+ * or either with "bucket." in front, into buf. 0 found, -1 not. */
+static int region_of_host(const char *host, char *buf, size_t len)
 {
+    const char *p = strstr(host, "s3.");
+    if (!p)
+        p = strstr(host, "s3-");
+    const char *q = p ? strstr(p + 3, ".amazonaws.com") : NULL;
+    if (!q || q <= p + 3 || (size_t)(q - p - 3) >= len)
+        return -1;
+    snprintf(buf, len, "%.*s", (int)(q - p - 3), p + 3);
+    return vt__s3_valid_region(buf) ? 0 : -1;
+}
+
+/* A new route for an S3 redirect answer in r (GDAL's CanRestartOnError,
+ * plus x-amz-bucket-region where S3 sends it). 1 when *next differs from
+ * cur and the request should be sent again; *temporary for a
+ * TemporaryRedirect. */
+static int follow_redirect(const char *bucket, const struct vt_s3_route *cur,
+                           const vt_http_resp *r, struct vt_s3_route *next,
+                           int *temporary)
+{
+    const char *body = (const char *)r->body;
+    size_t blen = r->body_len;
+    char *code = body ? vt__xml_tag(body, blen, "Code") : NULL;
     char *reg = NULL, *ep = NULL;
-    if (r->bucket_region && valid_region(r->bucket_region))
-        return strdup(r->bucket_region);
-    if (!r->body)
-        return NULL;
-    reg = vt__xml_tag((const char *)r->body, r->body_len, "Region");
-    if (reg && valid_region(reg))
-        return reg;
-    free(reg);
-    reg = NULL;
-    ep = vt__xml_tag((const char *)r->body, r->body_len, "Endpoint");
-    if (ep) {
-        const char *p = strstr(ep, "s3.");
-        if (!p)
-            p = strstr(ep, "s3-");
-        const char *q = p ? strstr(p + 3, ".amazonaws.com") : NULL;
-        if (q && q > p + 3) {
-            reg = strndup(p + 3, (size_t)(q - p - 3));
-            if (reg && !valid_region(reg)) {
-                free(reg);
-                reg = NULL;
+    size_t bl = strlen(bucket);
+    int changed = 0;
+
+    *next = *cur;
+    *temporary = 0;
+    if (code && !strcasecmp(code, "AuthorizationHeaderMalformed")) {
+        reg = vt__xml_tag(body, blen, "Region");
+        if (!reg && r->bucket_region)
+            reg = strdup(r->bucket_region);
+        if (reg && vt__s3_valid_region(reg))
+            snprintf(next->region, sizeof(next->region), "%s", reg);
+    } else if (code && (!strcasecmp(code, "PermanentRedirect") ||
+                        !strcasecmp(code, "TemporaryRedirect"))) {
+        *temporary = !strcasecmp(code, "TemporaryRedirect");
+        ep = vt__xml_tag(body, blen, "Endpoint");
+        if (ep && (strlen(ep) >= VT_S3_HOST_CAP ||
+                   strpbrk(ep, "/?# \t\r\n")))
+            goto out; /* not a host[:port]: do not follow */
+        if (ep && cur->virt) {
+            if (strncmp(ep, bucket, bl) != 0 || ep[bl] != '.')
+                goto out; /* GDAL: malformed answer */
+            snprintf(next->endpoint, sizeof(next->endpoint), "%s", ep + bl + 1);
+        } else if (ep && !strncmp(ep, bucket, bl) && ep[bl] == '.') {
+            if (strchr(bucket, '.') && r->bucket_region &&
+                vt__s3_valid_region(r->bucket_region)) {
+                /* A dotted bucket cannot be a subdomain under TLS: the
+                 * regional endpoint, path style (GDAL #7154). */
+                snprintf(next->endpoint, sizeof(next->endpoint),
+                         "s3.%s.amazonaws.com", r->bucket_region);
+            } else {
+                next->virt = 1;
+                snprintf(next->endpoint, sizeof(next->endpoint), "%s",
+                         ep + bl + 1);
             }
+        } else if (ep) {
+            snprintf(next->endpoint, sizeof(next->endpoint), "%s", ep);
         }
+        /* The region, where S3 says it: saves the 400 that GDAL then gets
+         * for a request signed in the old one. */
+        if (r->bucket_region && vt__s3_valid_region(r->bucket_region))
+            snprintf(next->region, sizeof(next->region), "%s",
+                     r->bucket_region);
+        else if (ep)
+            region_of_host(ep, next->region, sizeof(next->region));
+        if (!ep && next->region[0] && strcmp(next->region, cur->region) &&
+            !cur->endpoint_given)
+            snprintf(next->endpoint, sizeof(next->endpoint),
+                     strcmp(next->region, "us-east-1") ? "s3.%s.amazonaws.com"
+                                                      : "s3.amazonaws.com",
+                     next->region);
+    } else if (r->bucket_region && vt__s3_valid_region(r->bucket_region)) {
+        /* No XML to read (or another code) but S3 named the region. */
+        *temporary = r->status == 307;
+        snprintf(next->region, sizeof(next->region), "%s", r->bucket_region);
+        if (!cur->endpoint_given)
+            snprintf(next->endpoint, sizeof(next->endpoint),
+                     strcmp(next->region, "us-east-1") ? "s3.%s.amazonaws.com"
+                                                      : "s3.amazonaws.com",
+                     next->region);
     }
+    changed = strcmp(next->region, cur->region) != 0 ||
+              strcmp(next->endpoint, cur->endpoint) != 0 ||
+              next->virt != cur->virt;
+out:
+    free(code);
+    free(reg);
     free(ep);
-    return reg;
+    return changed;
 }
 
 void vt__s3_describe(char *buf, size_t len, const char *bucket,
@@ -535,10 +498,10 @@ void vt__s3_describe(char *buf, size_t len, const char *bucket,
 }
 
 /* Returns VT_OK for 200/206; for any other answer vt__s3_status_err(status)
- * with errbuf = "s3://bucket/key: HTTP <status> <Code>: <Message>"; for a
- * transport failure the engine's error with its words. *resp always holds
- * the last answer (status, body) and is the caller's to clear. Blocks the
- * calling thread (any thread); takes region_lock briefly after a redirect. */
+ * with errbuf from vt__s3_describe; for a transport failure the engine's
+ * error with its words. *resp always holds the last answer (status, body)
+ * and is the caller's to clear. Blocks the calling thread (any thread);
+ * s3_route.c's lock is taken briefly. */
 static vt_err s3_perform(const char *method, const char *bucket,
                          const char *key, uint64_t off, uint64_t len,
                          const char *if_match, vt_http_resp *resp,
@@ -546,43 +509,42 @@ static vt_err s3_perform(const char *method, const char *bucket,
 {
     vt_err err = VT_OK;
     vt_s3_request rq = {0};
-    char *region = vt__s3_region_for(bucket);
+    struct vt_s3_route rt, next;
 
     memset(resp, 0, sizeof(*resp));
-    if (errlen)
-        errbuf[0] = '\0';
-    if (!region)
-        return VT_ENOMEM;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        err = build_in(method, bucket, key, off, len, if_match, region, &rq, errbuf,
-                           errlen);
+    err = begin(bucket, key, &rt, errbuf, errlen);
+    if (err)
+        return err;
+    for (int hop = 0; hop < MAX_HOPS; hop++) {
+        err = build_in(method, bucket, key, off, len, if_match, &rt, &rq,
+                       errbuf, errlen);
         if (err)
-            goto out;
+            return err;
         err = vt__engine_perform(&rq.req, resp);
         vt__s3_request_clear(&rq);
         if (err) {
             vt__s3_describe(errbuf, errlen, bucket, key, resp, err);
-            goto out;
+            return err;
         }
         long st = resp->status;
-        if (attempt == 0 && (st == 301 || st == 307 || st == 400)) {
-            char *nr = redirect_region(resp);
-            if (nr && strcmp(nr, region) != 0) {
-                region_remember(bucket, nr);
-                free(region);
-                region = nr;
-                vt__http_resp_clear(resp);
-                continue;
-            }
-            free(nr);
+        int temporary = 0;
+        if (hop + 1 < MAX_HOPS && (st == 301 || st == 307 || st == 400) &&
+            follow_redirect(bucket, &rt, resp, &next, &temporary)) {
+            CPLDebug("VSITUNE", "s3://%s/%s: HTTP %ld: now %s://%s%s%s in %s%s",
+                     bucket, key, st, next.https ? "https" : "http",
+                     next.virt ? bucket : "", next.virt ? "." : "",
+                     next.endpoint, next.region,
+                     temporary ? " (temporary)" : "");
+            vt__s3_route_remember(bucket, key, &next, temporary);
+            rt = next;
+            vt__http_resp_clear(resp);
+            continue;
         }
         break;
     }
     err = vt__s3_status_err(resp->status);
     if (err)
         vt__s3_describe(errbuf, errlen, bucket, key, resp, err);
-out:
-    free(region);
     return err;
 }
 
@@ -597,5 +559,6 @@ vt_err vt__s3_get(const char *bucket, const char *key, uint64_t off,
 vt_err vt__s3_head(const char *bucket, const char *key, vt_http_resp *resp,
                    char *errbuf, size_t errlen)
 {
+    /* A HEAD has no body: redirects are followed on x-amz-bucket-region. */
     return s3_perform("HEAD", bucket, key, 0, 0, NULL, resp, errbuf, errlen);
 }

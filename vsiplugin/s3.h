@@ -1,10 +1,13 @@
 /* s3.h: S3 addressing, request building and error parsing.
  *
- * Reads GDAL's own /vsis3/ option names at call time (CPLGetConfigOption):
- * AWS_S3_ENDPOINT, AWS_HTTPS, AWS_VIRTUAL_HOSTING, AWS_REGION /
- * AWS_DEFAULT_REGION, AWS_REQUEST_PAYER, AWS_NO_SIGN_REQUEST. Builds signed
- * GET requests (sigv4.h + creds.h); remembers a bucket's region after a
- * redirect (x-amz-bucket-region). */
+ * Reads GDAL's own /vsis3/ option names at call time, for the request's
+ * path "bucket/key" (config.h: path-specific options, then config):
+ * AWS_S3_ENDPOINT, AWS_HTTPS, AWS_VIRTUAL_HOSTING, AWS_DEFAULT_REGION /
+ * the profile's region / AWS_REGION, AWS_REQUEST_PAYER, AWS_TIMESTAMP,
+ * GDAL_HTTP_HEADERS, GDAL_HTTP_HEADER_FILE, and the credentials options
+ * (creds.h). Builds signed GET requests (sigv4.h + creds.h), signing the
+ * headers GDAL signs; follows S3's region and endpoint redirects as GDAL
+ * does and remembers them (s3_route.c). */
 #ifndef VT_S3_H
 #define VT_S3_H
 
@@ -26,15 +29,20 @@ typedef struct vt_s3_request {
 } vt_s3_request;
 
 /* Build a signed GET of bytes [off, off+len) of bucket/key (len 0: whole
- * object, no Range header). if_match: ETag to pin with If-Match, or NULL.
- * On error errbuf says why (e.g. no credentials). */
+ * object, no Range header), where redirects seen so far say it lives.
+ * if_match: ETag to pin with If-Match, or NULL. On error errbuf says why
+ * (e.g. no credentials: creds.h's message). */
 vt_err vt__s3_build_get(const char *bucket, const char *key, uint64_t off,
                         uint64_t len, const char *if_match, vt_s3_request *out,
                         char *errbuf, size_t errlen);
 void vt__s3_request_clear(vt_s3_request *r);
 
-/* Perform a GET with the region-redirect rule: on 301/307/400 carrying
- * x-amz-bucket-region, remember the region for this bucket and retry once. */
+/* Perform a GET, following S3's answers as GDAL does (up to 3 times): a 400
+ * AuthorizationHeaderMalformed naming a <Region>, a 301 PermanentRedirect /
+ * 307 TemporaryRedirect naming an <Endpoint> (the bucket as a subdomain
+ * switches to virtual hosting), or a 301/307/400 with x-amz-bucket-region.
+ * Permanent answers are remembered for the bucket, temporary ones for this
+ * object only. */
 vt_err vt__s3_get(const char *bucket, const char *key, uint64_t off,
                   uint64_t len, const char *if_match, vt_http_resp *resp,
                   char *errbuf, size_t errlen);
@@ -60,9 +68,19 @@ void vt__s3_describe(char *buf, size_t len, const char *bucket,
 /* Map an HTTP status to vt_err (200/206 -> VT_OK). */
 vt_err vt__s3_status_err(long status);
 
-/* Region to use for a bucket: a remembered redirect, else AWS_REGION,
- * AWS_DEFAULT_REGION, else the profile's "region" in the AWS config file
- * (vt__creds_profile_region), else us-east-1. malloc'd. */
-char *vt__s3_region_for(const char *bucket);
+/* Region requests for path "bucket/key" are signed in: a remembered
+ * redirect, else AWS_DEFAULT_REGION, else the profile's region (when
+ * credentials come from the shared files), else AWS_REGION, else
+ * us-east-1 (GDAL 3.6's order). malloc'd. */
+char *vt__s3_region_for(const char *path);
+
+/* Where path "bucket/key" lives by its options (redirects left out: they
+ * point at the same bucket): "scheme://host[:port]/bucket" (path style) or
+ * "scheme://bucket.host[:port]" (virtual hosting). malloc'd; NULL on a bad
+ * path or AWS_S3_ENDPOINT. For the object identity. Thread-safe. */
+char *vt__s3_endpoint_base(const char *path);
+
+/* Forget remembered redirects (VSICurlClearCache, as GDAL forgets its). */
+void vt__s3_forget_routes(void);
 
 #endif

@@ -389,7 +389,7 @@ static vt_err canonical_headers(struct sbuf *cb, struct sbuf *sb,
     vt_err err = VT_OK;
     size_t n = 0;
     struct hdr *hs = NULL;
-    int have_host = 0, have_date = 0;
+    int have_host = 0;
     if (!headers)
         return VT_EINVAL;
     while (headers[n])
@@ -404,10 +404,10 @@ static vt_err canonical_headers(struct sbuf *cb, struct sbuf *sb,
             goto out;
         if (!strcmp(hs[i].name, "host"))
             have_host = 1;
-        if (!strcmp(hs[i].name, "x-amz-date"))
-            have_date = 1;
     }
-    if (!have_host || !have_date) {
+    /* x-amz-date is signed by S3 requests, not by GDAL's STS AssumeRole
+     * (SignedHeaders=host): the date is in the string to sign either way. */
+    if (!have_host) {
         err = VT_EINVAL;
         goto out;
     }
@@ -563,9 +563,9 @@ vt_err vt__sigv4_sign(const vt_sigv4_input *in, vt_sigv4_output *out)
     sbuf_puts(&auth, in->access_key);
     sbuf_putc(&auth, '/');
     sbuf_puts(&auth, scope);
-    sbuf_puts(&auth, ", SignedHeaders=");
+    sbuf_puts(&auth, ",SignedHeaders="); /* GDAL's spelling, no spaces */
     sbuf_puts(&auth, signed_list);
-    sbuf_puts(&auth, ", Signature=");
+    sbuf_puts(&auth, ",Signature=");
     sbuf_puts(&auth, out->signature);
 
     out->canonical_request = sbuf_take(&creq);

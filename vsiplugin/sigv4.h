@@ -15,8 +15,9 @@ typedef struct vt_sigv4_input {
     const char *method;           /* "GET" */
     const char *path;             /* path as sent on the wire (percent-encoded) */
     const char *query;            /* query as sent, without '?', or NULL */
-    const char *const *headers;   /* NULL-terminated "Name: value" lines to sign;
-                                     must include host and x-amz-date */
+    const char *const *headers;   /* NULL-terminated "Name: value" lines to sign
+                                     (exactly these: SignedHeaders lists them);
+                                     must include host */
     const char *payload_hash;     /* hex SHA-256 of body, or "UNSIGNED-PAYLOAD" */
     const char *amz_date;         /* YYYYMMDDTHHMMSSZ */
     const char *region;           /* "us-east-1" */

@@ -85,20 +85,34 @@ class Fake:
         return [r for r in self.requests if r["path"].startswith(path_prefix)
                 and (method is None or r["method"] == method)]
 
+    def sts_calls(self, action):
+        """The STS requests for action, with their query parsed (GDAL's GET form)."""
+        out = []
+        for r in self.requests:
+            q = urllib.parse.parse_qs(urllib.parse.urlsplit(r["path"]).query)
+            if q.get("Action") == [action]:
+                out.append(dict(r, query=q))
+        return out
+
 
 def verify_sigv4(method, path, headers, body, secret):
     """Check a header-signed SigV4 request (non-S3 service rules) with an
     implementation independent of sigv4.c. Returns (ok, akid, region, service)."""
-    m = re.fullmatch(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request, "
-                     r"SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})",
+    m = re.fullmatch(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request,\s*"
+                     r"SignedHeaders=([a-z0-9;-]+),\s*Signature=([0-9a-f]{64})",
                      headers.get("authorization", ""))
     if not m:
         return (False, None, None, None)
     akid, day, region, service, signed, signature = m.groups()
     uri = "/".join(urllib.parse.quote(urllib.parse.unquote(seg), safe="-_.~")
                    for seg in path.split("?", 1)[0].split("/"))
+    query = path.split("?", 1)[1] if "?" in path else ""
+    pairs = sorted(urllib.parse.parse_qsl(query, keep_blank_values=True))
+    canon_query = "&".join(f"{urllib.parse.quote(k, safe='-_.~')}="
+                           f"{urllib.parse.quote(v, safe='-_.~')}" for k, v in pairs)
     canon_headers = "".join(f"{h}:{' '.join(headers[h].split())}\n" for h in signed.split(";"))
-    creq = "\n".join([method, uri, "", canon_headers, signed, hashlib.sha256(body).hexdigest()])
+    creq = "\n".join([method, uri, canon_query, canon_headers, signed,
+                      hashlib.sha256(body).hexdigest()])
     scope = f"{day}/{region}/{service}/aws4_request"
     sts = "\n".join(["AWS4-HMAC-SHA256", headers["x-amz-date"], scope,
                      hashlib.sha256(creq.encode()).hexdigest()])
@@ -154,10 +168,13 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(200, fake.imds_token)
         self.reply(404)
 
-    def do_POST(self):
-        fake, body = self.record()
-        if self.path.startswith("/sts") and b"Action=AssumeRole&" in body:
-            verdict = verify_sigv4("POST", self.path, {k.lower(): v for k, v in self.headers.items()},
+    def sts(self, fake, body):
+        """STS as GDAL calls it: a GET with the parameters in the query string."""
+        form = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        action = form.get("Action", [""])[0]
+        if action == "AssumeRole":
+            verdict = verify_sigv4("GET", self.path,
+                                   {k.lower(): v for k, v in self.headers.items()},
                                    body, fake.sts_secret or "")
             fake.sts_verdicts.append(verdict)
             if not verdict[0]:
@@ -170,7 +187,7 @@ class Handler(BaseHTTPRequestHandler):
     <Credentials><AccessKeyId>{akid}</AccessKeyId><SecretAccessKey>{secret}</SecretAccessKey>
       <SessionToken>{token}</SessionToken><Expiration>{fake.expiration()}</Expiration>
     </Credentials></AssumeRoleResult></AssumeRoleResponse>""", "text/xml")
-        if self.path.startswith("/sts"):
+        if action == "AssumeRoleWithWebIdentity":
             if fake.sts_error:
                 return self.reply(400, "<ErrorResponse><Error><Type>Sender</Type>"
                                   "<Code>InvalidIdentityToken</Code><Message>Token "
@@ -188,7 +205,8 @@ class Handler(BaseHTTPRequestHandler):
     </Credentials>
   </AssumeRoleWithWebIdentityResult>
 </AssumeRoleWithWebIdentityResponse>""", "text/xml")
-        self.reply(404)
+        self.reply(400, "<ErrorResponse><Error><Code>InvalidAction</Code></Error></ErrorResponse>",
+                   "text/xml")
 
     def creds_json(self, fake, imds=False):
         akid, secret, token, _ = fake.next_creds()
@@ -199,8 +217,10 @@ class Handler(BaseHTTPRequestHandler):
         return json.dumps(d, indent=2)
 
     def do_GET(self):
-        fake, _ = self.record()
+        fake, body = self.record()
         p = self.path
+        if "Action=" in p:
+            return self.sts(fake, body)
         if p == "/control/arrived":
             return self.reply(200, "yes" if fake.arrived.is_set() else "no")
         if p == "/control/release":
@@ -214,7 +234,7 @@ class Handler(BaseHTTPRequestHandler):
             self.maybe_hold(fake)
             return self.reply(200, self.creds_json(fake), "application/json")
         if p.startswith("/latest/meta-data/iam/security-credentials/"):
-            v1 = fake.imds_put_status == 405 and "X-aws-ec2-metadata-token" not in self.headers
+            v1 = fake.imds_put_status != 200 and "X-aws-ec2-metadata-token" not in self.headers
             if self.headers.get("X-aws-ec2-metadata-token") != fake.imds_token and not v1:
                 return self.reply(401)
             role = p[len("/latest/meta-data/iam/security-credentials/"):]
@@ -229,13 +249,18 @@ class Handler(BaseHTTPRequestHandler):
 
     def s3_get(self, fake):
         auth = self.headers.get("Authorization") or ""
-        if f"/{fake.redirect_region}/s3/aws4_request" not in auth:
-            how = fake.redirect_how
+        how = fake.redirect_how
+        if how == "xml-endpoint":  # GDAL autotest's form: another host:port
+            right = self.headers.get("Host", "").startswith("localhost:")
+        else:
+            right = f"/{fake.redirect_region}/s3/aws4_request" in auth
+        if not right:
             hdrs = {"x-amz-bucket-region": fake.redirect_region} if how == "header" else {}
+            port = self.server.server_address[1]
             extra = {"xml-region": f"<Region>{fake.redirect_region}</Region>",
-                     "xml-endpoint": f"<Endpoint>bucket.s3.{fake.redirect_region}"
-                                     ".amazonaws.com</Endpoint>"}.get(how, "")
-            code = "AuthorizationHeaderMalformed" if fake.redirect_status == 400 else "PermanentRedirect"
+                     "xml-endpoint": f"<Endpoint>localhost:{port}</Endpoint>"}.get(how, "")
+            code = {400: "AuthorizationHeaderMalformed",
+                    307: "TemporaryRedirect"}.get(fake.redirect_status, "PermanentRedirect")
             return self.reply(fake.redirect_status, f"<?xml version=\"1.0\"?><Error><Code>{code}</Code>"
                               f"<Message>Use the right region</Message>{extra}</Error>",
                               "application/xml", hdrs)
@@ -287,12 +312,12 @@ def base_env(tmp_path):
 
 
 # -- web identity ---------------------------------------------------------------
-def test_web_identity_posts_token_and_role(probe, fake, base_env, tmp_path):
+def test_web_identity_sends_token_and_role_as_gdal_does(probe, fake, base_env, tmp_path):
     tok = tmp_path / "token"
     tok.write_text("eyJ.header.sig+/=\n")
     env = dict(base_env, AWS_ROLE_ARN="arn:aws:iam::123456789012:role/vt role",
                AWS_WEB_IDENTITY_TOKEN_FILE=str(tok), AWS_ROLE_SESSION_NAME="vt-session",
-               AWS_STS_ENDPOINT=fake.url + "/sts/")
+               CPL_AWS_STS_ROOT_URL=fake.url + "/sts")
     cp = run(probe, ["creds"], env)
     assert cp.returncode == 0, cp.stderr
     row = parse_lines(cp.stdout)[0]
@@ -300,28 +325,48 @@ def test_web_identity_posts_token_and_role(probe, fake, base_env, tmp_path):
     assert row["key"] == "ASIAFAKE00000001"
     assert row["token"] == "1"
     assert abs(int(row["expires"]) - (time.time() + 3600)) < 120
-    sts = fake.of("/sts", "POST")
-    assert len(sts) == 1
-    form = urllib.parse.parse_qs(sts[0]["body"].decode(), strict_parsing=True)
-    assert form["Action"] == ["AssumeRoleWithWebIdentity"]
-    assert form["Version"] == ["2011-06-15"]
-    assert form["RoleArn"] == ["arn:aws:iam::123456789012:role/vt role"]
-    assert form["RoleSessionName"] == ["vt-session"]
-    assert form["WebIdentityToken"] == ["eyJ.header.sig+/="]
-    assert sts[0]["headers"]["content-type"].startswith("application/x-www-form-urlencoded")
+    sts = fake.sts_calls("AssumeRoleWithWebIdentity")
+    assert len(sts) == 1 and sts[0]["method"] == "GET"
+    # GDAL's URL: CPL_AWS_STS_ROOT_URL + "/?Action=...&RoleSessionName=...
+    # &Version=...&RoleArn=...&WebIdentityToken=...", parameters in that order.
+    assert sts[0]["path"].startswith("/sts/?Action=AssumeRoleWithWebIdentity&RoleSessionName=")
+    assert [k for k, _ in urllib.parse.parse_qsl(sts[0]["path"].split("?", 1)[1])] == [
+        "Action", "RoleSessionName", "Version", "RoleArn", "WebIdentityToken"]
+    q = sts[0]["query"]
+    assert q["Version"] == ["2011-06-15"]
+    assert q["RoleArn"] == ["arn:aws:iam::123456789012:role/vt role"]
+    assert q["RoleSessionName"] == ["vt-session"]
+    assert q["WebIdentityToken"] == ["eyJ.header.sig+/="]
     assert "authorization" not in sts[0]["headers"]  # the call is unsigned by design
 
 
-def test_web_identity_error_is_clear(probe, fake, base_env, tmp_path):
+def test_web_identity_defaults_are_gdals(probe, fake, base_env, tmp_path):
+    # No session name: GDAL's "gdal". AWS_STS_ENDPOINT given as a URL (the AWS
+    # SDKs' form) is taken as the root too.
     tok = tmp_path / "token"
     tok.write_text("t")
+    env = dict(base_env, AWS_ROLE_ARN="arn:aws:iam::1:role/r",
+               AWS_WEB_IDENTITY_TOKEN_FILE=str(tok), AWS_STS_ENDPOINT=fake.url + "/sts/")
+    cp = run(probe, ["creds"], env)
+    assert cp.returncode == 0, cp.stderr
+    assert fake.sts_calls("AssumeRoleWithWebIdentity")[0]["query"]["RoleSessionName"] == ["gdal"]
+
+
+def test_web_identity_error_is_clear(probe, fake, base_env, tmp_path):
+    # GDAL goes on down the chain after a failed web identity call; the final
+    # error (GDAL's words) carries STS's answer, never the token.
+    tok = tmp_path / "token"
+    tok.write_text("secret-jwt")
     fake.sts_error = True
     env = dict(base_env, AWS_ROLE_ARN="arn:aws:iam::1:role/r",
-               AWS_WEB_IDENTITY_TOKEN_FILE=str(tok), AWS_STS_ENDPOINT=fake.url + "/sts")
+               AWS_WEB_IDENTITY_TOKEN_FILE=str(tok), CPL_AWS_STS_ROOT_URL=fake.url + "/sts")
     cp = run(probe, ["creds"], env)
     assert cp.returncode == 1
+    assert "AWS_SECRET_ACCESS_KEY and AWS_NO_SIGN_REQUEST configuration options not defined" \
+        in cp.stderr
     assert "HTTP 400 InvalidIdentityToken: Token expired & rejected" in cp.stderr
-    assert len(fake.of("/sts")) == 1
+    assert "secret-jwt" not in cp.stderr
+    assert len(fake.sts_calls("AssumeRoleWithWebIdentity")) == 1
 
 
 # -- AssumeRole from a profile (role_arn + source_profile) --------------------------
@@ -336,25 +381,51 @@ def write_role_profiles(tmp_path, base_secret, extra=""):
             "AWS_CONFIG_FILE": str(tmp_path / "config"), "AWS_PROFILE": "dev"}
 
 
+def sts_host_env(fake):
+    """GDAL's AssumeRole options: AWS_STS_ENDPOINT is a host[:port], the scheme
+    comes from AWS_HTTPS."""
+    return {"AWS_STS_ENDPOINT": fake.url[len("http://"):], "AWS_HTTPS": "NO"}
+
+
 def test_assume_role_signed_with_source_profile(probe, fake, base_env, tmp_path):
     fake.sts_secret = "base/secret+key"
     env = dict(base_env, **write_role_profiles(tmp_path, "base/secret+key"),
-               AWS_STS_ENDPOINT=fake.url + "/sts/", AWS_REGION="eu-central-1")
+               **sts_host_env(fake), AWS_STS_REGION="eu-central-1")
     cp = run(probe, ["creds"], env)
     assert cp.returncode == 0, cp.stderr
     row = parse_lines(cp.stdout)[0]
     assert (row["source"], row["key"], row["token"]) == ("assume-role", "ASIAFAKE00000001", "1")
     assert fake.sts_verdicts == [(True, "AKIDBASE", "eu-central-1", "sts")]
-    form = urllib.parse.parse_qs(fake.of("/sts")[0]["body"].decode(), strict_parsing=True)
-    assert form == {"Action": ["AssumeRole"], "Version": ["2011-06-15"],
-                    "RoleArn": ["arn:aws:iam::123456789012:role/dev-role"],
-                    "RoleSessionName": ["vt-dev"], "ExternalId": ["ext-42"]}
+    call = fake.sts_calls("AssumeRole")[0]
+    assert call["method"] == "GET"
+    # GDAL's request: sorted parameters in the query, SignedHeaders=host,
+    # X-Amz-Date sent beside.
+    assert call["path"] == ("/?Action=AssumeRole&ExternalId=ext-42&RoleArn=arn%3Aaws%3Aiam%3A%3A"
+                            "123456789012%3Arole%2Fdev-role&RoleSessionName=vt-dev&Version=2011-06-15")
+    assert ",SignedHeaders=host," in call["headers"]["authorization"]
+    assert re.fullmatch(r"\d{8}T\d{6}Z", call["headers"]["x-amz-date"])
+
+
+def test_assume_role_defaults_are_gdals(probe, fake, base_env, tmp_path):
+    # AWS_STS_REGION unset: us-east-1; no role_session_name: GDAL-session.
+    fake.sts_secret = "s"
+    (tmp_path / "credentials").write_text("[base]\naws_access_key_id = AKIDBASE\n"
+                                          "aws_secret_access_key = s\n")
+    (tmp_path / "config").write_text("[profile dev]\nrole_arn = arn:aws:iam::1:role/r\n"
+                                     "source_profile = base\n")
+    env = dict(base_env, AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "credentials"),
+               AWS_CONFIG_FILE=str(tmp_path / "config"), AWS_PROFILE="dev",
+               **sts_host_env(fake))
+    cp = run(probe, ["creds"], env)
+    assert cp.returncode == 0, cp.stderr
+    assert fake.sts_verdicts == [(True, "AKIDBASE", "us-east-1", "sts")]
+    assert fake.sts_calls("AssumeRole")[0]["query"]["RoleSessionName"] == ["GDAL-session"]
 
 
 def test_assume_role_bad_source_secret_is_clear(probe, fake, base_env, tmp_path):
     fake.sts_secret = "the-real-secret"
     env = dict(base_env, **write_role_profiles(tmp_path, "a-wrong-secret"),
-               AWS_STS_ENDPOINT=fake.url + "/sts/")
+               **sts_host_env(fake))
     cp = run(probe, ["creds"], env)
     assert cp.returncode == 1
     assert "assume role (STS AssumeRole)" in cp.stderr
@@ -362,13 +433,58 @@ def test_assume_role_bad_source_secret_is_clear(probe, fake, base_env, tmp_path)
     assert [v[0] for v in fake.sts_verdicts] == [False]
 
 
-def test_assume_role_with_mfa_is_refused_clearly(probe, fake, base_env, tmp_path):
+def test_assume_role_with_mfa_sends_serial_number_as_gdal_does(probe, fake, base_env, tmp_path):
+    # GDAL passes mfa_serial as SerialNumber (and no TokenCode: it has none to
+    # give); whatever STS answers is the answer.
+    fake.sts_secret = "s"
     env = dict(base_env, **write_role_profiles(tmp_path, "s", "mfa_serial = arn:aws:iam::1:mfa/u\n"),
-               AWS_STS_ENDPOINT=fake.url + "/sts/")
+               **sts_host_env(fake))
     cp = run(probe, ["creds"], env)
-    assert cp.returncode == 1
-    assert "mfa_serial is not supported" in cp.stderr
-    assert fake.requests == []
+    assert cp.returncode == 0, cp.stderr
+    q = fake.sts_calls("AssumeRole")[0]["query"]
+    assert q["SerialNumber"] == ["arn:aws:iam::1:mfa/u"]
+    assert "TokenCode" not in q
+
+
+def test_source_profile_with_web_identity(probe, fake, base_env, tmp_path):
+    # GDAL: a source_profile that itself has role_arn + web_identity_token_file
+    # gets web identity credentials, which then sign the AssumeRole.
+    (tmp_path / "token").write_text("jwt-src\n")
+    (tmp_path / "credentials").write_text("")
+    (tmp_path / "config").write_text(
+        "[profile src]\nrole_arn = arn:aws:iam::1:role/src-role\n"
+        f"web_identity_token_file = {tmp_path / 'token'}\n"
+        "[profile main]\nrole_arn = arn:aws:iam::1:role/main-role\nsource_profile = src\n")
+    fake.fixed_creds = ("ASIASOURCE", "source-secret", "source-token")
+    fake.sts_secret = "source-secret"
+    env = dict(base_env, AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "credentials"),
+               AWS_CONFIG_FILE=str(tmp_path / "config"), AWS_PROFILE="main",
+               CPL_AWS_STS_ROOT_URL=fake.url, **sts_host_env(fake))
+    cp = run(probe, ["creds"], env)
+    assert cp.returncode == 0, cp.stderr
+    assert parse_lines(cp.stdout)[0]["source"] == "assume-role"
+    wi = fake.sts_calls("AssumeRoleWithWebIdentity")
+    ar = fake.sts_calls("AssumeRole")
+    assert [c["query"]["RoleArn"] for c in wi] == [["arn:aws:iam::1:role/src-role"]]
+    assert [c["query"]["RoleArn"] for c in ar] == [["arn:aws:iam::1:role/main-role"]]
+    assert fake.sts_verdicts == [(True, "ASIASOURCE", "us-east-1", "sts")]
+    assert ar[0]["headers"]["x-amz-security-token"] == "source-token"
+
+
+def test_missing_profile_goes_on_down_the_chain(probe, fake, base_env, tmp_path):
+    # AWS_PROFILE=default (or any name) that no file has: GDAL goes on to web
+    # identity, container and EC2; so does vsitune.
+    env = dict(base_env, AWS_PROFILE="default",
+               AWS_CONTAINER_CREDENTIALS_FULL_URI=fake.url + "/creds")
+    cp = run(probe, ["creds"], env)
+    assert cp.returncode == 0, cp.stderr
+    assert parse_lines(cp.stdout)[0]["source"] == "container"
+    env = dict(base_env, AWS_PROFILE="nosuchprofile",
+               AWS_EC2_METADATA_SERVICE_ENDPOINT=fake.url)
+    del env["AWS_EC2_METADATA_DISABLED"]
+    cp = run(probe, ["creds"], env)
+    assert cp.returncode == 0, cp.stderr
+    assert parse_lines(cp.stdout)[0]["source"] == "imds"
 
 
 # -- container credentials ----------------------------------------------------------
@@ -446,14 +562,19 @@ def test_imds_v1_fallback_when_put_refused(probe, fake, base_env):
     assert all("x-aws-ec2-metadata-token" not in r["headers"] for r in fake.requests[1:])
 
 
-def test_imds_403_stops_without_v1(probe, fake, base_env):
+def test_imds_v1_fallback_when_put_forbidden(probe, fake, base_env):
+    # GDAL goes on with IMDSv1 whatever the token PUT answered, 403 included.
     fake.imds_put_status = 403
     env = dict(base_env, CPL_AWS_EC2_API_ROOT_URL=fake.url)  # GDAL's option name
     del env["AWS_EC2_METADATA_DISABLED"]
     cp = run(probe, ["creds"], env)
-    assert cp.returncode == 1
-    assert "EC2 instance metadata: PUT " + fake.url + "/latest/api/token: HTTP 403" in cp.stderr
-    assert [(r["method"], r["path"]) for r in fake.requests] == [("PUT", "/latest/api/token")]
+    assert cp.returncode == 0, cp.stderr
+    assert parse_lines(cp.stdout)[0]["source"] == "imds"
+    assert [(r["method"], r["path"]) for r in fake.requests] == [
+        ("PUT", "/latest/api/token"),
+        ("GET", "/latest/meta-data/iam/security-credentials/"),
+        ("GET", "/latest/meta-data/iam/security-credentials/vt-test-role")]
+    assert all("x-aws-ec2-metadata-token" not in r["headers"] for r in fake.requests[1:])
 
 
 def test_imds_disabled_sends_nothing(probe, fake, base_env):
@@ -461,7 +582,8 @@ def test_imds_disabled_sends_nothing(probe, fake, base_env):
                AWS_EC2_METADATA_DISABLED="true")
     cp = run(probe, ["creds"], env)
     assert cp.returncode == 1
-    assert "no AWS credentials found" in cp.stderr
+    assert "AWS_SECRET_ACCESS_KEY and AWS_NO_SIGN_REQUEST configuration options " \
+        "not defined" in cp.stderr
     assert "EC2 instance metadata disabled" in cp.stderr
     assert fake.requests == []
 
@@ -472,7 +594,9 @@ def test_imds_unreachable_fails_fast_with_reason(probe, base_env):
     del env["AWS_EC2_METADATA_DISABLED"]
     cp = run(probe, ["creds"], env, timeout=30)
     assert cp.returncode == 1
-    assert "EC2 instance metadata: PUT http://127.0.0.1:9/latest/api/token" in cp.stderr
+    # The token PUT is refused, IMDSv1 is tried (as GDAL does) and refused too.
+    assert "EC2 instance metadata: GET http://127.0.0.1:9/latest/meta-data/iam/" \
+        "security-credentials/" in cp.stderr
 
 
 # -- refresh ------------------------------------------------------------------------
@@ -511,7 +635,8 @@ def test_refresh_does_not_stall_readers(probe, fake, base_env, tmp_path):
     readers = [r for r in rows if r["_who"] == "reader"]
     assert [r["key"] for r in readers] == ["ASIAFAKE00000001"] * 4
     assert [r["key"] for r in rows if r["_who"] == "refresher"] == ["ASIAFAKE00000002"]
-    assert len(fake.of("/sts")) == 2  # readers did not start refreshes of their own
+    # readers did not start refreshes of their own
+    assert len(fake.sts_calls("AssumeRoleWithWebIdentity")) == 2
 
 
 def test_fork_during_refresh_does_not_hang_the_child(probe, fake, base_env, tmp_path):
@@ -528,12 +653,13 @@ def test_fork_during_refresh_does_not_hang_the_child(probe, fake, base_env, tmp_
     assert [r for r in rows if r.get("child-exit")] == [{"child-exit": "0", "_who": ""}], cp.stderr
     child = [r for r in rows if r["_who"] == "child"]
     assert [r["key"] for r in child] == ["ASIAFAKE00000002"]  # answered while 2 is held
-    assert len(fake.of("/sts")) == 3
+    assert len(fake.sts_calls("AssumeRoleWithWebIdentity")) == 3
 
 
 # -- S3 region redirect ---------------------------------------------------------------
 @pytest.mark.parametrize("status,how", [(301, "header"), (307, "header"), (400, "header"),
-                                        (400, "xml-region"), (301, "xml-endpoint")])
+                                        (400, "xml-region"), (301, "xml-endpoint"),
+                                        (307, "xml-endpoint")])
 def test_region_redirect_retries_once_in_the_right_region(probe, fake, base_env, status, how):
     fake.redirect_status, fake.redirect_how = status, how
     env = dict(base_env, AWS_S3_ENDPOINT=fake.url[len("http://"):], AWS_HTTPS="NO",
@@ -548,7 +674,11 @@ def test_region_redirect_retries_once_in_the_right_region(probe, fake, base_env,
     assert len(got) == 2
     assert got[0]["path"] == "/bucket/dir/a%20b%2Bc.bin"
     assert "/us-east-1/s3/aws4_request" in got[0]["headers"]["authorization"]
-    assert "/eu-west-2/s3/aws4_request" in got[1]["headers"]["authorization"]
+    if how == "xml-endpoint":  # the endpoint GDAL would switch to, same region
+        assert got[1]["headers"]["host"].startswith("localhost:")
+        assert "/us-east-1/s3/aws4_request" in got[1]["headers"]["authorization"]
+    else:
+        assert "/eu-west-2/s3/aws4_request" in got[1]["headers"]["authorization"]
     assert got[1]["headers"]["range"] == "bytes=100-149"
 
 
@@ -589,11 +719,11 @@ def provider_env(provider, fake, base_env, tmp_path):
         (tmp_path / "token").write_text("jwt")
         return dict(base_env, AWS_ROLE_ARN="arn:aws:iam::1:role/r",
                     AWS_WEB_IDENTITY_TOKEN_FILE=str(tmp_path / "token"),
-                    AWS_STS_ENDPOINT=fake.url + "/sts/")
+                    CPL_AWS_STS_ROOT_URL=fake.url + "/sts")
     if provider == "assume-role":
         fake.sts_secret = "src-secret"
         return dict(base_env, **write_role_profiles(tmp_path, "src-secret"),
-                    AWS_STS_ENDPOINT=fake.url + "/sts/")
+                    **sts_host_env(fake))
     env = dict(base_env, AWS_EC2_METADATA_SERVICE_ENDPOINT=fake.url)
     del env["AWS_EC2_METADATA_DISABLED"]
     return env
@@ -643,7 +773,7 @@ def test_failed_search_is_not_repeated_at_once(probe, fake, base_env):
     cp = run(probe, ["creds", "--repeat", "2", "--keep-going"], env)
     assert cp.returncode == 1
     assert cp.stdout.split() == ["error=1", "error=1"]
-    errs = [l for l in cp.stderr.splitlines() if "no AWS credentials found" in l]
+    errs = [l for l in cp.stderr.splitlines() if "AWS_NO_SIGN_REQUEST configuration" in l]
     assert len(errs) == 2 and errs[0] == errs[1]
     assert [(r["method"], r["path"]) for r in fake.requests] == [
         ("PUT", "/norole/latest/api/token"),  # 404: try IMDSv1, 404 again

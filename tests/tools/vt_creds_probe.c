@@ -72,7 +72,7 @@ static int get_and_print(const char *who)
 {
     vt_creds c;
     char err[1024];
-    if (vt__creds_get(&c, err, sizeof(err))) {
+    if (vt__creds_get(NULL, &c, err, sizeof(err))) {
         fprintf(stderr, "vt_creds_probe: %s%s%s\n", who, *who ? ": " : "", err);
         return -1;
     }
@@ -105,7 +105,7 @@ static int cmd_creds(int argc, char **argv)
             sleep((unsigned)sleep_s);
         vt_creds c;
         char err[1024];
-        vt_err e = vt__creds_get(&c, err, sizeof(err));
+        vt_err e = vt__creds_get(NULL, &c, err, sizeof(err));
         if (e) {
             fprintf(stderr, "vt_creds_probe: %s: %s\n", vt_strerror(e), err);
             if (!keep_going)
@@ -159,7 +159,7 @@ static void *refresher(void *arg)
 {
     vt_creds *c = arg;
     char err[1024];
-    if (vt__creds_get(c, err, sizeof(err)))
+    if (vt__creds_get(NULL, c, err, sizeof(err)))
         fprintf(stderr, "vt_creds_probe: refresher: %s\n", err);
     return NULL;
 }

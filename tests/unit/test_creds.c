@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include <cpl_conv.h>
+#include <cpl_error.h>
+#include <cpl_vsi.h>
 
 #include "creds.h"
 #include "creds_parse.h"
@@ -61,7 +63,9 @@ static int setup(void **state)
         CPLSetConfigOption(all_opts[i], "");
     CPLSetConfigOption("HOME", tmpdir);
     CPLSetConfigOption("AWS_SHARED_CREDENTIALS_FILE", "");
-    CPLSetConfigOption("AWS_CONFIG_FILE", "");
+    CPLSetConfigOption("CPL_AWS_CREDENTIALS_FILE", NULL);
+    CPLSetConfigOption("AWS_CONFIG_FILE", NULL);
+    VSIClearPathSpecificOptions(NULL);
     CPLSetConfigOption("AWS_EC2_METADATA_DISABLED", "true");
     char p[512];
     snprintf(p, sizeof(p), "%s/.aws/credentials", tmpdir);
@@ -80,7 +84,7 @@ static void test_env(void **state)
     CPLSetConfigOption("AWS_ACCESS_KEY_ID", "AKENV");
     CPLSetConfigOption("AWS_SECRET_ACCESS_KEY", "SKENV");
     CPLSetConfigOption("AWS_SESSION_TOKEN", "TOKENV");
-    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_OK);
     assert_string_equal(c.access_key, "AKENV");
     assert_string_equal(c.secret_key, "SKENV");
     assert_string_equal(c.session_token, "TOKENV");
@@ -92,13 +96,13 @@ static void test_env(void **state)
     /* Read at call time: a change applies at once. */
     CPLSetConfigOption("AWS_ACCESS_KEY_ID", "AKENV2");
     CPLSetConfigOption("AWS_SESSION_TOKEN", "");
-    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_OK);
     assert_string_equal(c.access_key, "AKENV2");
     assert_null(c.session_token);
     vt__creds_clear(&c);
     /* Anonymous wins over everything. */
     CPLSetConfigOption("AWS_NO_SIGN_REQUEST", "YES");
-    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_OK);
     assert_int_equal(c.anonymous, 1);
     assert_null(c.access_key);
     vt__creds_clear(&c);
@@ -108,17 +112,24 @@ static void test_nothing_found(void **state)
 {
     (void)state;
     vt_creds c;
-    char err[1024];
-    /* Half an environment pair is not a credential. */
+    char err[2048];
+    /* Half an environment pair is not a credential: an access key alone is
+     * ignored (the chain goes on), a secret alone is GDAL's error. */
     CPLSetConfigOption("AWS_ACCESS_KEY_ID", "AKONLY");
-    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_ECREDS);
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_ECREDS);
     assert_null(c.access_key);
-    assert_non_null(strstr(err, "no AWS credentials found"));
+    /* GDAL's words first, vsitune's detail after. */
+    assert_ptr_equal(strstr(err, "AWS_SECRET_ACCESS_KEY and AWS_NO_SIGN_REQUEST "
+                                 "configuration options not defined, and "),
+                     err);
+    assert_non_null(strstr(err, "/.aws/credentials not filled"));
     assert_non_null(strstr(err, "profile 'default'"));
     assert_non_null(strstr(err, "AWS_ROLE_ARN"));
-    assert_non_null(strstr(err, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"));
     assert_non_null(strstr(err, "EC2 instance metadata disabled"));
-    assert_non_null(strstr(err, "AWS_NO_SIGN_REQUEST"));
+    CPLSetConfigOption("AWS_ACCESS_KEY_ID", "");
+    CPLSetConfigOption("AWS_SECRET_ACCESS_KEY", "SKONLY");
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_ECREDS);
+    assert_string_equal(err, "AWS_ACCESS_KEY_ID configuration option not defined");
 }
 
 static void test_profiles(void **state)
@@ -136,7 +147,7 @@ static void test_profiles(void **state)
                "[default]\nregion = us-west-2\n"
                "[profile third]\naws_access_key_id = AKTHIRD\n"
                "aws_secret_access_key = SKTHIRD\ns3 =\n  aws_access_key_id = NESTED\n");
-    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_OK);
     assert_string_equal(c.access_key, "AKDEF");
     assert_string_equal(c.secret_key, "SKDEF");
     assert_null(c.session_token);
@@ -144,34 +155,38 @@ static void test_profiles(void **state)
     vt__creds_clear(&c);
 
     CPLSetConfigOption("AWS_PROFILE", "other");
-    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_OK);
     assert_string_equal(c.access_key, "AKOTHER");
     assert_string_equal(c.session_token, "TOKOTHER");
     vt__creds_clear(&c);
 
     CPLSetConfigOption("AWS_PROFILE", "");
     CPLSetConfigOption("AWS_DEFAULT_PROFILE", "third");
-    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_OK);
     assert_string_equal(c.access_key, "AKTHIRD");
     vt__creds_clear(&c);
 
-    /* A named profile that does not exist is an error naming it. */
+    /* GDAL's order: AWS_DEFAULT_PROFILE wins over AWS_PROFILE. */
+    CPLSetConfigOption("AWS_PROFILE", "other");
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_OK);
+    assert_string_equal(c.access_key, "AKTHIRD");
+    vt__creds_clear(&c);
+
+    /* A profile that does not exist, or holds no keys, lets the chain go on
+     * (GDAL does; here it finds nothing and says what it looked at). */
     CPLSetConfigOption("AWS_DEFAULT_PROFILE", "");
     CPLSetConfigOption("AWS_PROFILE", "nosuch");
-    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_ECREDS);
-    assert_non_null(strstr(err, "'nosuch'"));
-    assert_non_null(strstr(err, "not found"));
-
-    /* A section without keys: the chain goes on (and finds nothing). */
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_ECREDS);
+    assert_non_null(strstr(err, "profile 'nosuch': no keys"));
     CPLSetConfigOption("AWS_PROFILE", "empty");
-    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_ECREDS);
-    assert_non_null(strstr(err, "no keys for profile 'empty'"));
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_ECREDS);
+    assert_non_null(strstr(err, "profile 'empty': no keys"));
 
     /* Explicit file locations. */
     write_file("creds2", "[default]\naws_access_key_id=AKFILE\naws_secret_access_key=SKFILE\n");
     CPLSetConfigOption("AWS_PROFILE", "");
     set_path_opt("AWS_SHARED_CREDENTIALS_FILE", "creds2");
-    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_OK);
     assert_string_equal(c.access_key, "AKFILE");
     vt__creds_clear(&c);
 }
@@ -183,22 +198,23 @@ static void test_cache(void **state)
     char err[512];
     write_file("c3", "[default]\naws_access_key_id=AK1\naws_secret_access_key=SK1\n");
     set_path_opt("AWS_SHARED_CREDENTIALS_FILE", "c3");
-    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_OK);
     assert_string_equal(c.access_key, "AK1");
     vt__creds_clear(&c);
-    /* Found once, then served from the cache until reset. */
+    /* The files are read on every call (as GDAL reads them on every open):
+     * an edit applies at once. */
     write_file("c3", "[default]\naws_access_key_id=AK2\naws_secret_access_key=SK2\n");
-    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
-    assert_string_equal(c.access_key, "AK1");
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_OK);
+    assert_string_equal(c.access_key, "AK2");
     vt__creds_clear(&c);
     vt__creds_reset();
-    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_OK);
     assert_string_equal(c.access_key, "AK2");
     vt__creds_clear(&c);
     /* Environment keys take precedence over a cached profile. */
     CPLSetConfigOption("AWS_ACCESS_KEY_ID", "AKE");
     CPLSetConfigOption("AWS_SECRET_ACCESS_KEY", "SKE");
-    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_OK);
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_OK);
     assert_string_equal(c.access_key, "AKE");
     vt__creds_clear(&c);
 }
@@ -207,19 +223,129 @@ static void test_web_identity_token_missing(void **state)
 {
     (void)state;
     vt_creds c;
-    char err[1024];
-    /* Configured web identity that cannot work is an error that says why,
-     * found before any network request. */
+    char err[2048];
+    /* Configured web identity that cannot work: GDAL goes on down the
+     * chain; the final message says why web identity did not answer. */
     CPLSetConfigOption("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/r");
     set_path_opt("AWS_WEB_IDENTITY_TOKEN_FILE", "no-such-token");
-    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_ECREDS);
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_ECREDS);
     assert_non_null(strstr(err, "web identity"));
     assert_non_null(strstr(err, "no-such-token"));
+    /* CPL_AWS_WEB_IDENTITY_ENABLE=NO skips it. */
+    CPLSetConfigOption("CPL_AWS_WEB_IDENTITY_ENABLE", "NO");
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_ECREDS);
+    assert_null(strstr(err, "no-such-token"));
+    CPLSetConfigOption("CPL_AWS_WEB_IDENTITY_ENABLE", NULL);
     /* A FULL_URI to a foreign host over http is refused. */
     CPLSetConfigOption("AWS_ROLE_ARN", "");
     CPLSetConfigOption("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://example.com/creds");
-    assert_int_equal(vt__creds_get(&c, err, sizeof(err)), VT_ECREDS);
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_ECREDS);
     assert_non_null(strstr(err, "FULL_URI"));
+}
+
+/* GDAL's file options: CPL_AWS_CREDENTIALS_FILE (GDAL's name) wins over
+ * AWS_SHARED_CREDENTIALS_FILE; /vsimem/ paths are read through VSIFOpenL;
+ * "" names no file. */
+static void test_file_options(void **state)
+{
+    (void)state;
+    vt_creds c;
+    char err[2048];
+    VSILFILE *f = VSIFileFromMemBuffer(
+        "/vsimem/vt_creds", (GByte *)CPLStrdup("[default]\naws_access_key_id=AKMEM\n"
+                                          "aws_secret_access_key=SKMEM\n"),
+        strlen("[default]\naws_access_key_id=AKMEM\naws_secret_access_key=SKMEM\n"),
+        TRUE);
+    VSIFCloseL(f);
+    write_file("c5", "[default]\naws_access_key_id=AKAWS\naws_secret_access_key=SKAWS\n");
+    set_path_opt("AWS_SHARED_CREDENTIALS_FILE", "c5");
+    CPLSetConfigOption("CPL_AWS_CREDENTIALS_FILE", "/vsimem/vt_creds");
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_OK);
+    assert_string_equal(c.access_key, "AKMEM");
+    vt__creds_clear(&c);
+    CPLSetConfigOption("CPL_AWS_CREDENTIALS_FILE", "");
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_ECREDS);
+    CPLSetConfigOption("CPL_AWS_CREDENTIALS_FILE", NULL);
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_OK);
+    assert_string_equal(c.access_key, "AKAWS");
+    vt__creds_clear(&c);
+    /* A network path is never read (it would need these credentials). */
+    CPLSetConfigOption("CPL_AWS_CREDENTIALS_FILE", "/vsis3/b/credentials");
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_ECREDS);
+    CPLSetConfigOption("CPL_AWS_CREDENTIALS_FILE", NULL);
+    VSIUnlink("/vsimem/vt_creds");
+}
+
+/* Keys in both files that differ: the credentials file wins and GDAL's
+ * warning is emitted; a named AWS_CONFIG_FILE that cannot be read is
+ * warned about too. */
+static void test_inconsistent_files(void **state)
+{
+    (void)state;
+    vt_creds c;
+    char err[2048];
+    write_file("c6", "[default]\naws_access_key_id=AKC\naws_secret_access_key=SKC\n");
+    write_file("f6", "[default]\naws_access_key_id=AKF\naws_secret_access_key=SKF\n");
+    set_path_opt("AWS_SHARED_CREDENTIALS_FILE", "c6");
+    set_path_opt("AWS_CONFIG_FILE", "f6");
+    CPLErrorReset();
+    CPLPushErrorHandler(CPLQuietErrorHandler);
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_OK);
+    CPLPopErrorHandler();
+    assert_string_equal(c.access_key, "AKC");
+    vt__creds_clear(&c);
+    assert_int_equal(CPLGetLastErrorType(), CE_Warning);
+    assert_non_null(strstr(CPLGetLastErrorMsg(), "defined in both"));
+    set_path_opt("AWS_CONFIG_FILE", "no-such-config");
+    CPLErrorReset();
+    CPLPushErrorHandler(CPLQuietErrorHandler);
+    assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_OK);
+    CPLPopErrorHandler();
+    vt__creds_clear(&c);
+    assert_non_null(strstr(CPLGetLastErrorMsg(), "does not exist or cannot be open"));
+}
+
+/* Path-specific credentials (gdal.SetCredential): per bucket. A profile's
+ * keys win over its role settings, as in GDAL. */
+static void test_path_specific(void **state)
+{
+    (void)state;
+    vt_creds c;
+    char err[2048];
+    CPLSetConfigOption("AWS_ACCESS_KEY_ID", "AKGLOBAL");
+    CPLSetConfigOption("AWS_SECRET_ACCESS_KEY", "SKGLOBAL");
+    VSISetPathSpecificOption("/vsis3/b1", "AWS_ACCESS_KEY_ID", "AKB1");
+    VSISetPathSpecificOption("/vsis3/b1", "AWS_SECRET_ACCESS_KEY", "SKB1");
+    VSISetPathSpecificOption("/vsis3/b2", "AWS_NO_SIGN_REQUEST", "YES");
+    assert_int_equal(vt__creds_get("b1/k.tif", &c, err, sizeof(err)), VT_OK);
+    assert_string_equal(c.access_key, "AKB1");
+    vt__creds_clear(&c);
+    assert_int_equal(vt__creds_get("b2/k.tif", &c, err, sizeof(err)), VT_OK);
+    assert_int_equal(c.anonymous, 1);
+    vt__creds_clear(&c);
+    assert_int_equal(vt__creds_get("b3/k.tif", &c, err, sizeof(err)), VT_OK);
+    assert_string_equal(c.access_key, "AKGLOBAL");
+    vt__creds_clear(&c);
+    /* Per-bucket profiles: two cache entries, neither evicts the other. */
+    CPLSetConfigOption("AWS_ACCESS_KEY_ID", "");
+    CPLSetConfigOption("AWS_SECRET_ACCESS_KEY", "");
+    write_file("c7", "[p1]\naws_access_key_id=AKP1\naws_secret_access_key=SKP1\n"
+                     "[p2]\naws_access_key_id=AKP2\naws_secret_access_key=SKP2\n");
+    write_file("f7", "[profile p1]\nrole_arn = arn:aws:iam::1:role/r\n"
+                     "source_profile = p2\n");
+    set_path_opt("AWS_SHARED_CREDENTIALS_FILE", "c7");
+    set_path_opt("AWS_CONFIG_FILE", "f7");
+    VSISetPathSpecificOption("/vsis3/b4", "AWS_PROFILE", "p1");
+    VSISetPathSpecificOption("/vsis3/b5", "AWS_PROFILE", "p2");
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(vt__creds_get("b4/k", &c, err, sizeof(err)), VT_OK);
+        assert_string_equal(c.access_key, "AKP1"); /* keys beat the role */
+        vt__creds_clear(&c);
+        assert_int_equal(vt__creds_get("b5/k", &c, err, sizeof(err)), VT_OK);
+        assert_string_equal(c.access_key, "AKP2");
+        vt__creds_clear(&c);
+    }
+    VSIClearPathSpecificOptions(NULL);
 }
 
 /* Many threads reading while another resets the cache: every answer is the
@@ -233,7 +359,7 @@ static void *hammer(void *arg)
     for (int i = 0; i < 300; i++) {
         vt_creds c;
         char err[512];
-        if (vt__creds_get(&c, err, sizeof(err)) != VT_OK ||
+        if (vt__creds_get(NULL, &c, err, sizeof(err)) != VT_OK ||
             strcmp(c.access_key, "AKT") || strcmp(c.secret_key, "SKT") ||
             strcmp(c.session_token, "TT"))
             __atomic_store_n(&hammer_bad, 1, __ATOMIC_SEQ_CST);
@@ -456,6 +582,9 @@ int main(void)
         cmocka_unit_test_setup(test_profiles, setup),
         cmocka_unit_test_setup(test_cache, setup),
         cmocka_unit_test_setup(test_web_identity_token_missing, setup),
+        cmocka_unit_test_setup(test_file_options, setup),
+        cmocka_unit_test_setup(test_inconsistent_files, setup),
+        cmocka_unit_test_setup(test_path_specific, setup),
         cmocka_unit_test_setup(test_threads, setup),
         cmocka_unit_test_setup(test_ini, setup),
         cmocka_unit_test_setup(test_iso8601, setup),

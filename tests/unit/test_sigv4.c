@@ -224,7 +224,19 @@ static void run_case(const char *dir, const char *name, struct suite_stats *st)
     } else {
         int ok = same_as_file(dir, name, "creq", out.canonical_request);
         ok &= same_as_file(dir, name, "sts", out.string_to_sign);
-        ok &= same_as_file(dir, name, "authz", out.authorization);
+        /* The suite spells the Authorization with ", " between its parts;
+         * vsitune spells it as GDAL does, without spaces (S3 and STS accept
+         * both). Compare in the suite's spelling. */
+        char authz[1024];
+        const char *sh = strstr(out.authorization, ",SignedHeaders=");
+        const char *sg = strstr(out.authorization, ",Signature=");
+        if (sh && sg && sg > sh)
+            snprintf(authz, sizeof(authz), "%.*s, %.*s, %s",
+                     (int)(sh - out.authorization), out.authorization,
+                     (int)(sg - sh - 1), sh + 1, sg + 1);
+        else
+            snprintf(authz, sizeof(authz), "%s", out.authorization);
+        ok &= same_as_file(dir, name, "authz", authz);
         if (ok)
             st->passed++;
     }
@@ -312,8 +324,8 @@ static void test_s3_doc_example(void **state)
                         "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
     assert_string_equal(out.authorization,
                         "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/"
-                        "us-east-1/s3/aws4_request, SignedHeaders=host;range;"
-                        "x-amz-content-sha256;x-amz-date, Signature="
+                        "us-east-1/s3/aws4_request,SignedHeaders=host;range;"
+                        "x-amz-content-sha256;x-amz-date,Signature="
                         "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
     vt__sigv4_output_clear(&out);
     assert_null(out.authorization);
