@@ -29,8 +29,6 @@ SCENARIOS = {
 _WARN = "GDAL's warning 'HTTP response code on <url>: 403' is missing"
 _NOEXT = ("GDAL opens a key without extension lazily (VSIFOpenL succeeds; GDALOpen says CPLE 4 "
           "'not recognized as a supported file format'); the plugin fails the open with CPLE 13 404")
-_CREDS = ("the no-credentials message is the plugin's own, not GDAL's 'AWS_SECRET_ACCESS_KEY and "
-          "AWS_NO_SIGN_REQUEST configuration options not defined, and ... not filled'")
 _NET = ("connection refused is CPLE 4 'network error, retries exhausted' where GDAL says CPLE 11 "
         "(CPLE_HttpResponse) 'CURL error: ...'")
 _RIO = ("rasterio's message is the plugin's 'vsitune: cannot open ...' where GDAL's open gives "
@@ -41,23 +39,20 @@ XFAIL = {
     ("gdalopen", "access-denied"): _WARN,
     ("gdalopen", "bad-secret"): _WARN,
     ("gdalopen", "unknown-key-id"): _WARN + "; InvalidAccessKeyId is CPLE 15 where GDAL says 17",
-    ("gdalopen", "no-credentials"): _CREDS,
     ("gdalopen", "unreachable"): _NET,
-    ("stat", "no-credentials"): "VSIStatL(SET_ERROR) sets no VSI error where GDAL sets 9 (" + _CREDS + ")",
+    ("stat", "no-credentials"): "VSIStatL(SET_ERROR) sets no VSI error where GDAL sets 9 "
+                                "(AWSInvalidCredentials)",
     ("rasterio", "missing-key-noext"): _NOEXT,
-    ("rasterio", "no-credentials"): _CREDS,
 }
 for sc in SCENARIOS:
     if sc != "no-credentials":
         XFAIL[("fopen_ex", sc)] = _VSIERR if sc != "missing-key-noext" else _NOEXT
         XFAIL.setdefault(("rasterio", sc), _RIO)
-XFAIL[("fopen_ex", "no-credentials")] = _CREDS
 TOOL_XFAIL = {
     ("gdalinfo", "missing-key-noext"): _NOEXT,
     ("gdalinfo", "access-denied"): _WARN,
     ("gdalinfo", "bad-secret"): _WARN,
     ("gdalinfo", "unknown-key-id"): _WARN + "; InvalidAccessKeyId is CPLE 15 where GDAL says 17",
-    ("gdalinfo", "no-credentials"): _CREDS,
     ("gdalinfo", "unreachable"): _NET,
     ("ogrinfo", "access-denied"): _WARN,
     ("ogrinfo", "bad-secret"): _WARN,
