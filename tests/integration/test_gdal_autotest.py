@@ -15,8 +15,12 @@ directory. Outcomes come from each run's JUnit XML, per test function (a paramet
 function passes when all its instances pass). The per-test comparison is written to
 $VT_BUILD_DIR/parity/gdal_autotest.json.
 
-GDAL versions: the suite is 3.6 material; it runs only on GDAL 3.6 (see
-docs/compatibility.md for the evidence on 3.10 and 3.13) and skips elsewhere with the reason.
+GDAL versions: the suite is 3.6 material, but its harness runs unchanged on GDAL 3.10 and
+3.13 (measured with stock GDAL in Debian roots: 47 of 54 tests pass on 3.10.3, 28 of 54 on
+3.13.3; the rest pin 3.6 behaviour GDAL has changed since, or need the internet). The rule
+compares stock and plugin on the same GDAL, and a test stock GDAL does not pass is skipped, so
+it runs on every GDAL. PINNED and KNOWN were established on 3.6: there a KNOWN test that starts
+passing fails the run (strict); on other releases the marks are not strict.
 """
 
 import json
@@ -249,10 +253,6 @@ def _run(sides, tmp, select=None, extra=None, timeout=900):
 def runs(tmp_path_factory):
     if SUITE is None:
         pytest.skip(f"{SUITE_NAME} not found (../shared/testdata or $VT_TESTDATA_DIR)")
-    v = _gdal_version()
-    if v // 10000 != 306:
-        pytest.skip(f"the shipped autotest is GDAL 3.6's; this is GDAL {v}: see "
-                    "docs/compatibility.md (GDAL versions)")
     if not lab_client.plugin_built():
         pytest.skip(f"gdal_vsitune.so not built in {lab_client.plugin_dir()}")
     tmp = tmp_path_factory.mktemp("gdal-autotest")
@@ -271,15 +271,27 @@ def runs(tmp_path_factory):
         report[name]["vsitune_with_knob"] = res.get(name, ("absent", ""))[0]
     path = lab_client.build_dir() / "parity" / "gdal_autotest.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"isolated_network": out["stock:isolated"], "tests": report},
-                               indent=1) + "\n")
+    path.write_text(json.dumps({"gdal": _gdal_version(), "isolated_network": out["stock:isolated"],
+                                "tests": report}, indent=1) + "\n")
     for n, r in report.items():
         print(f"gdal-autotest {n}: stock {r['stock']}, vsitune {r['vsitune']} {r['class']}")
     return out
 
 
+def _is_36():
+    try:
+        return _gdal_version() // 10000 == 306
+    except Exception:  # no GDAL bindings: the fixture skips anyway
+        return True
+
+
+def _known(n):
+    """KNOWN's mark: strict on GDAL 3.6, where the list was established."""
+    return xfail(KNOWN[n]) if _is_36() else pytest.mark.xfail(strict=False, reason=KNOWN[n])
+
+
 def _param(n):
-    marks = [xfail(KNOWN[n])] if n in KNOWN and n not in PINNED else []
+    marks = [_known(n)] if n in KNOWN and n not in PINNED else []
     return pytest.param(n, marks=marks, id=n)
 
 
@@ -296,7 +308,7 @@ def test_autotest(runs, name):
     assert vt == "passed", f"passes on stock GDAL, {vt} with the plugin:\n{vt_details}"
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[xfail(KNOWN[n])] if n in KNOWN else [])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[_known(n)] if n in KNOWN else [])
                                   for n in KNOBS])
 def test_pinned_with_stock_header_size(runs, name):
     """A pinned test re-run with the plugin set to stock GDAL's wire choice (KNOBS): what
