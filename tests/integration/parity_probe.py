@@ -351,6 +351,15 @@ def op_setconfig(p):
     return True
 
 
+def op_path_options(p):
+    """Path-specific options: gdal.SetPathSpecificOption (3.6) or its older name
+    gdal.SetCredential, for every key of p["options"] under p["prefix"]."""
+    fn = getattr(gdal, p.get("api", "SetPathSpecificOption"))
+    for k, v in p["options"].items():
+        fn(p["prefix"], k, v)
+    return True
+
+
 def op_clear_cache(p):
     gdal.VSICurlClearCache()
     return True

@@ -80,6 +80,15 @@ function amzHeaders(headers) {
   return Object.keys(out).length ? out : null;
 }
 
+// Other x-* request headers (a user's GDAL_HTTP_HEADERS, a proxy's): logged as sent.
+function xHeaders(headers) {
+  const out = {};
+  for (const [k, v] of Object.entries(headers)) {
+    if (k.startsWith('x-') && !k.startsWith('x-amz-')) out[k] = v;
+  }
+  return Object.keys(out).length ? out : null;
+}
+
 class Verifier {
   // lab: { log, faults, lookupCredential(akid), region, s3rver: { host, port } }
   constructor(lab) {
@@ -133,7 +142,8 @@ class Verifier {
       endpoint, method: req.method, path: rawPath, query: rawQuery, range,
       if_match: req.headers['if-match'] || null, bucket, key,
       kind: kindOf(req.method, key, !!range), user_agent: req.headers['user-agent'] || null,
-      amz: amzHeaders(req.headers), req_length: req.headers['content-length'] || null,
+      amz: amzHeaders(req.headers), xhdr: xHeaders(req.headers),
+      req_length: req.headers['content-length'] || null,
     });
     const t0 = process.hrtime.bigint();
     res._labBytes = 0;

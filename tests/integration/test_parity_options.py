@@ -1,0 +1,120 @@
+"""test_parity_options.py: GDAL options a user sets, stock GDAL against GDAL with the plugin
+(issue 9), on the lab. What is compared is what the user gets: the open succeeds or fails the
+same way, and what the server received where the option is about the request (headers).
+
+- GDAL_HTTP_HEADERS / GDAL_HTTP_HEADER_FILE: the header reaches the server on the reads.
+- Path-specific options (gdal.SetPathSpecificOption, gdal.SetCredential): per-bucket keys
+  while the global ones are wrong.
+- CPL_AWS_CREDENTIALS_FILE (GDAL's name) and AWS_CONFIG_FILE, as real files and as /vsimem/.
+"""
+
+import pytest
+
+from parity import Side, assert_same, last_seq, records, summarise, uploaded, xfail
+
+PATH = "/vsis3/lab/parity/cog/scene.tif"
+PROBES = [{"op": "open", "path": PATH, "kind": "raster"},
+          {"op": "read", "path": PATH, "whole": False, "ranges": [[100000, 10]]}]
+
+
+@pytest.fixture(scope="module")
+def fixtures(lab):
+    return uploaded(lab)
+
+
+def _sides(lab, steps_for, extra_for=lambda vsitune: None):
+    """steps_for(vsitune) -> list of probe lists, run in one process per side; returns
+    ({side: results}, {side: the lab log slice})."""
+    out, logs = {}, {}
+    for vsitune in (False, True):
+        name = "vsitune" if vsitune else "stock"
+        seq = last_seq(lab)
+        with Side(lab, vsitune, extra_for(vsitune)) as side:
+            out[name] = [side.run(step) for step in steps_for(vsitune)]
+        logs[name] = lab.log(since=seq)
+    return out, logs
+
+
+def _carried(log, header, value):
+    """Did the server see `header: value` on every read request (and on at least one)?"""
+    reads = [e for e in log if e["method"] in ("GET", "HEAD")]
+    got = [(e.get("xhdr") or {}).get(header) == value for e in reads]
+    return {"reads": bool(reads), "every_read": all(got) and bool(got)}
+
+
+_HEADERS = "GDAL_HTTP_HEADERS / GDAL_HTTP_HEADER_FILE are not sent by the plugin's reads"
+
+
+@pytest.mark.parametrize("how", [pytest.param("headers", marks=xfail(_HEADERS)),
+                                 pytest.param("header_file", marks=xfail(_HEADERS))])
+def test_http_headers(lab, fixtures, tmp_path, how):
+    if how == "headers":
+        env = {"GDAL_HTTP_HEADERS": 'X-Parity-Probe: one,"X-Parity-Other: two, with comma"'}
+    else:
+        f = tmp_path / "headers.txt"
+        f.write_text("X-Parity-Probe: one\nX-Parity-Other: two, with comma\n")
+        env = {"GDAL_HTTP_HEADER_FILE": str(f)}
+    out, logs = _sides(lab, lambda vt: [PROBES], lambda vt: env)
+    for side in ("stock", "vsitune"):
+        records().add("options", how, side, summarise(logs[side]))
+        out[side].append({"op": "server", "value": {
+            "probe": _carried(logs[side], "x-parity-probe", "one"),
+            "other": _carried(logs[side], "x-parity-other", "two, with comma")}})
+    assert out["stock"][-1]["value"]["probe"]["every_read"], "stock GDAL did not send the header"
+    assert_same(out["stock"], out["vsitune"], how)
+
+
+_PATHOPT = ("path-specific options (VSISetPathSpecificOption / gdal.SetCredential) are not used "
+            "for credentials: the global (wrong) keys are")
+
+
+@pytest.mark.parametrize("api", [pytest.param("SetPathSpecificOption", marks=xfail(_PATHOPT)),
+                                 pytest.param("SetCredential", marks=xfail(_PATHOPT))])
+def test_path_specific_credentials(lab, fixtures, api):
+    good = lab.env("h1")
+    wrong = {"AWS_ACCESS_KEY_ID": "AKIANOTKNOWNBYTHELAB", "AWS_SECRET_ACCESS_KEY": "wrong"}
+    keys = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+    code = {"op": "path_options", "api": api, "prefix": "/vsis3/lab/parity/cog",
+            "options": {k: good[k] for k in keys}}
+
+    def steps(vsitune):
+        return [[{"op": "setconfig", "options": wrong}, code] + PROBES,
+                [{"op": "open", "path": "/vsis3/lab/parity/striped/scene.tif", "kind": "raster"}]]
+    out, logs = _sides(lab, steps)
+    for side in out:
+        records().add("options", f"path-specific {api}", side, summarise(logs[side]))
+        for step in out[side]:
+            for r in step:
+                r.pop("errors", None)  # the failure's wording: test_parity_errors
+    assert out["stock"][0][2]["value"] is not None, out["stock"]
+    assert out["stock"][1][0]["value"] is None, "stock: the global wrong keys apply elsewhere"
+    assert_same(out["stock"], out["vsitune"], f"path-specific credentials ({api})")
+
+
+CREDS = "[default]\naws_access_key_id = {AWS_ACCESS_KEY_ID}\naws_secret_access_key = {AWS_SECRET_ACCESS_KEY}\n"
+_CREDFILE = "CPL_AWS_CREDENTIALS_FILE (GDAL's name for the credentials file) is not read"
+_VSIMEM = "credential and config files on /vsimem/ are not read (the plugin uses the OS)"
+
+
+@pytest.mark.parametrize("option,where", [
+    pytest.param("CPL_AWS_CREDENTIALS_FILE", "file", marks=xfail(_CREDFILE)),
+    pytest.param("CPL_AWS_CREDENTIALS_FILE", "vsimem", marks=xfail(_CREDFILE)),
+    pytest.param("AWS_CONFIG_FILE", "file"),
+    pytest.param("AWS_CONFIG_FILE", "vsimem", marks=xfail(_VSIMEM)),
+])
+def test_credentials_files(lab, fixtures, tmp_path, option, where):
+    text = CREDS.format(**lab.env("h1"))
+    if where == "file":
+        f = tmp_path / "aws_file"
+        f.write_text(text)
+        name, pre = str(f), []
+    else:
+        name = "/vsimem/parity_aws_file"
+        pre = [{"op": "write", "path": name, "data": text}]
+    env = {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "HOME": str(tmp_path), option: name}
+    out, logs = _sides(lab, lambda vt: [pre + [{"op": "setconfig", "options": {option: name}}]
+                                        + PROBES], lambda vt: env)
+    for side in out:
+        records().add("options", f"{option} {where}", side, summarise(logs[side]))
+    assert out["stock"][0][-2]["value"] is not None, out["stock"]
+    assert_same(out["stock"], out["vsitune"], f"{option} on {where}")
