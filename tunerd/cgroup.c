@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,19 +266,25 @@ static int parse_v2_cpu(const char *dir, const char *file, double *v, char *src)
     return 1;
 }
 
-void vt__cgroup_detect(const char *sys_root, const char *proc_root, vt_detect *d)
+/* This process's groups from <proc_root>/self/cgroup. Returns 0, or -1 with
+ * the reason in src. */
+typedef struct self_groups {
+    char mem[PATH_MAX], cpu[PATH_MAX], v2[PATH_MAX];
+    int have_mem1, have_cpu1, have_v2;
+} self_groups;
+
+static int read_self_groups(const char *proc_root, self_groups *g, char *path, size_t cap,
+                            char *src)
 {
-    char path[PATH_MAX], line[4096], mempath[PATH_MAX] = "", cpupath[PATH_MAX] = "",
-         v2path[PATH_MAX] = "";
-    int have_mem1 = 0, have_cpu1 = 0, have_v2 = 0;
-    mount_info mem1 = { 0 }, cpu1 = { 0 }, v2 = { 0 };
+    char line[4096];
     FILE *f;
 
-    snprintf(path, sizeof path, "%s/self/cgroup", proc_root);
+    memset(g, 0, sizeof *g);
+    snprintf(path, cap, "%s/self/cgroup", proc_root);
     f = fopen(path, "r");
     if (!f) {
-        vt__seterr(d->cgroup_src, VT_DETECT_SRC_MAX, "%s: %s", path, strerror(errno));
-        return;
+        vt__seterr(src, VT_DETECT_SRC_MAX, "%s: %s", path, strerror(errno));
+        return -1;
     }
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = '\0';
@@ -288,47 +295,131 @@ void vt__cgroup_detect(const char *sys_root, const char *proc_root, vt_detect *d
         *c2 = '\0';
         const char *ctrls = c1 + 1, *cg = c2 + 1;
         if (*ctrls == '\0') {
-            snprintf(v2path, sizeof v2path, "%s", cg);
-            have_v2 = 1;
+            snprintf(g->v2, sizeof g->v2, "%s", cg);
+            g->have_v2 = 1;
         }
         if (has_opt(ctrls, "memory")) {
-            snprintf(mempath, sizeof mempath, "%s", cg);
-            have_mem1 = 1;
+            snprintf(g->mem, sizeof g->mem, "%s", cg);
+            g->have_mem1 = 1;
         }
         if (has_opt(ctrls, "cpu")) {
-            snprintf(cpupath, sizeof cpupath, "%s", cg);
-            have_cpu1 = 1;
+            snprintf(g->cpu, sizeof g->cpu, "%s", cg);
+            g->have_cpu1 = 1;
         }
     }
     fclose(f);
+    return 0;
+}
 
+void vt__cgroup_detect(const char *sys_root, const char *proc_root, vt_detect *d)
+{
+    char path[PATH_MAX];
+    self_groups g;
+    mount_info mem1 = { 0 }, cpu1 = { 0 }, v2 = { 0 };
+
+    if (read_self_groups(proc_root, &g, path, sizeof path, d->cgroup_src))
+        return;
     find_mounts(sys_root, proc_root, &mem1, &cpu1, &v2);
     char dir[PATH_MAX];
     double best = 0;
-    if (have_mem1 || have_cpu1) {
+    if (g.have_mem1 || g.have_cpu1) {
         d->cgroup_version = 1;
         vt__seterr(d->cgroup_src, VT_DETECT_SRC_MAX, "%s lists v1 controllers", path);
-        if (have_mem1 && mem1.found) {
-            group_dir(&mem1, mempath, dir, sizeof dir);
+        if (g.have_mem1 && mem1.found) {
+            group_dir(&mem1, g.mem, dir, sizeof dir);
             int r = walk_min(dir, mem1.dir, "memory.limit_in_bytes", parse_v1_mem, &best,
                              d->cg_memory_src);
             d->cg_memory_mb = r == 1 ? (long)(best / (1024.0 * 1024.0)) : r == 0 ? -1 : 0;
         }
-        if (have_cpu1 && cpu1.found) {
-            group_dir(&cpu1, cpupath, dir, sizeof dir);
+        if (g.have_cpu1 && cpu1.found) {
+            group_dir(&cpu1, g.cpu, dir, sizeof dir);
             int r = walk_min(dir, cpu1.dir, "cpu.cfs_quota_us", parse_v1_cpu, &best,
                              d->cg_cpus_src);
             d->cg_cpus = r == 1 ? best : r == 0 ? -1 : 0;
         }
-    } else if (have_v2 && v2.found) {
+    } else if (g.have_v2 && v2.found) {
         d->cgroup_version = 2;
-        vt__seterr(d->cgroup_src, VT_DETECT_SRC_MAX, "%s: 0::%s", path, v2path);
-        group_dir(&v2, v2path, dir, sizeof dir);
+        vt__seterr(d->cgroup_src, VT_DETECT_SRC_MAX, "%s: 0::%s", path, g.v2);
+        group_dir(&v2, g.v2, dir, sizeof dir);
         int r = walk_min(dir, v2.dir, "memory.max", parse_v2_mem, &best, d->cg_memory_src);
         d->cg_memory_mb = r == 1 ? (long)(best / (1024.0 * 1024.0)) : r == 0 ? -1 : 0;
         r = walk_min(dir, v2.dir, "cpu.max", parse_v2_cpu, &best, d->cg_cpus_src);
         d->cg_cpus = r == 1 ? best : r == 0 ? -1 : 0;
     } else {
         vt__seterr(d->cgroup_src, VT_DETECT_SRC_MAX, "%s lists no usable cgroup", path);
+    }
+}
+
+static int read_u64(const char *dir, const char *file, uint64_t *v)
+{
+    char p[PATH_MAX], b[64], *end;
+    unsigned long long x;
+
+    if (join_path(p, sizeof p, dir, file) || read_small(p, b, sizeof b))
+        return -1;
+    x = strtoull(b, &end, 10);
+    if (end == b)
+        return -1;
+    *v = (uint64_t)x;
+    return 0;
+}
+
+int vt__cgroup_parse_oom_kill(const char *text, uint64_t *v)
+{
+    for (const char *l = text; l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        char *end;
+        if (strncmp(l, "oom_kill ", 9) != 0)
+            continue;
+        *v = strtoull(l + 9, &end, 10);
+        return end == l + 9 || (*end && *end != '\n') ? -1 : 0;
+    }
+    return -1;
+}
+
+/* "oom_kill N" in dir/file; the file's path into out. */
+static int read_oom(const char *dir, const char *file, uint64_t *v, char *out, size_t cap)
+{
+    char p[PATH_MAX], text[2048];
+
+    if (join_path(p, sizeof p, dir, file) || read_small(p, text, sizeof text) ||
+        vt__cgroup_parse_oom_kill(text, v))
+        return -1;
+    snprintf(out, cap, "%s", p);
+    return 0;
+}
+
+void vt__cgroup_memory(const char *sys_root, const char *proc_root, vt_cgroup_mem *m)
+{
+    char path[PATH_MAX], src[VT_DETECT_SRC_MAX], dir[PATH_MAX];
+    self_groups g;
+    mount_info mem1 = { 0 }, cpu1 = { 0 }, v2 = { 0 };
+    double best = 0;
+    int r;
+
+    memset(m, 0, sizeof *m);
+    if (read_self_groups(proc_root, &g, path, sizeof path, src))
+        return;
+    find_mounts(sys_root, proc_root, &mem1, &cpu1, &v2);
+    if (g.have_mem1 && mem1.found) {
+        m->version = 1;
+        group_dir(&mem1, g.mem, dir, sizeof dir);
+        m->has_usage = read_u64(dir, "memory.usage_in_bytes", &m->usage_bytes) == 0;
+        r = walk_min(dir, mem1.dir, "memory.limit_in_bytes", parse_v1_mem, &best, src);
+        m->has_oom = read_oom(dir, "memory.oom_control", &m->oom_kills, m->oom_file,
+                              sizeof m->oom_file) == 0;
+    } else if (g.have_v2 && v2.found) {
+        m->version = 2;
+        group_dir(&v2, g.v2, dir, sizeof dir);
+        m->has_usage = read_u64(dir, "memory.current", &m->usage_bytes) == 0;
+        r = walk_min(dir, v2.dir, "memory.max", parse_v2_mem, &best, src);
+        m->has_oom = read_oom(dir, "memory.events", &m->oom_kills, m->oom_file,
+                              sizeof m->oom_file) == 0;
+    } else {
+        return;
+    }
+    snprintf(m->dir, sizeof m->dir, "%s", dir);
+    if (r == 1) {
+        m->has_limit = 1;
+        m->limit_bytes = (uint64_t)best;
     }
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "metricsd.h"
 #include "errbuf.h"
 #include "platform.h"
 
@@ -22,34 +23,42 @@
 #define MAX_CPUS_OPT 1024
 
 static const char usage_text[] =
-"usage: tunerd profile [--memory MB] [--platform P] [--cpus N] [--workload W]\n"
+"usage: tunerd profile [--memory MIB] [--platform P] [--cpus N] [--workload W]\n"
 "                      [--workers N] [--format F] [--no-plugin] [--plugin-dir DIR]\n"
 "       tunerd detect [--json] [--sys-root DIR] [--proc-root DIR]\n"
-"       tunerd exec [profile options] [-v] [--fail-open] -- CMD [ARGS...]\n"
+"       tunerd exec [profile options] [-v] [--fail-open] [--options-env VAR]\n"
+"                   -- CMD [ARGS...]\n"
 "       tunerd check-profiles [--profiles DIR]\n"
 "       tunerd watch [--interval S] [--count N] [--match STR] [--proc-root DIR]\n"
-"                    [--stats-dir DIR]\n"
-"       tunerd stats [--dir DIR] [--json] [--clean] [--proc-root DIR]\n"
+"                    [--stats-dir DIR] [--listen ADDR:PORT]\n"
+"       tunerd stats [--dir DIR] [--json | --format table|json|prometheus] [--clean]\n"
+"                    [--proc-root DIR]\n"
 "       tunerd --help | --version\n"
 "\n"
 "profile   print the environment block for a platform and memory tier\n"
 "detect    print the platform, memory and CPU limits found, and where from\n"
 "exec      detect, set the profile's variables the caller did not set, exec CMD\n"
 "check-profiles  validate every profiles/*.profile file (file:line: message)\n"
-"watch     RSS, PSS and anonymous MB of each process that mapped libgdal,\n"
+"watch     RSS, PSS and anonymous MiB of each process that mapped libgdal,\n"
 "          --count samples (default 1, max 1000000) every --interval seconds\n"
 "          (default 1, 0.1..3600); with the plugin's counters (--stats-dir,\n"
-"          default $VSITUNE_STATS_DIR) also each process's requests and cache MB\n"
+"          default $VSITUNE_STATS_DIR) also each process's requests and cache MiB;\n"
+"          with --listen, serve all of it (and the counters) at /metrics for\n"
+"          Prometheus until SIGTERM (or --count scrapes)\n"
 "stats     the counters each vsitune process left in --dir (default\n"
-"          $VSITUNE_STATS_DIR): one row per process, state running, exited or\n"
+"          $VSITUNE_STATS_DIR): one row per process, state running, exited,\n"
+"          ended (a fork child gone with no OOM kill in its cgroup since) or\n"
 "          killed-or-gone (no clean exit: OOM kill, signal, crash); --clean\n"
-"          then removes the files of processes that are not running\n"
+"          then removes the files of processes that are not running;\n"
+"          --format prometheus for node-exporter's textfile collector\n"
 "\n"
 "options:\n"
-"  --memory MB       memory tier in MB, 1..1048576 (default: detected)\n"
-"  --platform P      lambda | cloudrun | azure-functions | kubernetes | host\n"
-"                    (default: detected from the platform's variables; lambda\n"
-"                    when --memory is given and none is detected; else host)\n"
+"  --memory MIB      memory tier in MiB (what Lambda and Cloud Run call MB),\n"
+"                    1..1048576 (default: detected)\n"
+"  --platform P      lambda | cloudrun | azure-functions | kubernetes | host, or\n"
+"                    any other <P>.profile in the profiles directory (default:\n"
+"                    detected from the platforms' variables; for profile,\n"
+"                    lambda when --memory is given and none is detected; else host)\n"
 "  --cpus N          vCPU for cloudrun/kubernetes/host (default: detected)\n"
 "  --workload W      batch (processes, CPU work after reads; default) | tiles\n"
 "                    (threads, I/O-bound tile serving)\n"
@@ -58,17 +67,22 @@ static const char usage_text[] =
 "                    dockerfile | k8s-yaml (default: env)\n"
 "  --no-plugin       stock GDAL settings instead of the vsitune plugin\n"
 "  --plugin-dir DIR  GDAL_DRIVER_PATH to emit, ':'-separated absolute paths\n"
-"                    (default: the platform's, else " TUNERD_PLUGIN_DIR ")\n"
+"                    (default: <tunerd's dir>/" TUNERD_PLUGIN_RELDIR ", tunerd's own\n"
+"                    install; for another platform than this one, its profile's)\n"
 "  --profiles DIR    platform profiles (default: $TUNERD_PROFILES_DIR, then\n"
 "                    <exe>/../share/vsitune/profiles, then the install dir)\n"
 "  --sys-root DIR    read /sys from DIR (or $TUNERD_SYSFS_ROOT)\n"
 "  --proc-root DIR   read /proc from DIR (or $TUNERD_PROCFS_ROOT)\n"
 "  --json            detect, stats: print JSON\n"
 "  --dir DIR         stats: the VSITUNE_STATS_DIR to read\n"
+"  --format F        stats: table (default) | json | prometheus\n"
+"  --listen A:P      watch: serve http://A:P/metrics (A numeric; P 0 = any port)\n"
 "  --clean           stats: remove the files of exited and killed-or-gone processes\n"
 "  --stats-dir DIR   watch: read the plugin's counters from DIR\n"
 "  -v, --verbose     exec: report each variable set or kept on stderr\n"
-"  --fail-open       exec: if sizing fails, warn and run CMD unchanged\n"
+"  --fail-open       exec: if anything fails (a bad option included), warn in\n"
+"                    one line and run CMD unchanged\n"
+"  --options-env VAR exec: more options from $VAR (blank-separated words)\n"
 "\n"
 "exit status:\n"
 "  0    success\n"
@@ -192,8 +206,10 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
             }
             if (!strcmp(name, "--no-plugin"))
                 o->plugin = 0;
-            else if (!strcmp(name, "--json"))
+            else if (!strcmp(name, "--json")) {
                 o->json = 1;
+                o->stats_format = VT_STATS_JSON;
+            }
             else if (!strcmp(name, "--fail-open"))
                 o->fail_open = 1;
             else if (!strcmp(name, "--clean"))
@@ -205,7 +221,7 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
         static const char *const with_value[] = {
             "--memory", "--platform", "--cpus", "--workload", "--workers", "--format",
             "--profiles", "--plugin-dir", "--sys-root", "--proc-root", "--interval",
-            "--count", "--match", "--dir", "--stats-dir", NULL
+            "--count", "--match", "--dir", "--stats-dir", "--listen", "--options-env", NULL
         };
         int known = 0;
         for (int k = 0; with_value[k]; k++)
@@ -214,7 +230,7 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
             vt__seterr(err, errlen, "unknown option '%s' (valid: --memory, --platform, --cpus, "
                    "--workload, --workers, --format, --no-plugin, --plugin-dir, --profiles, "
                    "--sys-root, --proc-root, --json, --verbose, --fail-open, --interval, --count, "
-                   "--match, --dir, --clean, --stats-dir)", name);
+                   "--match, --dir, --clean, --stats-dir, --listen, --options-env)", name);
             return VT_EXIT_USAGE;
         }
         if (!val) {
@@ -228,12 +244,12 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
             long v;
             int r = parse_whole(val, 1, VT_SIZE_MAX_MEMORY_MB, &v);
             if (r == -1) {
-                vt__seterr(err, errlen, "--memory '%s' is not a whole number of MB "
+                vt__seterr(err, errlen, "--memory '%s' is not a whole number of MiB "
                        "(valid: 1..%ld)", val, VT_SIZE_MAX_MEMORY_MB);
                 return VT_EXIT_USAGE;
             }
             if (r == -2) {
-                vt__seterr(err, errlen, "--memory %s is out of range (valid: 1..%ld MB)", val,
+                vt__seterr(err, errlen, "--memory %s is out of range (valid: 1..%ld MiB)", val,
                        VT_SIZE_MAX_MEMORY_MB);
                 return VT_EXIT_USAGE;
             }
@@ -259,9 +275,9 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
             }
             o->cpus = v;
         } else if (!strcmp(name, "--platform")) {
-            if (!vt_platform_known(val)) {
-                vt__seterr(err, errlen, "unknown platform '%s' (valid: lambda, cloudrun, "
-                       "azure-functions, kubernetes, host)", val);
+            if (!vt_platform_name_ok(val)) {
+                vt__seterr(err, errlen, "bad platform name '%s' (the stem of a .profile "
+                           "file: lower-case letters, digits, '-' and '_')", val);
                 return VT_EXIT_USAGE;
             }
             o->platform = val;
@@ -272,6 +288,18 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
                 o->workload = VT_WORKLOAD_TILES;
             else {
                 vt__seterr(err, errlen, "unknown workload '%s' (valid: batch, tiles)", val);
+                return VT_EXIT_USAGE;
+            }
+        } else if (!strcmp(name, "--format") && !strcmp(o->command, "stats")) {
+            if (!strcmp(val, "table"))
+                o->stats_format = VT_STATS_TABLE;
+            else if (!strcmp(val, "json"))
+                o->stats_format = VT_STATS_JSON;
+            else if (!strcmp(val, "prometheus"))
+                o->stats_format = VT_STATS_PROMETHEUS;
+            else {
+                vt__seterr(err, errlen, "unknown stats format '%s' (valid: table, json, "
+                           "prometheus)", val);
                 return VT_EXIT_USAGE;
             }
         } else if (!strcmp(name, "--format")) {
@@ -298,6 +326,23 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
                        val);
                 return VT_EXIT_USAGE;
             }
+            o->count_given = 1;
+        } else if (!strcmp(name, "--listen")) {
+            char host[256];
+            int port;
+            if (strcmp(o->command, "watch") != 0) {
+                vt__seterr(err, errlen, "--listen is only valid with watch");
+                return VT_EXIT_USAGE;
+            }
+            if (vt_metrics_parse_listen(val, host, sizeof host, &port, err, errlen))
+                return VT_EXIT_USAGE;
+            o->listen = val;
+        } else if (!strcmp(name, "--options-env")) {
+            if (strcmp(o->command, "exec") != 0) {
+                vt__seterr(err, errlen, "--options-env is only valid with exec");
+                return VT_EXIT_USAGE;
+            }
+            o->options_env = val;
         } else if (!strcmp(name, "--interval")) {
             char *end;
             errno = 0;
@@ -340,21 +385,98 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
 }
 
 
+#define MAX_ENV_WORDS 64
+
+char **vt_cli_merge_options_env(int *argc, char **argv, char **words, char *err,
+                                size_t errlen)
+{
+    const char *var = NULL, *text;
+    char *w[MAX_ENV_WORDS], **out;
+    int dashes = *argc, nw = 0, n = 0;
+
+    *words = NULL;
+    for (int i = 2; i < *argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            dashes = i;
+            break;
+        }
+        if (strcmp(argv[i], "--options-env") == 0 && i + 1 < *argc)
+            var = argv[i + 1];
+        else if (strncmp(argv[i], "--options-env=", 14) == 0)
+            var = argv[i] + 14;
+    }
+    if (!var || !(text = getenv(var)) || !*text)
+        return argv;
+    if (!(*words = strdup(text))) {
+        vt__seterr(err, errlen, "out of memory");
+        return NULL;
+    }
+    for (char *save = NULL, *t = strtok_r(*words, " \t\n", &save); t;
+         t = strtok_r(NULL, " \t\n", &save)) {
+        if (strcmp(t, "--") == 0 || nw == MAX_ENV_WORDS) {
+            vt__seterr(err, errlen, "%s='%s': %s", var, text, nw == MAX_ENV_WORDS
+                       ? "more than 64 words" : "'--' is not an option");
+            return NULL;
+        }
+        w[nw++] = t;
+    }
+    out = malloc(sizeof *out * (size_t)(*argc + nw + 1));
+    if (!out) {
+        vt__seterr(err, errlen, "out of memory");
+        return NULL;
+    }
+    for (int i = 0; i < dashes; i++)
+        out[n++] = argv[i];
+    for (int i = 0; i < nw; i++)
+        out[n++] = w[i];
+    for (int i = dashes; i < *argc; i++)
+        out[n++] = argv[i];
+    out[n] = NULL;
+    *argc = n;
+    return out;
+}
+
+/* exec's safety net: the command after the first "--" and whether
+ * --fail-open comes before it, found without parsing anything else, so a
+ * bad option (or a bad $TUNERD_OPTIONS) still runs the command. */
+static char **fail_open_cmd(int argc, char **argv)
+{
+    int fail_open = 0;
+
+    if (argc < 3 || strcmp(argv[1], "exec") != 0)
+        return NULL;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            return fail_open && argv[i + 1] ? &argv[i + 1] : NULL;
+        fail_open |= strcmp(argv[i], "--fail-open") == 0;
+    }
+    return NULL;
+}
+
 int vt_cli_main(int argc, char **argv)
 {
     vt_cli_opts o;
-    char err[1024], pdir[PATH_MAX];
-    int rc = vt_cli_parse(argc, argv, &o, err, sizeof err);
+    char err[1024], pdir[PATH_MAX], *words = NULL;
+    char **safe_cmd = fail_open_cmd(argc, argv), **av;
+    int ac = argc, rc;
 
+    av = vt_cli_merge_options_env(&ac, argv, &words, err, sizeof err);
+    rc = av ? vt_cli_parse(ac, av, &o, err, sizeof err) : VT_EXIT_USAGE;
+    if (rc && safe_cmd) {
+        fprintf(stderr, "tunerd: warning: %s; running %s without a profile\n", err,
+                safe_cmd[0]);
+        rc = vt__cmd_exec_plain(safe_cmd, err, sizeof err);
+        goto out;
+    }
     if (rc)
         goto out;
-    if (o.help) {
-        fputs(usage_text, stdout);
-        return fflush(stdout) ? VT_EXIT_INTERNAL : VT_EXIT_OK;
-    }
-    if (o.version) {
-        printf("tunerd %s\n", VT_VERSION);
-        return fflush(stdout) ? VT_EXIT_INTERNAL : VT_EXIT_OK;
+    if (o.help || o.version) {
+        if (o.help)
+            fputs(usage_text, stdout);
+        else
+            printf("tunerd %s\n", VT_VERSION);
+        rc = fflush(stdout) ? VT_EXIT_INTERNAL : VT_EXIT_OK;
+        goto out;
     }
     if (!strcmp(o.command, "watch")) {
         rc = vt__cmd_watch(&o, err, sizeof err);
@@ -385,5 +507,8 @@ int vt_cli_main(int argc, char **argv)
 out:
     if (rc && err[0])
         fprintf(stderr, "tunerd: %s\n", err);
+    if (av && av != argv)
+        free(av);
+    free(words);
     return rc;
 }

@@ -23,6 +23,8 @@ enum {
     VT_EXIT_NOTFOUND = 127 /* exec: command not found */
 };
 
+enum { VT_STATS_TABLE = 0, VT_STATS_JSON = 1, VT_STATS_PROMETHEUS = 2 };
+
 typedef struct vt_cli_opts {
     const char *command;     /* profile | detect | exec | check-profiles | watch | stats */
     long memory_mb;          /* 0 = not given */
@@ -45,6 +47,10 @@ typedef struct vt_cli_opts {
     const char *match;       /* watch: mapped-file substring (default "libgdal") */
     const char *stats_dir;   /* stats --dir, watch --stats-dir (default $VSITUNE_STATS_DIR) */
     int clean;               /* stats --clean */
+    int stats_format;        /* stats --format: VT_STATS_TABLE, _JSON, _PROMETHEUS */
+    const char *listen;      /* watch --listen ADDR:PORT: serve /metrics */
+    int count_given;         /* --count was given */
+    const char *options_env; /* exec --options-env VAR: more options from $VAR */
     int help, version;
 } vt_cli_opts;
 
@@ -52,6 +58,14 @@ typedef struct vt_cli_opts {
  * VT_EXIT_USAGE with one line naming the problem and the valid values in
  * err. argv is borrowed: o->cmd points into it. */
 int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen);
+
+/* `tunerd exec ... --options-env VAR ... -- CMD`: a new argv with the
+ * blank-separated words of $VAR inserted before the "--" (a word "--" there
+ * is refused). Returns argv itself when there is nothing to insert, a
+ * malloc'd vector (free it; its strings point into *words and argv) with
+ * *argc updated, or NULL with err set. *words is malloc'd or NULL. */
+char **vt_cli_merge_options_env(int *argc, char **argv, char **words, char *err,
+                                size_t errlen);
 
 /* Runs tunerd; returns the exit status (or does not return: exec). */
 int vt_cli_main(int argc, char **argv);

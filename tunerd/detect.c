@@ -92,19 +92,28 @@ static void detect_meminfo(const char *proc_root, vt_detect *d)
     vt__seterr(d->meminfo_src, VT_DETECT_SRC_MAX, "%s", path);
 }
 
-/* Platform from the profiles' detect_env lines, in vt_platform_names order. */
+/* Platform from the profiles' detect_env lines, in vt_platform_list order
+ * (the shipped platforms first, then any other profile by name). */
 static int detect_platform(const char *profiles_dir, vt_detect *d, char *err, size_t errlen)
 {
+    char names[VT_PLATFORM_MAX_FILES][VT_PLATFORM_NAME_MAX];
+    int n = vt_platform_list(profiles_dir, names, VT_PLATFORM_MAX_FILES);
     vt_platform p;
 
-    for (int i = 0; vt_platform_names[i]; i++) {
-        if (vt_platform_load(profiles_dir, vt_platform_names[i], &p, err, errlen))
+    if (n < 0) {
+        vt__seterr(err, errlen, "%s: %s", profiles_dir, strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (vt_platform_load(profiles_dir, names[i], &p, err, errlen))
             return -1;
         for (int j = 0; j < p.n_detect_env; j++) {
             const char *v = getenv(p.detect_env[j]);
             if (!v || !*v)
                 continue;
             snprintf(d->platform, sizeof d->platform, "%s", p.name);
+            d->profile = p;
+            d->has_profile = 1;
             vt__seterr(d->platform_src, VT_DETECT_SRC_MAX, "env %s is set", p.detect_env[j]);
             if (p.memory_env[0]) {
                 const char *m = getenv(p.memory_env);
@@ -114,7 +123,7 @@ static int detect_platform(const char *profiles_dir, vt_detect *d, char *err, si
                     d->platform_memory_mb = mb;
                     vt__seterr(d->platform_memory_src, VT_DETECT_SRC_MAX, "env %s", p.memory_env);
                 } else if (m && *m) {
-                    vt__seterr(d->warning, VT_DETECT_SRC_MAX, "env %s=%s is not a whole number of MB",
+                    vt__seterr(d->warning, VT_DETECT_SRC_MAX, "env %s=%s is not a whole number of MiB",
                            p.memory_env, m);
                 }
             }
@@ -162,8 +171,21 @@ int vt_detect_run(const vt_detect_opts *opts, vt_detect *d, char *err, size_t er
     } else {
         vt__seterr(d->memory_src, VT_DETECT_SRC_MAX, "not found");
     }
-    /* Effective CPUs: the tighter of the cgroup quota and the affinity mask. */
-    if (d->cg_cpus > 0 && (d->affinity_cpus == 0 || d->cg_cpus < d->affinity_cpus)) {
+    /* Effective CPUs: where the platform's rule fixes them (Lambda: memory
+     * decides), the rule, never the host's cores; else the tighter of the
+     * cgroup quota and the affinity mask. */
+    if (d->has_profile && d->profile.cpu_rule == VT_CPU_PER_MEMORY && d->memory_mb > 0) {
+        d->cpus = (double)d->memory_mb / (double)d->profile.mb_per_vcpu;
+        if (d->profile.max_vcpu > 0 && d->cpus > d->profile.max_vcpu)
+            d->cpus = d->profile.max_vcpu;
+        vt__seterr(d->cpus_src, VT_DETECT_SRC_MAX, "%s rule: %ld MiB / %ld MiB per vCPU (not "
+                   "the host's %d cores)", d->platform, d->memory_mb, d->profile.mb_per_vcpu,
+                   d->affinity_cpus);
+    } else if (d->has_profile && d->profile.cpu_rule == VT_CPU_FIXED) {
+        d->cpus = d->profile.vcpu;
+        vt__seterr(d->cpus_src, VT_DETECT_SRC_MAX, "%s rule: fixed (not the host's %d cores)",
+                   d->platform, d->affinity_cpus);
+    } else if (d->cg_cpus > 0 && (d->affinity_cpus == 0 || d->cg_cpus < d->affinity_cpus)) {
         d->cpus = d->cg_cpus;
         vt__seterr(d->cpus_src, VT_DETECT_SRC_MAX, "cgroup v%d %s", d->cgroup_version, d->cg_cpus_src);
     } else if (d->affinity_cpus > 0) {
@@ -178,7 +200,7 @@ int vt_detect_run(const vt_detect_opts *opts, vt_detect *d, char *err, size_t er
 static void print_mb(FILE *f, const char *what, long mb, const char *src)
 {
     if (mb > 0)
-        fprintf(f, "%-20s %ld MB (%s)\n", what, mb, src);
+        fprintf(f, "%-20s %ld MiB (%s)\n", what, mb, src);
     else if (mb < 0)
         fprintf(f, "%-20s unlimited (%s)\n", what, src);
     else
@@ -189,7 +211,7 @@ void vt_detect_print(FILE *f, const vt_detect *d)
 {
     fprintf(f, "%-20s %s (%s)\n", "platform:", d->platform, d->platform_src);
     if (d->platform_memory_mb > 0)
-        fprintf(f, "%-20s %ld MB (%s)\n", "platform memory:", d->platform_memory_mb,
+        fprintf(f, "%-20s %ld MiB (%s)\n", "platform memory:", d->platform_memory_mb,
                 d->platform_memory_src);
     if (d->cgroup_version)
         fprintf(f, "%-20s v%d (%s)\n", "cgroup:", d->cgroup_version, d->cgroup_src);

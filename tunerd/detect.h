@@ -48,6 +48,9 @@ typedef struct vt_detect {
     char cpus_src[VT_DETECT_SRC_MAX];
 
     char warning[VT_DETECT_SRC_MAX];   /* e.g. a platform variable that is not a number */
+
+    int has_profile;                   /* a platform's variables were found: */
+    vt_platform profile;               /* its profile */
 } vt_detect;
 
 /* Fills *out (always initialised). Reads files under the roots and the

@@ -90,8 +90,8 @@ static void put_sq(FILE *f, const char *s)
 /* One-line summary used as a comment header. */
 static void summary(FILE *f, const char *lead, const vt_emit_ctx *c)
 {
-    fprintf(f, "%s tunerd %s: %s %ld MB, %.2f vCPU, %s: %d %s x %d thread(s), "
-            "GDAL_CACHEMAX=%ld MB each\n", lead, VT_VERSION, c->plat->name,
+    fprintf(f, "%s tunerd %s: %s %ld MiB, %.2f vCPU, %s: %d %s x %d thread(s), "
+            "GDAL_CACHEMAX=%ld MiB each\n", lead, VT_VERSION, c->plat->name,
             c->in->memory_mb, c->s->vcpu, vt_workload_name(c->in->workload),
             c->s->processes, c->s->processes == 1 ? "process" : "processes",
             c->s->threads, c->s->cachemax_mb);
@@ -117,9 +117,11 @@ static void emit_json(FILE *f, const vt_emit_ctx *c)
     fprintf(f, "  \"workers\": %d,\n  \"threads_per_worker\": %d,\n"
                "  \"worker_kind\": \"%s\",\n  \"start_method\": \"%s\",\n"
                "  \"max_workers\": %d,\n  \"gdal_cachemax_mb\": %ld,\n"
-               "  \"range_cache_mb\": %ld,\n  \"gdal_num_threads\": %d,\n",
+               "  \"range_cache_mb\": %ld,\n  \"gdal_num_threads\": %d,\n"
+               "  \"minimal\": %s,\n",
             s->processes, s->threads, s->kind, s->start_method, s->max_workers,
-            s->cachemax_mb, s->range_cache_mb, s->gdal_num_threads);
+            s->cachemax_mb, s->range_cache_mb, s->gdal_num_threads,
+            s->minimal ? "true" : "false");
     fprintf(f, "  \"ledger\": {\n    \"memory_mb\": %ld,\n    \"rows\": [\n",
             c->in->memory_mb);
     for (int i = 0; i < s->n_rows; i++) {
@@ -129,8 +131,8 @@ static void emit_json(FILE *f, const vt_emit_ctx *c)
                 s->rows[i].each_mb, s->rows[i].count, s->rows[i].total_mb,
                 i + 1 < s->n_rows ? "," : "");
     }
-    fprintf(f, "    ],\n    \"total_mb\": %ld,\n    \"free_mb\": %ld\n  },\n",
-            s->total_mb, s->free_mb);
+    fprintf(f, "    ],\n    \"total_mb\": %ld,\n    \"free_mb\": %ld,\n    \"fits\": %s\n"
+               "  },\n", s->total_mb, s->free_mb, s->free_mb >= 0 ? "true" : "false");
     fputs("  \"platform_limits\": {\"tmp_dir\": ", f);
     vt__json_str(f, p->tmp_dir);
     fprintf(f, ", \"tmp_size_mb\": %ld, \"time_limit_s\": %ld, "

@@ -8,7 +8,8 @@
  *    (GDAL_DISABLE_READDIR_ON_OPEN=EMPTY_DIR, CPL_VSIL_CURL_ALLOWED_EXTENSIONS)
  *    and CPL_VSIL_CURL_CACHE_SIZE per process. VSI_CACHE is never set: on
  *    GDAL 3.6.2 it adds a range GET to every open (measured);
- *  - both: GDAL_CACHEMAX per process (MB), GDAL_NUM_THREADS, OMP_NUM_THREADS,
+ *  - both: GDAL_CACHEMAX per process (MiB; in bytes above 99,999 MiB, where
+ *    GDAL reads a bare number as bytes), GDAL_NUM_THREADS, OMP_NUM_THREADS,
  *    MALLOC_ARENA_MAX=2 when threads serve reads (seed 003), CPL_TMPDIR,
  *    GDAL_PAM_ENABLED=NO (no .aux.xml writes next to remote or read-only
  *    data), and the worker plan as TUNERD_* for the application to read. */
@@ -49,8 +50,7 @@ int vt_envblock_build(const vt_platform *plat, const vt_sizing *s,
 
     memset(out, 0, sizeof *out);
     if (plugin) {
-        rc |= put(out, "GDAL_DRIVER_PATH",
-                  plat->plugin_dir[0] ? plat->plugin_dir : plugin_dir,
+        rc |= put(out, "GDAL_DRIVER_PATH", plugin_dir,
                   "directory holding gdal_vsitune.so, which takes over /vsis3/");
         rc |= putl(out, "VSITUNE_CACHE_SIZE", range_bytes,
                    "plugin range cache, bytes per process (compressed bytes)");
@@ -66,8 +66,14 @@ int vt_envblock_build(const vt_platform *plat, const vt_sizing *s,
         rc |= putl(out, "CPL_VSIL_CURL_CACHE_SIZE", range_bytes,
                    "GDAL's /vsicurl/ range cache, bytes per process");
     }
-    rc |= putl(out, "GDAL_CACHEMAX", s->cachemax_mb,
-               "block cache in MB, per process: the tier's budget divided by processes");
+    /* GDAL reads a bare GDAL_CACHEMAX under 100,000 as MiB and above as bytes */
+    if (s->cachemax_mb > VT_SIZE_CACHEMAX_MB_LIMIT)
+        rc |= putl(out, "GDAL_CACHEMAX", s->cachemax_mb * 1024L * 1024L,
+                   "block cache in bytes (GDAL reads 100,000 and above as bytes), per "
+                   "process: the tier's budget divided by processes");
+    else
+        rc |= putl(out, "GDAL_CACHEMAX", s->cachemax_mb,
+                   "block cache in MiB, per process: the tier's budget divided by processes");
     rc |= putl(out, "GDAL_NUM_THREADS", s->gdal_num_threads,
                "GDAL's own threads per process; the pool is the parallelism");
     rc |= putl(out, "OMP_NUM_THREADS", s->gdal_num_threads,

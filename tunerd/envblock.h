@@ -22,8 +22,9 @@ typedef struct vt_envblock {
     int n;
 } vt_envblock;
 
-/* Fills *out from a sizing result. plugin_dir is the GDAL_DRIVER_PATH used
- * when the platform profile names none. Extra env.NAME lines of the profile
+/* Fills *out from a sizing result. plugin_dir is the GDAL_DRIVER_PATH to
+ * emit (commands.c chooses it: --plugin-dir, tunerd's own install, or the
+ * profile's for another platform). Extra env.NAME lines of the profile
  * come last. No allocation; returns 0, or -1 when the block overflows
  * VT_ENV_MAX (a profile with too many env lines). */
 int vt_envblock_build(const vt_platform *plat, const vt_sizing *s,

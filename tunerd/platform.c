@@ -9,6 +9,7 @@
 #include "platform.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -41,12 +42,56 @@ static const char *const key_names[K_COUNT] = {
     "time_limit_s", "plugin_dir", "start_method", "note", "stats_dir"
 };
 
-int vt_platform_known(const char *name)
+int vt_platform_name_ok(const char *name)
 {
-    for (int i = 0; vt_platform_names[i]; i++)
-        if (strcmp(vt_platform_names[i], name) == 0)
-            return 1;
-    return 0;
+    size_t n = strlen(name);
+
+    if (n == 0 || n >= VT_PLATFORM_NAME_MAX || !(name[0] >= 'a' && name[0] <= 'z'))
+        return 0;
+    return strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-_") == n;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp((const char *)a, (const char *)b);
+}
+
+int vt_platform_list(const char *dir, char names[][VT_PLATFORM_NAME_MAX], int cap)
+{
+    char other[VT_PLATFORM_MAX_FILES][VT_PLATFORM_NAME_MAX];
+    int n = 0, n_other = 0;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+
+    if (!d)
+        return -1;
+    while ((de = readdir(d)) != NULL) {
+        size_t l = strlen(de->d_name);
+        char stem[VT_PLATFORM_NAME_MAX];
+        int builtin = 0;
+        if (l < 9 || strcmp(de->d_name + l - 8, ".profile") != 0 ||
+            l - 8 >= sizeof stem)
+            continue;
+        memcpy(stem, de->d_name, l - 8);
+        stem[l - 8] = '\0';
+        if (!vt_platform_name_ok(stem))
+            continue;
+        for (int i = 0; vt_platform_names[i]; i++)
+            builtin |= strcmp(vt_platform_names[i], stem) == 0;
+        if (!builtin && n_other < VT_PLATFORM_MAX_FILES)
+            memcpy(other[n_other++], stem, sizeof stem);
+    }
+    closedir(d);
+    for (int i = 0; vt_platform_names[i] && n < cap; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s.profile", dir, vt_platform_names[i]);
+        if (access(path, F_OK) == 0)
+            snprintf(names[n++], VT_PLATFORM_NAME_MAX, "%s", vt_platform_names[i]);
+    }
+    qsort(other, (size_t)n_other, sizeof other[0], by_name);
+    for (int i = 0; i < n_other && n < cap; i++)
+        memcpy(names[n++], other[i], VT_PLATFORM_NAME_MAX);
+    return n;
 }
 
 static void seterr(char *err, size_t errlen, const char *path, int line,
@@ -228,10 +273,10 @@ static int apply_kv(vt_platform *p, const char *key, char *val,
 
     switch (k) {
     case K_NAME:
-        if (!vt_platform_known(val)) {
+        if (!vt_platform_name_ok(val)) {
             seterr(err, errlen, path, line,
-                   "unknown platform name '%s' (valid: lambda, cloudrun, "
-                   "azure-functions, kubernetes, host)", val);
+                   "bad platform name '%s' (1..31 lower-case letters, digits, '-' and "
+                   "'_', starting with a letter)", val);
             return -1;
         }
         return copy_text(p->name, sizeof p->name, val);
@@ -414,7 +459,7 @@ int vt_platform_parse(const char *path, const char *text, size_t len,
     }
     if (out->memory_min_mb < 1 || out->memory_max_mb < out->memory_min_mb) {
         seterr(err, errlen, path, line,
-               "memory range %ld..%ld MB is empty (need 1 <= memory_min_mb <= memory_max_mb)",
+               "memory range %ld..%ld MiB is empty (need 1 <= memory_min_mb <= memory_max_mb)",
                out->memory_min_mb, out->memory_max_mb);
         goto out;
     }

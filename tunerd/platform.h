@@ -69,11 +69,20 @@ int vt_platform_parse(const char *path, const char *text, size_t len,
 int vt_platform_load(const char *dir, const char *name, vt_platform *out,
                      char *err, size_t errlen);
 
-/* The platform names tunerd knows, in a fixed order; NULL-terminated. */
+/* The platforms shipped with tunerd, in detection order; NULL-terminated.
+ * Any other <name>.profile in the profiles directory is a platform too
+ * (tried after these, by name): a new profile file alone adds a platform. */
 extern const char *const vt_platform_names[];
 
-/* 1 when name is in vt_platform_names. */
-int vt_platform_known(const char *name);
+/* 1 when name can be a platform (a profile's stem): 1..31 bytes of
+ * lower-case letters, digits, '-' and '_', starting with a letter. */
+int vt_platform_name_ok(const char *name);
+
+/* The platforms of dir in detection order: the shipped ones that have a
+ * file, then the others sorted by name. Fills at most cap names; returns how
+ * many, or -1 when dir cannot be listed. */
+#define VT_PLATFORM_MAX_FILES 64
+int vt_platform_list(const char *dir, char names[][VT_PLATFORM_NAME_MAX], int cap);
 
 /* Chooses the profiles directory: `explicit_dir` when non-NULL, else
  * $TUNERD_PROFILES_DIR, else <dir of exe>/../share/vsitune/profiles, else the

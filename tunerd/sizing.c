@@ -77,7 +77,7 @@ static void ledger(const vt_sizing_in *in, vt_sizing *s, int procs, int threads)
     add_row(s, "GDAL block cache (GDAL_CACHEMAX)", cache, procs);
     add_row(s, in->plugin ? "range cache (VSITUNE_CACHE_SIZE)"
                           : "range cache (CPL_VSIL_CURL_CACHE_SIZE)", range, procs);
-    add_row(s, in->workload == VT_WORKLOAD_TILES ? "working arrays (16 MB per thread)"
+    add_row(s, in->workload == VT_WORKLOAD_TILES ? "working arrays (16 MiB per thread)"
                                                  : "working arrays", arrays, procs);
     if (procs > 1)
         add_row(s, "pool parent process (runtime)", VT_SIZE_RUNTIME_MB, 1);
@@ -95,6 +95,50 @@ static void ledger(const vt_sizing_in *in, vt_sizing *s, int procs, int threads)
     s->gdal_num_threads = s->whole_cpus / (procs * threads);
     if (s->gdal_num_threads < 1)
         s->gdal_num_threads = 1;
+}
+
+/* Below the minimum ledger: one process, one thread, the smallest caches;
+ * the ledger shows what they cost (free_mb < 0: it does not fit). */
+static void minimal(const vt_sizing_in *in, vt_sizing *s)
+{
+    long range = VT_SIZE_MIN_RANGE_MB, headroom;
+
+    ledger(in, s, 1, 1);
+    s->min_ledger_mb = s->total_mb;
+    s->n_rows = 0;
+    s->total_mb = 0;
+    s->cachemax_mb = VT_SIZE_MIN_CACHE_MB;
+    s->range_cache_mb = range;
+    add_row(s, "runtime (python, numpy, rasterio, libgdal)", VT_SIZE_RUNTIME_MB, 1);
+    add_row(s, "GDAL block cache (GDAL_CACHEMAX)", s->cachemax_mb, 1);
+    add_row(s, in->plugin ? "range cache (VSITUNE_CACHE_SIZE)"
+                          : "range cache (CPL_VSIL_CURL_CACHE_SIZE)", range, 1);
+    add_row(s, "working arrays", in->workload == VT_WORKLOAD_TILES ? VT_SIZE_ARRAYS_TILE_MB
+                                                                   : VT_SIZE_ARRAYS_BATCH_MB, 1);
+    headroom = (long)ceil((double)in->memory_mb * VT_SIZE_HEADROOM_PCT / 100.0);
+    add_row(s, "headroom (10%: allocator arenas, page tables, spikes)",
+            headroom < VT_SIZE_HEADROOM_MIN_MB ? VT_SIZE_HEADROOM_MIN_MB : headroom, 1);
+    s->free_mb = in->memory_mb - s->total_mb;
+    s->threads = 1;
+    s->processes = 1;
+    s->gdal_num_threads = 1;
+    s->kind = "inline";
+    s->minimal = 1;
+}
+
+long vt_sizing_ledger_total(const vt_sizing_in *in, int procs, int threads, long cache_mb,
+                            long range_mb)
+{
+    long arrays = in->workload == VT_WORKLOAD_TILES
+        ? (long)VT_SIZE_ARRAYS_TILE_MB * threads : VT_SIZE_ARRAYS_BATCH_MB;
+    long headroom = (long)ceil((double)in->memory_mb * VT_SIZE_HEADROOM_PCT / 100.0);
+
+    if (headroom < VT_SIZE_HEADROOM_MIN_MB)
+        headroom = VT_SIZE_HEADROOM_MIN_MB;
+    if (procs < 1)
+        procs = 1;
+    return (long)procs * (VT_SIZE_RUNTIME_MB + cache_mb + range_mb + arrays) +
+           (procs > 1 ? VT_SIZE_RUNTIME_MB : 0) + headroom;
 }
 
 static int cpus_allowed(const vt_platform *p, double cpus)
@@ -133,7 +177,7 @@ static vt_size_rc decide_vcpu(const vt_sizing_in *in, vt_sizing *s,
         if (in->cpus_from_option && fabs(in->cpus - s->vcpu) > 0.005) {
             vt__seterr(err, errlen,
                    "--cpus %g contradicts %s: its vCPU follow from memory "
-                   "(%ld MB -> %.2f vCPU); drop --cpus",
+                   "(%ld MiB -> %.2f vCPU); drop --cpus",
                    in->cpus, p->name, in->memory_mb, s->vcpu);
             return VT_SIZE_EINPUT;
         }
@@ -180,7 +224,7 @@ static vt_size_rc decide_vcpu(const vt_sizing_in *in, vt_sizing *s,
         if (in->cpus_from_option && p->max_mb_per_vcpu > 0 &&
             (double)in->memory_mb > s->vcpu * (double)p->max_mb_per_vcpu + 1e-9) {
             vt__seterr(err, errlen,
-                   "--memory %ld needs at least %.0f vCPU on %s (max %ld MB per vCPU); "
+                   "--memory %ld needs at least %.0f vCPU on %s (max %ld MiB per vCPU); "
                    "got %g",
                    in->memory_mb, ceil((double)in->memory_mb / p->max_mb_per_vcpu),
                    p->name, p->max_mb_per_vcpu, s->vcpu);
@@ -207,7 +251,7 @@ vt_size_rc vt_sizing_compute(const vt_sizing_in *in, vt_sizing *out,
     out->start_method = p->start_method[0] ? p->start_method : "fork";
 
     if (in->memory_mb < p->memory_min_mb || in->memory_mb > p->memory_max_mb) {
-        vt__seterr(err, errlen, "--memory %ld is outside what %s offers (valid: %ld..%ld MB)",
+        vt__seterr(err, errlen, "--memory %ld is outside what %s offers (valid: %ld..%ld MiB)",
                in->memory_mb, p->name, p->memory_min_mb, p->memory_max_mb);
         return VT_SIZE_EINPUT;
     }
@@ -229,7 +273,7 @@ vt_size_rc vt_sizing_compute(const vt_sizing_in *in, vt_sizing *out,
     if (in->workers) {
         if (in->workers < 1 || in->workers > out->max_workers) {
             vt__seterr(err, errlen,
-                   "--workers %d contradicts %s at %ld MB (%.2f vCPU): valid 1..%d",
+                   "--workers %d contradicts %s at %ld MiB (%.2f vCPU): valid 1..%d",
                    in->workers, p->name, in->memory_mb, out->vcpu, out->max_workers);
             return VT_SIZE_EINPUT;
         }
@@ -237,6 +281,10 @@ vt_size_rc vt_sizing_compute(const vt_sizing_in *in, vt_sizing *out,
         ledger(in, out, procs, threads);
         while (out->free_mb < 0 && threads > 1)
             ledger(in, out, procs, --threads);
+        if (out->free_mb < 0 && procs == 1) {
+            minimal(in, out);
+            return VT_SIZE_OK;
+        }
         if (out->free_mb < 0) {
             long need = out->total_mb;
             int fit = procs;
@@ -247,11 +295,11 @@ vt_size_rc vt_sizing_compute(const vt_sizing_in *in, vt_sizing *out,
             }
             if (out->free_mb >= 0)
                 vt__seterr(err, errlen,
-                       "--workers %d contradicts %s at %ld MB: the ledger needs %ld MB; "
+                       "--workers %d contradicts %s at %ld MiB: the ledger needs %ld MiB; "
                        "valid 1..%d", in->workers, p->name, in->memory_mb, need, fit);
             else
                 vt__seterr(err, errlen,
-                       "--workers %d contradicts %s at %ld MB: the ledger needs %ld MB",
+                       "--workers %d contradicts %s at %ld MiB: the ledger needs %ld MiB",
                        in->workers, p->name, in->memory_mb, need);
             return out->free_mb >= 0 ? VT_SIZE_EINPUT : VT_SIZE_ETOOSMALL;
         }
@@ -269,12 +317,6 @@ vt_size_rc vt_sizing_compute(const vt_sizing_in *in, vt_sizing *out,
         else
             break;
     }
-    vt__seterr(err, errlen,
-           "%s at %ld MB is too small: the minimum ledger needs %ld MB "
-           "(runtime %d + block cache %ld + range cache %ld + arrays %d + headroom %ld)",
-           p->name, in->memory_mb, out->total_mb, VT_SIZE_RUNTIME_MB, out->cachemax_mb,
-           out->range_cache_mb,
-           in->workload == VT_WORKLOAD_TILES ? VT_SIZE_ARRAYS_TILE_MB : VT_SIZE_ARRAYS_BATCH_MB,
-           out->rows[out->n_rows - 1].total_mb);
-    return VT_SIZE_ETOOSMALL;
+    minimal(in, out);
+    return VT_SIZE_OK;
 }

@@ -24,6 +24,9 @@
 #define VT_SIZE_HEADROOM_MIN_MB 32
 #define VT_SIZE_TILE_THREADS 4      /* the GIL plateau (seed 000) */
 #define VT_SIZE_MAX_MEMORY_MB (1024L * 1024) /* 1 TiB: anything above is a typo */
+#define VT_SIZE_MIN_CACHE_MB 16     /* block cache of the minimal profile */
+#define VT_SIZE_MIN_RANGE_MB 8      /* range cache of the minimal profile */
+#define VT_SIZE_CACHEMAX_MB_LIMIT 99999 /* GDAL reads GDAL_CACHEMAX >= 100000 as bytes */
 
 typedef enum vt_workload {
     VT_WORKLOAD_BATCH = 0, /* CPU work after the read: processes */
@@ -34,7 +37,7 @@ typedef enum vt_workload {
 typedef enum vt_size_rc {
     VT_SIZE_OK = 0,
     VT_SIZE_EINPUT = 2,    /* request contradicts the platform (memory, cpus, workers) */
-    VT_SIZE_ETOOSMALL = 3  /* the tier cannot hold the minimum ledger */
+    VT_SIZE_ETOOSMALL = 3  /* --workers N > 1 where not even one worker fits */
 } vt_size_rc;
 
 typedef struct vt_sizing_in {
@@ -72,14 +75,24 @@ typedef struct vt_sizing {
     long total_mb;           /* sum of the ledger */
     long free_mb;            /* memory_mb - total_mb (>= 0 on success) */
     int max_workers;         /* upper bound of valid --workers */
+    int minimal;             /* the tier is below one process's minimum ledger: one
+                                process, no pool, the smallest caches (free_mb < 0) */
+    long min_ledger_mb;      /* with minimal: what the smallest regular ledger needs */
 } vt_sizing;
 
-/* Runs the model. On VT_SIZE_OK, *out holds the result; otherwise err holds
+/* Runs the model. A tier inside the platform's range but below one
+ * process's minimum ledger is not refused: it gets the minimal profile
+ * (out->minimal; the caller warns). On VT_SIZE_OK, *out holds the result; otherwise err holds
  * one line naming the problem with the numbers or valid values. `out` is
  * always initialised. No allocation, no I/O, thread-safe. */
 vt_size_rc vt_sizing_compute(const vt_sizing_in *in, vt_sizing *out,
                              char *err, size_t errlen);
 
 const char *vt_workload_name(vt_workload w);
+
+/* The ledger's total for other numbers than the model's (a caller's kept
+ * GDAL_CACHEMAX, TUNERD_WORKERS, ...): the same rows, in MiB. */
+long vt_sizing_ledger_total(const vt_sizing_in *in, int procs, int threads, long cache_mb,
+                            long range_mb);
 
 #endif

@@ -29,6 +29,8 @@ const char *vt_pstate_name(vt_pstate s)
         return "running";
     case VT_PSTATE_EXITED:
         return "exited";
+    case VT_PSTATE_ENDED:
+        return "ended";
     default:
         return "killed-or-gone";
     }
@@ -62,6 +64,20 @@ static long long boot_time(const char *proc_root)
     return bt;
 }
 
+/* A fork() child gone without its exit dump while its cgroup counted no
+ * OOM kill since it last wrote: ENDED; else GONE. */
+static vt_pstate gone(const vt_stats_rec *r)
+{
+    char text[2048];
+    uint64_t k;
+
+    if (!r->process.present || !r->process.forked || !r->process.has_oom ||
+        vt__read_regular(r->process.oom_file, text, sizeof text) <= 0 ||
+        vt__cgroup_parse_oom_kill(text, &k) != 0)
+        return VT_PSTATE_GONE;
+    return k == r->process.oom_kills ? VT_PSTATE_ENDED : VT_PSTATE_GONE;
+}
+
 vt_pstate vt_stats_state(const vt_stats_rec *r, const char *proc_root)
 {
     char path[PATH_MAX], text[2048], *p, *save = NULL;
@@ -74,7 +90,7 @@ vt_pstate vt_stats_state(const vt_stats_rec *r, const char *proc_root)
         return VT_PSTATE_EXITED;
     snprintf(path, sizeof path, "%s/%llu/stat", proc_root, (unsigned long long)r->pid);
     if (vt__read_text(path, text, sizeof text) <= 0)
-        return VT_PSTATE_GONE;
+        return gone(r);
     /* "pid (comm) S ppid ...": comm may hold spaces and ')' */
     p = strrchr(text, ')');
     if (!p)
@@ -82,7 +98,7 @@ vt_pstate vt_stats_state(const vt_stats_rec *r, const char *proc_root)
     for (char *tok = strtok_r(p + 1, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save),
          field++) {
         if (field == 3 && (tok[0] == 'Z' || tok[0] == 'X'))
-            return VT_PSTATE_GONE; /* died without the exit dump, not reaped yet */
+            return gone(r); /* died without the exit dump, not reaped yet */
         if (field == 22) {
             start_ticks = strtoull(tok, NULL, 10);
             break;
@@ -92,7 +108,7 @@ vt_pstate vt_stats_state(const vt_stats_rec *r, const char *proc_root)
     tck = sysconf(_SC_CLK_TCK);
     if (field == 22 && bt >= 0 && tck > 0 &&
         (unsigned long long)bt + start_ticks / (unsigned long long)tck > r->time + 1)
-        return VT_PSTATE_GONE; /* pid reused after the counters were written */
+        return gone(r); /* pid reused after the counters were written */
     return VT_PSTATE_RUNNING;
 }
 
@@ -235,7 +251,7 @@ int vt_stats_clean(const char *dir, vt_stats_entry *e, int n, char *err, size_t 
     return failed;
 }
 
-static double mb(uint64_t bytes)
+static double mib(uint64_t bytes)
 {
     return (double)bytes / (1024.0 * 1024.0);
 }
@@ -246,7 +262,7 @@ static long long age(const vt_stats_rec *r, time_t now)
 }
 
 void vt_stats_print(FILE *f, const char *dir, const vt_stats_entry *e, int n, int n_found,
-                    time_t now)
+                    time_t now, const vt_cgroup_mem *cg)
 {
     int ok = 0;
 
@@ -256,20 +272,25 @@ void vt_stats_print(FILE *f, const char *dir, const vt_stats_entry *e, int n, in
     if (n_found > n)
         fprintf(f, " (only the first %d of %d files read)", n, n_found);
     fputc('\n', f);
-    fprintf(f, "%8s %-14s %6s %9s %7s %9s %5s %8s %9s %8s %6s\n", "pid", "state", "age_s",
-            "requests", "retries", "recv_mb", "conns", "cache_mb", "budget_mb", "peak_mb",
+    if (cg && cg->has_oom)
+        fprintf(f, "# cgroup oom_kill: %llu (%s)\n", (unsigned long long)cg->oom_kills,
+                cg->oom_file);
+    else
+        fprintf(f, "# cgroup oom_kill: unknown (no memory cgroup found)\n");
+    fprintf(f, "%8s %-14s %6s %9s %7s %9s %5s %9s %10s %9s %6s\n", "pid", "state", "age_s",
+            "requests", "retries", "recv_mib", "conns", "cache_mib", "budget_mib", "peak_mib",
             "hit%");
     for (int i = 0; i < n; i++) {
         const vt_stats_rec *r = &e[i].rec;
         double hit = vt_stats_hit_ratio(r);
         if (!e[i].ok)
             continue;
-        fprintf(f, "%8llu %-14s %6lld %9llu %7llu %9.1f %5llu %8.1f %9.1f %8.1f",
+        fprintf(f, "%8llu %-14s %6lld %9llu %7llu %9.1f %5llu %9.1f %10.1f %9.1f",
                 (unsigned long long)r->pid, vt_pstate_name(e[i].state), age(r, now),
                 (unsigned long long)r->engine.requests, (unsigned long long)r->engine.retries,
-                mb(r->engine.bytes_received), (unsigned long long)r->engine.connections,
-                mb(r->cache.retained_bytes), mb(r->cache.budget),
-                mb(r->cache.peak_retained_bytes));
+                mib(r->engine.bytes_received), (unsigned long long)r->engine.connections,
+                mib(r->cache.retained_bytes), mib(r->cache.budget),
+                mib(r->cache.peak_retained_bytes));
         if (hit < 0)
             fprintf(f, " %6s\n", "-");
         else
@@ -281,6 +302,12 @@ void vt_stats_print(FILE *f, const char *dir, const vt_stats_entry *e, int n, in
     for (int i = 0; i < n; i++)
         if (e[i].removed)
             fprintf(f, "removed %s/%s (%s)\n", dir, e[i].file, vt_pstate_name(e[i].state));
+}
+
+static void json_u64s(FILE *f, const char *const *names, const uint64_t *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s\"%s\": %llu", i ? ", " : "", names[i], (unsigned long long)v[i]);
 }
 
 static void json_counters(FILE *f, const vt_stats_rec *r)
@@ -300,16 +327,55 @@ static void json_counters(FILE *f, const vt_stats_rec *r)
             (unsigned long long)r->engine.connections,
             (unsigned long long)r->engine.in_flight,
             (unsigned long long)r->engine.h2_responses);
+    if (r->http.present) {
+        fputs(", \"http\": {", f);
+        for (int k = 0; k < VT_HTTP_KINDS; k++) {
+            fprintf(f, "%s\"%s\": {", k ? ", " : "", vt_http_kind_names[k]);
+            json_u64s(f, vt_http_class_names, r->http.n[k], VT_HTTP_CLASSES);
+            fputc('}', f);
+        }
+        fputc('}', f);
+    }
+    if (r->latency.present) {
+        fputs(", \"latency\": {", f);
+        for (int b = 0; b < VT_LAT_BOUNDS; b++)
+            fprintf(f, "\"le_%s\": %llu, ", vt_lat_bound_text[b],
+                    (unsigned long long)r->latency.le[b]);
+        fprintf(f, "\"le_inf\": %llu, \"sum_us\": %llu, \"count\": %llu}",
+                (unsigned long long)r->latency.le[VT_LAT_BOUNDS],
+                (unsigned long long)r->latency.sum_us, (unsigned long long)r->latency.count);
+    }
+    if (r->avoided.present)
+        fprintf(f, ", \"avoided\": {\"lists\": %llu, \"heads\": %llu}",
+                (unsigned long long)r->avoided.lists, (unsigned long long)r->avoided.heads);
+    if (r->process.present) {
+        fprintf(f, ", \"process\": {\"ppid\": %llu, \"forked\": %s",
+                (unsigned long long)r->process.ppid, r->process.forked ? "true" : "false");
+        if (r->process.has_oom) {
+            fprintf(f, ", \"oom_kills\": %llu, \"oom_file\": ",
+                    (unsigned long long)r->process.oom_kills);
+            vt__json_str(f, r->process.oom_file);
+        }
+        fputc('}', f);
+    }
 }
 
 void vt_stats_print_json(FILE *f, const char *dir, const vt_stats_entry *e, int n,
-                         int n_found, time_t now)
+                         int n_found, time_t now, const vt_cgroup_mem *cg)
 {
     const char *sep = "";
 
     fputs("{\"dir\": ", f);
     vt__json_str(f, dir);
-    fprintf(f, ", \"time\": %lld, \"processes\": [", (long long)now);
+    fprintf(f, ", \"time\": %lld, \"cgroup\": ", (long long)now);
+    if (cg && cg->has_oom) {
+        fprintf(f, "{\"oom_kills\": %llu, \"oom_file\": ", (unsigned long long)cg->oom_kills);
+        vt__json_str(f, cg->oom_file);
+        fputc('}', f);
+    } else {
+        fputs("null", f);
+    }
+    fputs(", \"processes\": [", f);
     for (int i = 0; i < n; i++) {
         const vt_stats_rec *r = &e[i].rec;
         double hit = vt_stats_hit_ratio(r);

@@ -7,6 +7,12 @@
  *   exited          the file says "exited": true (the plugin's exit dump);
  *   running         <proc>/<pid> exists, is not a zombie, and started no
  *                   later than the counters' time (+1 s for rounding);
+ *   ended           gone without the exit dump, but the file says it was a
+ *                   fork() child and its cgroup's oom_kill count is still
+ *                   the one it recorded: a pool worker that left through
+ *                   _exit(), as Python's multiprocessing fork workers do
+ *                   (or a signal other than the OOM killer's: a fork child's
+ *                   crash looks the same);
  *   killed-or-gone  anything else: no such pid, a zombie that never ran the
  *                   exit dump, or a pid reused by a process started after
  *                   the counters were written. Killed by a signal (the OOM
@@ -21,6 +27,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "cgroup.h"
 #include "statsfile.h"
 
 #define VT_STATSDIR_MAX 4096
@@ -28,8 +35,10 @@
 typedef enum vt_pstate {
     VT_PSTATE_RUNNING = 0,
     VT_PSTATE_EXITED = 1,
-    VT_PSTATE_GONE = 2
+    VT_PSTATE_GONE = 2,
+    VT_PSTATE_ENDED = 3
 } vt_pstate;
+#define VT_PSTATE_COUNT 4
 
 typedef struct vt_stats_entry {
     char file[64];        /* base name, vsitune-<pid>.json */
@@ -42,7 +51,7 @@ typedef struct vt_stats_entry {
     ino_t ino;            /* removes a newer file written under the same name */
 } vt_stats_entry;
 
-/* "running", "exited", "killed-or-gone". */
+/* "running", "exited", "killed-or-gone", "ended". */
 const char *vt_pstate_name(vt_pstate s);
 
 /* The state of the process that wrote r, from <proc_root>/stat (btime) and
@@ -69,13 +78,14 @@ int vt_stats_lookup(const char *dir, const char *proc_root, int pid, vt_stats_re
 int vt_stats_clean(const char *dir, vt_stats_entry *e, int n, char *err, size_t errlen);
 
 /* The table (one row per process, then one line per unreadable file and
- * per removed file). now gives the counters' age. */
+ * per removed file). now gives the counters' age; cg (may be NULL) adds the
+ * line with this cgroup's oom_kill count. */
 void vt_stats_print(FILE *f, const char *dir, const vt_stats_entry *e, int n, int n_found,
-                    time_t now);
+                    time_t now, const vt_cgroup_mem *cg);
 
-/* The same as one JSON object: {"dir", "time", "processes": [...],
+/* The same as one JSON object: {"dir", "time", "cgroup", "processes": [...],
  * "unreadable": [...], "not_shown"}. */
 void vt_stats_print_json(FILE *f, const char *dir, const vt_stats_entry *e, int n,
-                         int n_found, time_t now);
+                         int n_found, time_t now, const vt_cgroup_mem *cg);
 
 #endif

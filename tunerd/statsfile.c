@@ -2,8 +2,9 @@
  *
  * A recursive-descent reader over a cursor; every step checks the remaining
  * length first, so a partial file ends in "truncated at offset N" and never
- * reads past len. Known fields are found in one table (section, name,
- * offset), which also gives the duplicate and missing checks. */
+ * reads past len. The document's shape is two tables: sections (objects,
+ * each under a parent) and fields (section, name, type, offset in the
+ * record), which also give the duplicate and missing checks. */
 #include "statsfile.h"
 
 #include <limits.h>
@@ -16,46 +17,105 @@
 #define MAX_DEPTH 3
 #define KEY_MAX 32
 
-enum { SEC_TOP, SEC_CACHE, SEC_ENGINE };
+const char *const vt_http_kind_names[VT_HTTP_KINDS] = {
+    "get_range", "get", "head", "put", "post", "delete", "other"
+};
+const char *const vt_http_class_names[VT_HTTP_CLASSES] = { "2xx", "3xx", "4xx", "5xx", "none" };
+const char *const vt_lat_bound_text[VT_LAT_BOUNDS] = {
+    "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "30"
+};
 
-static const char *const section_prefix[] = { "", "cache.", "engine." };
+enum {
+    S_TOP, S_CACHE, S_ENGINE, S_HTTP, S_K0, S_K1, S_K2, S_K3, S_K4, S_K5, S_K6,
+    S_LAT, S_AVOIDED, S_PROCESS, S_COUNT
+};
 
-#define FIELD(sec, name, member) { sec, name, offsetof(vt_stats_rec, member) }
+static const struct section {
+    const char *name;  /* key in the parent */
+    const char *path;  /* for messages */
+    int parent;
+    int required;      /* must be there when its parent is */
+} sections[S_COUNT] = {
+    [S_TOP] = { "", "", -1, 1 },
+    [S_CACHE] = { "cache", "cache.", S_TOP, 1 },
+    [S_ENGINE] = { "engine", "engine.", S_TOP, 1 },
+    [S_HTTP] = { "http", "http.", S_TOP, 0 },
+    [S_K0] = { "get_range", "http.get_range.", S_HTTP, 1 },
+    [S_K1] = { "get", "http.get.", S_HTTP, 1 },
+    [S_K2] = { "head", "http.head.", S_HTTP, 1 },
+    [S_K3] = { "put", "http.put.", S_HTTP, 1 },
+    [S_K4] = { "post", "http.post.", S_HTTP, 1 },
+    [S_K5] = { "delete", "http.delete.", S_HTTP, 1 },
+    [S_K6] = { "other", "http.other.", S_HTTP, 1 },
+    [S_LAT] = { "latency", "latency.", S_TOP, 0 },
+    [S_AVOIDED] = { "avoided", "avoided.", S_TOP, 0 },
+    [S_PROCESS] = { "process", "process.", S_TOP, 0 },
+};
+
+enum { T_NUM, T_BOOL, T_STR };
+
+#define F(sec, name, member) { sec, name, T_NUM, 0, offsetof(vt_stats_rec, member) }
+#define FT(sec, name, type, opt, member) { sec, name, type, opt, offsetof(vt_stats_rec, member) }
+#define KIND(k) F(S_K0 + k, "2xx", http.n[k][0]), F(S_K0 + k, "3xx", http.n[k][1]), \
+    F(S_K0 + k, "4xx", http.n[k][2]), F(S_K0 + k, "5xx", http.n[k][3]), \
+    F(S_K0 + k, "none", http.n[k][4])
 static const struct field {
     int section;
     const char *name;
+    int type;
+    int optional;
     size_t off;
 } fields[] = {
-    FIELD(SEC_TOP, "pid", pid),
-    FIELD(SEC_TOP, "time", time),
-    FIELD(SEC_CACHE, "budget", cache.budget),
-    FIELD(SEC_CACHE, "retained_bytes", cache.retained_bytes),
-    FIELD(SEC_CACHE, "peak_retained_bytes", cache.peak_retained_bytes),
-    FIELD(SEC_CACHE, "transient_bytes", cache.transient_bytes),
-    FIELD(SEC_CACHE, "hits", cache.hits),
-    FIELD(SEC_CACHE, "misses", cache.misses),
-    FIELD(SEC_CACHE, "waits", cache.waits),
-    FIELD(SEC_CACHE, "evictions", cache.evictions),
-    FIELD(SEC_CACHE, "blocks", cache.blocks),
-    FIELD(SEC_ENGINE, "requests", engine.requests),
-    FIELD(SEC_ENGINE, "retries", engine.retries),
-    FIELD(SEC_ENGINE, "bytes_received", engine.bytes_received),
-    FIELD(SEC_ENGINE, "connections", engine.connections),
-    FIELD(SEC_ENGINE, "in_flight", engine.in_flight),
-    FIELD(SEC_ENGINE, "h2_responses", engine.h2_responses),
+    F(S_TOP, "pid", pid),
+    F(S_TOP, "time", time),
+    F(S_CACHE, "budget", cache.budget),
+    F(S_CACHE, "retained_bytes", cache.retained_bytes),
+    F(S_CACHE, "peak_retained_bytes", cache.peak_retained_bytes),
+    F(S_CACHE, "transient_bytes", cache.transient_bytes),
+    F(S_CACHE, "hits", cache.hits),
+    F(S_CACHE, "misses", cache.misses),
+    F(S_CACHE, "waits", cache.waits),
+    F(S_CACHE, "evictions", cache.evictions),
+    F(S_CACHE, "blocks", cache.blocks),
+    F(S_ENGINE, "requests", engine.requests),
+    F(S_ENGINE, "retries", engine.retries),
+    F(S_ENGINE, "bytes_received", engine.bytes_received),
+    F(S_ENGINE, "connections", engine.connections),
+    F(S_ENGINE, "in_flight", engine.in_flight),
+    F(S_ENGINE, "h2_responses", engine.h2_responses),
+    KIND(0), KIND(1), KIND(2), KIND(3), KIND(4), KIND(5), KIND(6),
+    F(S_LAT, "le_0.005", latency.le[0]),
+    F(S_LAT, "le_0.01", latency.le[1]),
+    F(S_LAT, "le_0.025", latency.le[2]),
+    F(S_LAT, "le_0.05", latency.le[3]),
+    F(S_LAT, "le_0.1", latency.le[4]),
+    F(S_LAT, "le_0.25", latency.le[5]),
+    F(S_LAT, "le_0.5", latency.le[6]),
+    F(S_LAT, "le_1", latency.le[7]),
+    F(S_LAT, "le_2.5", latency.le[8]),
+    F(S_LAT, "le_5", latency.le[9]),
+    F(S_LAT, "le_10", latency.le[10]),
+    F(S_LAT, "le_30", latency.le[11]),
+    F(S_LAT, "le_inf", latency.le[12]),
+    F(S_LAT, "sum_us", latency.sum_us),
+    F(S_LAT, "count", latency.count),
+    F(S_AVOIDED, "lists", avoided.lists),
+    F(S_AVOIDED, "heads", avoided.heads),
+    F(S_PROCESS, "ppid", process.ppid),
+    FT(S_PROCESS, "forked", T_BOOL, 0, process.forked),
+    FT(S_PROCESS, "oom_kills", T_NUM, 1, process.oom_kills),
+    FT(S_PROCESS, "oom_file", T_STR, 1, process.oom_file),
+    FT(S_TOP, "exited", T_BOOL, 1, exited),
 };
 #define N_FIELDS ((int)(sizeof fields / sizeof fields[0]))
-/* bits after the fields: the two objects and "exited" */
-#define BIT_CACHE (1u << N_FIELDS)
-#define BIT_ENGINE (1u << (N_FIELDS + 1))
-#define BIT_EXITED (1u << (N_FIELDS + 2))
 
 typedef struct cur {
     const char *s;
     size_t n, i;
     char *err;
     size_t errlen;
-    uint32_t seen;
+    unsigned char seen[N_FIELDS];
+    unsigned char sec_seen[S_COUNT];
 } cur;
 
 static void ws(cur *c)
@@ -88,8 +148,8 @@ static int expect(cur *c, char ch, const char *wanted)
     return 0;
 }
 
-/* A string without escapes, at most cap-1 bytes (key != NULL), or of any
- * length within the text (key == NULL: skipped). */
+/* A string without escapes or control bytes, copied into key (at most cap-1
+ * bytes, else an error) or skipped (key == NULL). */
 static int string(cur *c, char *key, size_t cap)
 {
     size_t start;
@@ -107,7 +167,7 @@ static int string(cur *c, char *key, size_t cap)
         return unexpected(c, "'\"'");
     if (key) {
         if (c->i - start >= cap) {
-            vt__seterr(c->err, c->errlen, "key at offset %zu longer than %zu bytes", start,
+            vt__seterr(c->err, c->errlen, "string at offset %zu longer than %zu bytes", start,
                        cap - 1);
             return -1;
         }
@@ -211,13 +271,13 @@ static int boolean(cur *c, int *out)
     return 0;
 }
 
-static int duplicate(cur *c, uint32_t bit, const char *prefix, const char *key)
+static int duplicate(cur *c, unsigned char *flag, const char *prefix, const char *key)
 {
-    if (c->seen & bit) {
+    if (*flag) {
         vt__seterr(c->err, c->errlen, "duplicate key %s%s", prefix, key);
         return -1;
     }
-    c->seen |= bit;
+    *flag = 1;
     return 0;
 }
 
@@ -225,33 +285,32 @@ static int duplicate(cur *c, uint32_t bit, const char *prefix, const char *key)
 static int member(cur *c, int section, vt_stats_rec *out, int depth)
 {
     char key[KEY_MAX];
-    const char *prefix = section >= 0 ? section_prefix[section] : "";
 
     if (string(c, key, sizeof key) || expect(c, ':', "':'"))
         return -1;
     if (section < 0)
         return skip_value(c, depth);
+    const char *prefix = sections[section].path;
     for (int f = 0; f < N_FIELDS; f++) {
-        if (fields[f].section != section || strcmp(fields[f].name, key) != 0)
+        const struct field *fd = &fields[f];
+        if (fd->section != section || strcmp(fd->name, key) != 0)
             continue;
-        if (duplicate(c, 1u << f, prefix, key))
+        if (duplicate(c, &c->seen[f], prefix, key))
             return -1;
-        return number(c, prefix, key, (uint64_t *)((char *)out + fields[f].off));
+        if (fd->type == T_BOOL)
+            return boolean(c, (int *)((char *)out + fd->off));
+        if (fd->type == T_STR) {
+            ws(c);
+            return string(c, (char *)out + fd->off, sizeof out->process.oom_file);
+        }
+        return number(c, prefix, key, (uint64_t *)((char *)out + fd->off));
     }
-    if (section == SEC_TOP && !strcmp(key, "cache")) {
-        if (duplicate(c, BIT_CACHE, "", key))
+    for (int s = 1; s < S_COUNT; s++) {
+        if (sections[s].parent != section || strcmp(sections[s].name, key) != 0)
+            continue;
+        if (duplicate(c, &c->sec_seen[s], prefix, key))
             return -1;
-        return object(c, SEC_CACHE, out, depth + 1);
-    }
-    if (section == SEC_TOP && !strcmp(key, "engine")) {
-        if (duplicate(c, BIT_ENGINE, "", key))
-            return -1;
-        return object(c, SEC_ENGINE, out, depth + 1);
-    }
-    if (section == SEC_TOP && !strcmp(key, "exited")) {
-        if (duplicate(c, BIT_EXITED, "", key))
-            return -1;
-        return boolean(c, &out->exited);
+        return object(c, s, out, depth + 1);
     }
     return skip_value(c, depth);
 }
@@ -281,12 +340,47 @@ static int object(cur *c, int section, vt_stats_rec *out, int depth)
     }
 }
 
+/* Every required section of a present parent, and every non-optional field
+ * of a present section, was there. */
+static int complete(cur *c, char *err, size_t errlen)
+{
+    c->sec_seen[S_TOP] = 1;
+    for (int s = 1; s < S_COUNT; s++) {
+        int p = sections[s].parent;
+        if (c->sec_seen[p] && sections[s].required && !c->sec_seen[s]) {
+            vt__seterr(err, errlen, "missing %s%s", sections[p].path, sections[s].name);
+            return -1;
+        }
+    }
+    for (int f = 0; f < N_FIELDS; f++) {
+        if (!c->seen[f] && !fields[f].optional && c->sec_seen[fields[f].section]) {
+            vt__seterr(err, errlen, "missing %s%s", sections[fields[f].section].path,
+                       fields[f].name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int field_seen(const cur *c, const char *name, int section)
+{
+    for (int f = 0; f < N_FIELDS; f++)
+        if (fields[f].section == section && strcmp(fields[f].name, name) == 0)
+            return c->seen[f];
+    return 0;
+}
+
 int vt_stats_parse(const char *text, size_t len, vt_stats_rec *out, char *err,
                    size_t errlen)
 {
-    cur c = { text, len, 0, err, errlen, 0 };
+    static cur c0;
+    cur c = c0;
     int rc = -1;
 
+    c.s = text;
+    c.n = len;
+    c.err = err;
+    c.errlen = errlen;
     memset(out, 0, sizeof *out);
     out->exited = -1;
     if (err && errlen)
@@ -295,24 +389,46 @@ int vt_stats_parse(const char *text, size_t len, vt_stats_rec *out, char *err,
         vt__seterr(err, errlen, "larger than %d bytes", VT_STATS_FILE_MAX);
         goto out;
     }
-    if (object(&c, SEC_TOP, out, 1))
+    if (object(&c, S_TOP, out, 1))
         goto out;
     ws(&c);
     if (c.i < c.n) {
         vt__seterr(err, errlen, "trailing data at offset %zu", c.i);
         goto out;
     }
-    for (int f = 0; f < N_FIELDS; f++) {
-        if (!(c.seen & (1u << f))) {
-            vt__seterr(err, errlen, "missing %s%s", section_prefix[fields[f].section],
-                       fields[f].name);
-            goto out;
-        }
-    }
+    if (complete(&c, err, errlen))
+        goto out;
     if (out->pid == 0 || out->pid > INT_MAX) {
         vt__seterr(err, errlen, "pid %llu out of range (1..%d)",
                    (unsigned long long)out->pid, INT_MAX);
         goto out;
+    }
+    out->http.present = c.sec_seen[S_HTTP];
+    out->latency.present = c.sec_seen[S_LAT];
+    out->avoided.present = c.sec_seen[S_AVOIDED];
+    out->process.present = c.sec_seen[S_PROCESS];
+    if (out->latency.present) {
+        for (int b = 1; b <= VT_LAT_BOUNDS; b++)
+            if (out->latency.le[b] < out->latency.le[b - 1]) {
+                vt__seterr(err, errlen, "latency: buckets are not cumulative (le_%s < le_%s)",
+                           b < VT_LAT_BOUNDS ? vt_lat_bound_text[b] : "inf",
+                           vt_lat_bound_text[b - 1]);
+                goto out;
+            }
+        if (out->latency.le[VT_LAT_BOUNDS] != out->latency.count) {
+            vt__seterr(err, errlen, "latency: le_inf %llu is not the count %llu",
+                       (unsigned long long)out->latency.le[VT_LAT_BOUNDS],
+                       (unsigned long long)out->latency.count);
+            goto out;
+        }
+    }
+    if (out->process.present) {
+        int k = field_seen(&c, "oom_kills", S_PROCESS), f = field_seen(&c, "oom_file", S_PROCESS);
+        if (k != f) {
+            vt__seterr(err, errlen, "process: oom_kills and oom_file come together");
+            goto out;
+        }
+        out->process.has_oom = k && out->process.oom_file[0] == '/';
     }
     rc = 0;
 out:

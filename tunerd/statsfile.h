@@ -1,23 +1,36 @@
 /* statsfile.h: the plugin's published counters (vsitune-<pid>.json) as a
  * struct.
  *
- * The plugin (vsiplugin/stats.c) rewrites <VSITUNE_STATS_DIR>/vsitune-<pid>.json
- * while it reads and at exit; `tunerd stats` and `tunerd watch` read those
- * files, including the ones left behind by processes the OOM killer took.
- * This is the one parser for that document: bounded (VT_STATS_FILE_MAX
- * bytes, nesting depth 3, keys of at most 31 bytes), no allocation, no I/O,
- * so it can be fuzzed. It takes exactly the plugin's shape: one JSON object
- * with "pid", "time", "cache" {...} and "engine" {...} of unsigned whole
- * numbers, plus the optional "exited" (true in the exit dump). Unknown keys
- * holding numbers, booleans or objects of those are skipped, so a newer
- * plugin's extra counter does not make every file unreadable. */
+ * The plugin (vsiplugin/stats.c, whose header documents the document)
+ * rewrites <VSITUNE_STATS_DIR>/vsitune-<pid>.json while it reads and at
+ * exit; `tunerd stats` and `tunerd watch` read those files, including the
+ * ones left behind by processes the OOM killer took. This is the one parser
+ * for that document: bounded (VT_STATS_FILE_MAX bytes, nesting depth 3,
+ * keys of at most 31 bytes), no allocation, no I/O, so it can be fuzzed.
+ * It takes exactly the plugin's shape: one JSON object with "pid", "time",
+ * "cache" {...} and "engine" {...} of unsigned whole numbers, the optional
+ * sections "http", "latency", "avoided" and "process" (a plugin older than
+ * them does not write them; a section that is there must be complete), and
+ * the optional "exited" (true in the exit dump). Unknown keys holding
+ * numbers, booleans, plain strings or objects of those are skipped, so a
+ * newer plugin's extra counter does not make every file unreadable. */
 #ifndef VT_TUNERD_STATSFILE_H
 #define VT_TUNERD_STATSFILE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define VT_STATS_FILE_MAX 4096 /* the plugin's document is ~450 bytes */
+#define VT_STATS_FILE_MAX 8192 /* the plugin's document is ~1.7 KB */
+
+/* Request kinds and status classes of the "http" section, in the plugin's
+ * order; and the latency histogram's upper bounds (seconds; the last bucket
+ * is +Inf). */
+#define VT_HTTP_KINDS 7
+#define VT_HTTP_CLASSES 5
+#define VT_LAT_BOUNDS 12
+extern const char *const vt_http_kind_names[VT_HTTP_KINDS];   /* "get_range", ... */
+extern const char *const vt_http_class_names[VT_HTTP_CLASSES]; /* "2xx" .. "none" */
+extern const char *const vt_lat_bound_text[VT_LAT_BOUNDS];     /* "0.005", ... "30" */
 
 typedef struct vt_stats_rec {
     uint64_t pid;
@@ -32,6 +45,27 @@ typedef struct vt_stats_rec {
         uint64_t requests, retries, bytes_received, connections, in_flight;
         uint64_t h2_responses;
     } engine;
+    struct {
+        int present;
+        uint64_t n[VT_HTTP_KINDS][VT_HTTP_CLASSES]; /* attempts by kind, status class */
+    } http;
+    struct {
+        int present;
+        uint64_t le[VT_LAT_BOUNDS + 1]; /* cumulative; [VT_LAT_BOUNDS] is +Inf == count */
+        uint64_t sum_us, count;
+    } latency;
+    struct {
+        int present;
+        uint64_t lists, heads;
+    } avoided;
+    struct {
+        int present;
+        uint64_t ppid;
+        int forked;          /* a fork() child of a process that loaded the plugin */
+        int has_oom;         /* oom_kills and oom_file were written */
+        uint64_t oom_kills;  /* its cgroup's oom_kill count when written */
+        char oom_file[256];  /* the file that count came from */
+    } process;
 } vt_stats_rec;
 
 /* Parses len bytes of text (need not be NUL-terminated; a NUL inside is an

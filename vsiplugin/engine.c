@@ -261,10 +261,16 @@ static void find_range(struct vt_eng_xfer *x)
 static void log_request(const struct vt_eng_xfer *x, vt_err err)
 {
     const vt_http_resp *r = x->resp;
+    char range[64] = "", ms[32] = "";
 
-    CPLDebug("VSITUNE", "%s %s -> %ld, %zu bytes, HTTP/%d, %d attempt(s)%s%s%s%s",
-             x->req->method ? x->req->method : "GET", x->req->url, r->status,
-             r->body_len, r->http_version, r->attempts,
+    if (x->has_req_range)
+        snprintf(range, sizeof(range), " bytes=%llu-%llu",
+                 (unsigned long long)x->req_first, (unsigned long long)x->req_last);
+    if (x->first_sent_at > 0 && x->done_at >= x->first_sent_at)
+        snprintf(ms, sizeof(ms), ", %.1f ms", (x->done_at - x->first_sent_at) * 1e3);
+    CPLDebug("VSITUNE", "%s %s%s -> %ld, %zu bytes, HTTP/%d, %d attempt(s)%s%s%s%s%s",
+             x->req->method ? x->req->method : "GET", x->req->url, range, r->status,
+             r->body_len, r->http_version, r->attempts, ms,
              err == VT_OK ? "" : ": ", err == VT_OK ? "" : r->error,
              x->retry_why[0] ? "; last retry: " : "", x->retry_why);
 }

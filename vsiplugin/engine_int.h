@@ -81,6 +81,9 @@ struct vt_eng_xfer {
     vt_err last_err;            /* io: verdict of the attempt last judged */
     int last_version;           /* io: its HTTP version (1 or 2) */
     char errbuf[CURL_ERROR_SIZE];
+    double sent_at;             /* io: monotonic s this attempt was sent */
+    double first_sent_at;       /* io: ... the first attempt was sent */
+    double done_at;             /* io: ... the request completed (for logs) */
     int local_port;             /* io: local port of the connection this
                                    attempt was sent on (0: not known) */
     char retry_why[160];        /* io, read by the waiter after completion:

@@ -46,6 +46,7 @@
  * 160 concurrent requests gave 16 connections where 1 serves them all. */
 #include "engine_int.h"
 #include "engine_retry.h"
+#include "stats.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -76,6 +77,7 @@ static void complete(struct vt_eng_xfer *x, vt_err err, int http_version)
     vt_http_resp *r = x->resp;
     vt_content_range cr;
 
+    x->done_at = now_s();
     r->status = x->hdr_status;
     r->attempts = x->attempts;
     r->http_version = http_version;
@@ -497,6 +499,9 @@ static void start(struct vt_engine *e, struct vt_eng_xfer *x)
         return;
     }
     x->attempts++;
+    x->sent_at = now_s();
+    if (x->attempts == 1)
+        x->first_sent_at = x->sent_at;
     active_add(e, x);
     atomic_fetch_add(&vt__eng_st_requests, 1);
     atomic_fetch_add(&vt__eng_st_in_flight, 1);
@@ -544,6 +549,8 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
     ver = httpver == CURL_HTTP_VERSION_2_0 ? 2 : 1;
     if (x->hdr_status > 0)
         origin_learn(e, x->req->url, ver == 2);
+    vt__stats_attempt(x->req->method, x->has_req_range, x->hdr_status,
+                      now_s() - x->sent_at);
 
     if (rc != CURLE_OK)
         vt__eng_judge_curl(rc, x, &v);
@@ -755,6 +762,7 @@ void *vt__eng_io_main(void *arg)
             if (timeout_ms > IDLE_POLL_MS)
                 timeout_ms = IDLE_POLL_MS;
         }
+        vt__stats_idle(); /* a trailing publication of the last requests */
         if (timeout_ms > 0)
             curl_multi_poll(e->multi, NULL, 0, (int)timeout_ms, NULL);
     }

@@ -21,6 +21,7 @@
 #include "planner.h"
 #include "policy.h"
 #include "router.h"
+#include "stats.h"
 
 /* Why the last open on this thread failed (see vt__handler_open_error). */
 static _Thread_local char t_open_error[1024];
@@ -271,6 +272,7 @@ static char **cb_sibling_files(void *ud, const char *path)
     free(list);
     if (!none)
         return NULL;
+    vt__stats_avoided(VT_AVOIDED_LIST);
     return (char **)CPLCalloc(1, sizeof(char *));
 }
 

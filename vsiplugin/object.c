@@ -409,6 +409,7 @@ static vt_err load_header(vt_object *o, long *http_status, char *errbuf,
         o->size = size;
         o->etag = strdup(r.etag ? r.etag : "");
         use_bytes = v == VT_FIRST_OK;
+        vt__stats_avoided(VT_AVOIDED_HEAD); /* the size came with the header */
     } else {
         err = confirm_head(o, &r, why, &use_bytes, http_status, errbuf,
                            errlen);

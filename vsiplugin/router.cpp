@@ -365,7 +365,7 @@ class VtDriver final : public GDALDriver
     const char *GetMetadataItem(const char *name, const char *domain) override
     {
         if (name && EQUAL(name, "STATS") && (!domain || !*domain)) {
-            char buf[2048];
+            char buf[VT_STATS_JSON_MAX];
             vt__stats_json(buf, sizeof(buf));
             stats_ = buf;  // lives until the next call, as GDAL's items do
             return stats_.c_str();
@@ -381,6 +381,7 @@ extern "C" void vt__router_register_driver(const char *name, const char *prefix,
 {
     GDALDriver *drv = new VtDriver();
     drv->SetDescription(name);
+    drv->SetMetadataItem(GDAL_DCAP_RASTER, "YES");  // else GDAL warns at load
     drv->SetMetadataItem(GDAL_DMD_LONGNAME,
                          "vsitune: fewer requests for /vsis3/ reads");
     drv->SetMetadataItem("VSITUNE_VERSION", version);

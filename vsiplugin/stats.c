@@ -1,9 +1,20 @@
-/* stats.c: counters from the cache and the engine as JSON (see stats.h). */
+/* stats.c: counters from the cache and the engine as JSON (see stats.h).
+ *
+ * Besides gathering the cache's and the engine's counters, this file keeps
+ * the ones nobody else needs: requests by kind and status class and a
+ * latency histogram (one vt__stats_attempt per finished attempt, from the
+ * engine's I/O thread), the requests avoided, and what tells a reader how
+ * the process ended: whether it is a fork() child and its cgroup's OOM-kill
+ * count when it last wrote (stats_oom.c). All counters are atomics: no lock
+ * is taken on the request path. */
 #include "stats.h"
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
 #include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,45 +24,202 @@
 #include "config.h"
 #include "engine.h"
 #include "object.h"
+#include "stats_oom.h"
 
 /* Set by the exit dump: its document says "exited": true, which is how
  * `tunerd stats` tells a clean exit from a kill (OOM) or a crash. */
 static atomic_int exiting;
 
+/* ---- requests by kind and status class, latency ------------------------ */
+
+enum { K_GET_RANGE, K_GET, K_HEAD, K_PUT, K_POST, K_DELETE, K_OTHER, N_KINDS };
+static const char *const kind_names[N_KINDS] = {
+    "get_range", "get", "head", "put", "post", "delete", "other"
+};
+enum { N_CLASSES = 5 }; /* 2xx 3xx 4xx 5xx, and none (no status received) */
+static const char *const class_names[N_CLASSES] = { "2xx", "3xx", "4xx", "5xx", "none" };
+
+/* Upper bounds in seconds; Prometheus's default buckets plus 30 s. */
+static const double lat_bounds[] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                     1, 2.5, 5, 10, 30 };
+static const char *const lat_names[] = { "le_0.005", "le_0.01", "le_0.025", "le_0.05",
+                                         "le_0.1", "le_0.25", "le_0.5", "le_1",
+                                         "le_2.5", "le_5", "le_10", "le_30" };
+#define N_BOUNDS (sizeof(lat_bounds) / sizeof(lat_bounds[0]))
+
+static _Atomic uint64_t http_n[N_KINDS][N_CLASSES];
+static _Atomic uint64_t lat_n[N_BOUNDS + 1]; /* per bucket; the last is +Inf */
+static _Atomic uint64_t lat_sum_us, lat_count;
+static _Atomic uint64_t avoided_n[2];
+static atomic_int pending; /* attempts finished since the last publication */
+
+static int kind_of(const char *method, int ranged)
+{
+    if (!method || strcmp(method, "GET") == 0)
+        return ranged ? K_GET_RANGE : K_GET;
+    if (strcmp(method, "HEAD") == 0)
+        return K_HEAD;
+    if (strcmp(method, "PUT") == 0)
+        return K_PUT;
+    if (strcmp(method, "POST") == 0)
+        return K_POST;
+    if (strcmp(method, "DELETE") == 0)
+        return K_DELETE;
+    return K_OTHER;
+}
+
+void vt__stats_attempt(const char *method, int ranged, long status, double seconds)
+{
+    int cls = status >= 200 && status <= 599 ? (int)(status / 100) - 2 : N_CLASSES - 1;
+    size_t b = 0;
+
+    if (!(seconds >= 0)) /* also NaN */
+        seconds = 0;
+    while (b < N_BOUNDS && seconds > lat_bounds[b])
+        b++;
+    atomic_fetch_add(&http_n[kind_of(method, ranged)][cls], 1);
+    atomic_fetch_add(&lat_n[b], 1);
+    atomic_fetch_add(&lat_sum_us, (uint64_t)(seconds * 1e6 + 0.5));
+    atomic_fetch_add(&lat_count, 1);
+    atomic_store(&pending, 1);
+}
+
+void vt__stats_avoided(vt_stats_avoided what)
+{
+    if ((unsigned)what < 2)
+        atomic_fetch_add(&avoided_n[what], 1);
+}
+
+/* ---- fork: the child's counters describe the child ---------------------- */
+
+static atomic_llong last_publish; /* unix s of the last publication */
+static atomic_int forked;       /* this process is a fork() child */
+static atomic_long fork_ppid;   /* ... of this process */
+/* The cache's counters at the last fork(): a child reports what it did. The
+ * snapshot is taken in the parent just before the fork (see fork_snapshot). */
+static vt_cache_stats snap, base;
+
+static void child_reset(void)
+{
+    for (int k = 0; k < N_KINDS; k++)
+        for (int c = 0; c < N_CLASSES; c++)
+            atomic_store(&http_n[k][c], 0);
+    for (size_t b = 0; b <= N_BOUNDS; b++)
+        atomic_store(&lat_n[b], 0);
+    atomic_store(&lat_sum_us, 0);
+    atomic_store(&lat_count, 0);
+    atomic_store(&avoided_n[0], 0);
+    atomic_store(&avoided_n[1], 0);
+    atomic_store(&forked, 1);
+    atomic_store(&fork_ppid, (long)getppid());
+    atomic_store(&last_publish, 0); /* the child's first read publishes its file */
+    atomic_store(&pending, 0);
+    memset(&base, 0, sizeof(base));
+}
+
+/* Registered after object.c's fork handlers (from the first tick, which
+ * follows an object open), so in the parent this runs before they take the
+ * cache lock, and in the child after they released it. Between the snapshot
+ * and the fork another thread's few hits may be counted in both. */
+static void fork_snapshot(void)
+{
+    vt__cache_get_stats(vt__object_cache(), &snap);
+}
+
+static void fork_adopt(void)
+{
+    base = snap;
+}
+
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void register_fork_snapshot(void)
+{
+    (void)vt__object_cache(); /* exists from now on: the handler creates nothing */
+    pthread_atfork(fork_snapshot, NULL, fork_adopt);
+}
+
+static uint64_t minus(uint64_t v, uint64_t b)
+{
+    return v > b ? v - b : 0;
+}
+
+/* ---- the document -------------------------------------------------------- */
+
+typedef struct out {
+    char *buf;
+    size_t len, n; /* n: bytes the whole document needs */
+} out;
+
+static void put(out *o, const char *fmt, ...)
+{
+    va_list ap;
+    int w;
+
+    va_start(ap, fmt);
+    w = vsnprintf(o->n < o->len ? o->buf + o->n : NULL,
+                  o->n < o->len ? o->len - o->n : 0, fmt, ap);
+    va_end(ap);
+    if (w > 0)
+        o->n += (size_t)w;
+}
+
 size_t vt__stats_json(char *buf, size_t len)
 {
     vt_cache_stats cs;
     vt_engine_stats es;
-    int n;
+    char oom_file[512];
+    uint64_t oom_kills, cum = 0;
+    out o = { buf, len, 0 };
 
+    if (len)
+        buf[0] = '\0';
     vt__cache_get_stats(vt__object_cache(), &cs);
     vt__engine_get_stats(&es);
-    n = snprintf(buf, len,
-                 "{\"pid\": %ld, \"time\": %lld, "
-                 "\"cache\": {\"budget\": %zu, \"retained_bytes\": %zu, "
-                 "\"peak_retained_bytes\": %zu, \"transient_bytes\": %zu, "
-                 "\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
-                 ", \"waits\": %" PRIu64 ", \"evictions\": %" PRIu64
-                 ", \"blocks\": %" PRIu64 "}, "
-                 "\"engine\": {\"requests\": %" PRIu64 ", \"retries\": %" PRIu64
-                 ", \"bytes_received\": %" PRIu64 ", \"connections\": %" PRIu64
-                 ", \"in_flight\": %" PRIu64 ", \"h2_responses\": %" PRIu64 "}, "
-                 "\"exited\": %s}",
-                 (long)getpid(), (long long)time(NULL), cs.budget, cs.retained_bytes,
-                 cs.peak_retained_bytes, cs.transient_bytes, cs.hits, cs.misses,
-                 cs.waits, cs.evictions, cs.blocks, es.requests, es.retries,
-                 es.bytes_received, es.connections, es.in_flight,
-                 es.h2_responses, atomic_load(&exiting) ? "true" : "false");
-    if (n < 0) {
-        if (len)
-            buf[0] = '\0';
-        return 0;
+    put(&o, "{\"pid\": %ld, \"time\": %lld, "
+            "\"cache\": {\"budget\": %zu, \"retained_bytes\": %zu, "
+            "\"peak_retained_bytes\": %zu, \"transient_bytes\": %zu, "
+            "\"hits\": %" PRIu64 ", \"misses\": %" PRIu64 ", \"waits\": %" PRIu64
+            ", \"evictions\": %" PRIu64 ", \"blocks\": %" PRIu64 "}, ",
+        (long)getpid(), (long long)time(NULL), cs.budget, cs.retained_bytes,
+        cs.peak_retained_bytes, cs.transient_bytes, minus(cs.hits, base.hits),
+        minus(cs.misses, base.misses), minus(cs.waits, base.waits),
+        minus(cs.evictions, base.evictions), cs.blocks);
+    put(&o, "\"engine\": {\"requests\": %" PRIu64 ", \"retries\": %" PRIu64
+            ", \"bytes_received\": %" PRIu64 ", \"connections\": %" PRIu64
+            ", \"in_flight\": %" PRIu64 ", \"h2_responses\": %" PRIu64 "}, ",
+        es.requests, es.retries, es.bytes_received, es.connections, es.in_flight,
+        es.h2_responses);
+    put(&o, "\"http\": {");
+    for (int k = 0; k < N_KINDS; k++) {
+        put(&o, "%s\"%s\": {", k ? ", " : "", kind_names[k]);
+        for (int c = 0; c < N_CLASSES; c++)
+            put(&o, "%s\"%s\": %" PRIu64, c ? ", " : "", class_names[c],
+                atomic_load(&http_n[k][c]));
+        put(&o, "}");
     }
-    return (size_t)n;
+    put(&o, "}, \"latency\": {");
+    for (size_t b = 0; b < N_BOUNDS; b++) {
+        cum += atomic_load(&lat_n[b]);
+        put(&o, "\"%s\": %" PRIu64 ", ", lat_names[b], cum);
+    }
+    cum += atomic_load(&lat_n[N_BOUNDS]);
+    put(&o, "\"le_inf\": %" PRIu64 ", \"sum_us\": %" PRIu64 ", \"count\": %" PRIu64 "}, ",
+        cum, atomic_load(&lat_sum_us), atomic_load(&lat_count));
+    put(&o, "\"avoided\": {\"lists\": %" PRIu64 ", \"heads\": %" PRIu64 "}, ",
+        atomic_load(&avoided_n[VT_AVOIDED_LIST]), atomic_load(&avoided_n[VT_AVOIDED_HEAD]));
+    put(&o, "\"process\": {\"ppid\": %ld, \"forked\": %s",
+        atomic_load(&forked) ? atomic_load(&fork_ppid) : (long)getppid(),
+        atomic_load(&forked) ? "true" : "false");
+    if (vt__stats_oom_read(oom_file, sizeof(oom_file), &oom_kills) == 0)
+        put(&o, ", \"oom_kills\": %" PRIu64 ", \"oom_file\": \"%s\"", oom_kills, oom_file);
+    put(&o, "}, \"exited\": %s}", atomic_load(&exiting) ? "true" : "false");
+    if (o.n >= len && len) /* never half a document */
+        buf[0] = '\0';
+    return o.n;
 }
 
 static pid_t dump_owner;
-static atomic_llong last_publish;
 
 /* The options as last read while GDAL was alive. The exit hook must not call
  * CPLGetConfigOption: after GDALDestroy() its thread-local storage is gone
@@ -75,10 +243,11 @@ static void remember_options(void)
  * sees half a file. */
 static void write_atomically(const char *path)
 {
-    char buf[2048], tmp[4200];
+    char buf[VT_STATS_JSON_MAX], tmp[4200];
     FILE *f;
 
-    vt__stats_json(buf, sizeof(buf));
+    if (vt__stats_json(buf, sizeof(buf)) >= sizeof(buf))
+        return;
     if (snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid()) >=
         (int)sizeof(tmp))
         return;
@@ -108,16 +277,36 @@ static void publish(void)
 void vt__stats_tick(void)
 {
     long long now = (long long)time(NULL), last = atomic_load(&last_publish);
-    char *dir = vt__cfg_dup(NULL, "VSITUNE_STATS_DIR");
-    int want = dir != NULL;
+    char *dir;
+    int want;
 
+    pthread_once(&fork_once, register_fork_snapshot);
+    dir = vt__cfg_dup(NULL, "VSITUNE_STATS_DIR");
+    want = dir != NULL;
     free(dir);
+    if (want && now - last < 1)
+        atomic_store(&pending, 1); /* the I/O thread publishes it (vt__stats_idle) */
     if (!want || now - last < 1)
         return;
     if (atomic_compare_exchange_strong(&last_publish, &last, now)) {
         remember_options();
+        atomic_store(&pending, 0);
         publish(); /* one thread publishes; the others go on */
     }
+}
+
+void vt__stats_idle(void)
+{
+    long long now, last;
+
+    if (!atomic_load(&pending))
+        return;
+    now = (long long)time(NULL);
+    last = atomic_load(&last_publish);
+    if (now - last < 1 || !atomic_compare_exchange_strong(&last_publish, &last, now))
+        return;
+    atomic_store(&pending, 0);
+    publish(); /* the directory remembered while GDAL was alive ("" : nothing) */
 }
 
 static void exit_dump(void)
@@ -141,6 +330,7 @@ static void install(void)
 {
     dump_owner = getpid();
     remember_options();
+    pthread_atfork(NULL, NULL, child_reset);
     atexit(exit_dump);
 }
 

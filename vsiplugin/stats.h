@@ -9,11 +9,30 @@
  *   `tunerd watch` read it. A process killed by the OOM killer leaves its
  *   last counters behind, which is the point; the exit dump's document
  *   says "exited": true, so a reader can tell a clean exit from a kill;
- * - at exit, to the file named by VSITUNE_STATS_FILE. */
+ * - at exit, to the file named by VSITUNE_STATS_FILE.
+ *
+ * The document (the reader is tunerd/statsfile.c; keep both in step):
+ *   {"pid", "time",
+ *    "cache": {budget, retained_bytes, peak_retained_bytes, transient_bytes,
+ *              hits, misses, waits, evictions, blocks},
+ *    "engine": {requests, retries, bytes_received, connections, in_flight,
+ *               h2_responses},
+ *    "http": {<kind>: {"2xx", "3xx", "4xx", "5xx", "none"}},  kinds below
+ *    "latency": {"le_0.005", ..., "le_inf" (cumulative), "sum_us", "count"},
+ *    "avoided": {"lists", "heads"},
+ *    "process": {"ppid", "forked", ["oom_kills", "oom_file"]},
+ *    "exited"}
+ * Only objects of whole numbers, booleans and plain strings, at most three
+ * levels deep, so readers that predate a section skip it. Every counter
+ * describes this process: a fork() child starts from zero (the cache's
+ * counters from their value at the fork). */
 #ifndef VT_STATS_H
 #define VT_STATS_H
 
 #include <stddef.h>
+
+/* Large enough for the whole document (it is about 1.5 KB). */
+#define VT_STATS_JSON_MAX 4096
 
 /* Write the JSON document into buf (always NUL-terminated). Returns the
  * length it needed (like snprintf). Thread-safe. */
@@ -26,5 +45,26 @@ void vt__stats_install_exit_dump(void);
  * least a second old. Cheap when unset. Any thread; never blocks on a lock
  * held across I/O. */
 void vt__stats_tick(void);
+
+/* Called by the engine's I/O thread on each turn of its loop (at least once
+ * a second): publishes to VSITUNE_STATS_DIR when requests finished since the
+ * last publication and that is at least a second old, so the file of a
+ * process that stopped reading holds all its requests. One atomic load when
+ * nothing is pending; reads no GDAL option. */
+void vt__stats_idle(void);
+
+/* One finished HTTP attempt (each retry is one): its method, whether it
+ * carried a Range header, the status the server answered (0: none, a
+ * transport failure) and how long it took, from sending to the end.
+ * Called by the engine's I/O thread; lock-free (atomics). */
+void vt__stats_attempt(const char *method, int ranged, long status, double seconds);
+
+/* Requests vsitune did not need where stock GDAL sends one. */
+typedef enum vt_stats_avoided {
+    VT_AVOIDED_LIST = 0, /* a sibling-files question answered without listing */
+    VT_AVOIDED_HEAD = 1  /* an object's size taken from its first range GET */
+} vt_stats_avoided;
+
+void vt__stats_avoided(vt_stats_avoided what);
 
 #endif

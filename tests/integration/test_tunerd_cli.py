@@ -203,10 +203,10 @@ def test_headline():
 # ---------------------------------------------------------------- bad input
 
 BAD = [
-    (["profile", "--memory", "0"], 2, "--memory 0 is out of range (valid: 1..1048576 MB)"),
+    (["profile", "--memory", "0"], 2, "--memory 0 is out of range (valid: 1..1048576 MiB)"),
     (["profile", "--memory", "-5"], 2, "--memory -5 is out of range"),
-    (["profile", "--memory", "abc"], 2, "--memory 'abc' is not a whole number of MB"),
-    (["profile", "--memory", "10^9"], 2, "--memory '10^9' is not a whole number of MB"),
+    (["profile", "--memory", "abc"], 2, "--memory 'abc' is not a whole number of MiB"),
+    (["profile", "--memory", "10^9"], 2, "--memory '10^9' is not a whole number of MiB"),
     (["profile", "--memory", "1000000000"], 2, "--memory 1000000000 is out of range"),
     (["profile", "--memory", "99999999999999999999999"], 2, "out of range"),
     (["profile", "--memory", "1e9"], 2, "not a whole number"),
@@ -218,31 +218,29 @@ BAD = [
      "unknown format 'toml' (valid: env, shell, dotenv, json, lambda-json, terraform, "
      "dockerfile, k8s-yaml)"),
     (["profile", "--memory", "10240", "--workers", "6"], 2,
-     "--workers 6 contradicts lambda at 10240 MB (5.79 vCPU): valid 1..5"),
+     "--workers 6 contradicts lambda at 10240 MiB (5.79 vCPU): valid 1..5"),
     (["profile", "--memory", "1769", "--workers", "4"], 2, "valid 1..1"),
     (["profile", "--memory", "10240", "--workers", "0"], 2, "--workers '0' is not a whole number"),
     (["profile", "--memory", "10240", "--workload", "stream"], 2,
      "unknown workload 'stream' (valid: batch, tiles)"),
     (["profile", "--memory", "10240", "--cpus", "4"], 2, "drop --cpus"),
     (["profile", "--memory", "10240", "--cpus", "abc"], 2, "--cpus 'abc' is not a number"),
-    (["profile", "--memory", "20000"], 2, "outside what lambda offers (valid: 128..10240 MB)"),
+    (["profile", "--memory", "20000"], 2, "outside what lambda offers (valid: 128..10240 MiB)"),
     (["profile", "--platform", "azure-functions", "--memory", "2048"], 2, "128..1536"),
     (["profile", "--platform", "cloudrun", "--memory", "8192", "--cpus", "1"], 2,
      "needs at least 2 vCPU"),
     (["profile", "--platform", "cloudrun", "--memory", "4096", "--cpus", "3"], 2,
      "valid: 1, 2, 4, 6, 8"),
     (["profile", "--platform", "kubernetes", "--memory", "2048"], 2, "needs --cpus"),
-    (["profile", "--platform", "cloudrun"], 2, "--platform cloudrun needs --memory MB"),
+    (["profile", "--platform", "cloudrun"], 2, "--platform cloudrun needs --memory MiB"),
     (["profile", "--memory", "10240", "--bogus"], 2, "unknown option '--bogus'"),
     (["profile", "stray"], 2, "unexpected argument 'stray'"),
     (["frobnicate"], 2, "unknown command 'frobnicate'"),
     ([], 2, "no command"),
     (["exec", "--memory", "10240"], 2, "exec needs a command"),
     (["exec", "--memory", "10240", "--"], 2, "no command after '--'"),
-    (["profile", "--memory", "128"], 3,
-     "lambda at 128 MB is too small: the minimum ledger needs 272 MB (runtime 128 + block "
-     "cache 32 + range cache 16 + arrays 64 + headroom 32)"),
-    (["profile", "--memory", "256", "--workload", "batch"], 3, "needs 272 MB"),
+    (["profile", "--memory", "256", "--workers", "2"], 2, "--workers 2 contradicts lambda at "
+     "256 MiB (0.14 vCPU): valid 1..1"),
     (["profile", "--memory", "4096", "--profiles", "/nonexistent"], 4,
      "/nonexistent: not a profiles directory"),
 ]
@@ -397,14 +395,16 @@ def test_detect_fake_roots_by_option_and_env(tmp_path):
 
 def test_exec_sets_without_overriding():
     env = clean_env(GDAL_CACHEMAX="17")
-    p = subprocess.run([str(TUNERD), "exec", "--memory", "10240", "-v", "--", "env"],
-                       capture_output=True, text=True, timeout=30, env=env)
+    p = subprocess.run([str(TUNERD), "exec", "--platform", "lambda", "--memory", "10240", "-v",
+                        "--", "env"], capture_output=True, text=True, timeout=30, env=env)
     assert p.returncode == 0, p.stderr
     got = dict(line.split("=", 1) for line in p.stdout.splitlines() if "=" in line)
     assert got["GDAL_CACHEMAX"] == "17"
     assert got["TUNERD_WORKERS"] == "5"
-    assert got["GDAL_DRIVER_PATH"] == "/opt/lib/gdalplugins"
+    # exec runs here: the plugin of tunerd's own tree (the build tree's vsiplugin/)
+    assert got["GDAL_DRIVER_PATH"] == str(BUILD / "vsiplugin")
     assert "kept GDAL_CACHEMAX=17 (set by caller; profile says 384)" in p.stderr
+    assert "warning" not in p.stderr  # a smaller cache than planned: nothing to say
 
 
 def test_exec_status_and_argv():
@@ -416,29 +416,101 @@ def test_exec_status_and_argv():
     assert p.returncode == 127 and "exec /nonexistent/cmd:" in p.stderr
     p = tunerd("exec", "--memory", "1769", "--", "/etc/passwd", check=False)
     assert p.returncode == 126
-    p = tunerd("exec", "--memory", "100", "--", "true", check=False)
+    p = tunerd("exec", "--platform", "lambda", "--memory", "100", "--", "true", check=False)
     assert p.returncode == 2  # no --fail-open: the error stands
+    p = tunerd("exec", "--workload", "tile", "--", "true", check=False)
+    assert p.returncode == 2 and "unknown workload 'tile'" in p.stderr
+
+
+def run_wrapper(env, *cmd):
+    return subprocess.run([str(WRAPPER), *cmd], capture_output=True, text=True, timeout=30,
+                          env=env)
+
+
+def untuned_start(p, who):
+    """The runtime ran, untuned, and stderr is exactly one warning line."""
+    assert p.returncode == 0, p.stderr
+    got = dict(line.split("=", 1) for line in p.stdout.splitlines() if "=" in line)
+    assert "TUNERD_WORKERS" not in got and "GDAL_CACHEMAX" not in got, got
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{who}: warning: "), p.stderr
+    return lines[0]
 
 
 def test_lambda_exec_wrapper():
     env = clean_env(AWS_LAMBDA_FUNCTION_NAME="fn", AWS_LAMBDA_FUNCTION_MEMORY_SIZE="10240",
                     TUNERD=str(TUNERD), OMP_NUM_THREADS="3")
-    p = subprocess.run([str(WRAPPER), "env"], capture_output=True, text=True, timeout=30,
-                       env=env)
-    assert p.returncode == 0, p.stderr
+    p = run_wrapper(env, "env")
+    assert p.returncode == 0 and p.stderr == "", p.stderr
     got = dict(line.split("=", 1) for line in p.stdout.splitlines() if "=" in line)
     assert got["GDAL_CACHEMAX"] == "384" and got["TUNERD_WORKERS"] == "5"
     assert got["OMP_NUM_THREADS"] == "3"  # the function's own setting wins
-    # fail-open: a tier tunerd refuses, or no tunerd at all, still starts the runtime
+    env["TUNERD_OPTIONS"] = "--workload tiles"
+    got = dict(ln.split("=", 1) for ln in run_wrapper(env, "env").stdout.splitlines() if "=" in ln)
+    assert got["TUNERD_WORKLOAD"] == "tiles" and got["TUNERD_THREADS"] == "4"
+
+    # the smallest tiers are sized (a minimal profile, one warning), not refused
+    env["TUNERD_OPTIONS"] = ""
     env["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = "128"
-    p = subprocess.run([str(WRAPPER), "sh", "-c", "echo started"], capture_output=True,
-                       text=True, timeout=30, env=env)
-    assert p.returncode == 0 and p.stdout == "started\n"
-    assert "too small" in p.stderr
+    p = run_wrapper(env, "env")
+    got = dict(ln.split("=", 1) for ln in p.stdout.splitlines() if "=" in ln)
+    assert p.returncode == 0 and got["GDAL_CACHEMAX"] == "16" and got["TUNERD_WORKERS"] == "1"
+    assert got["GDAL_DRIVER_PATH"] == str(BUILD / "vsiplugin")  # the plugin stays on
+    assert "minimal profile" in p.stderr and len(p.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("options,says", [
+    ("--workload tile", "unknown workload 'tile'"),
+    ("--workers 0", "--workers '0' is not a whole number"),
+    ("--bogus", "unknown option '--bogus'"),
+    ("--memory", "--memory '--' is not a whole number"),
+    ("-- sh -c 'echo hijacked'", "'--' is not an option"),
+    ("--platform nowhere", "unknown platform 'nowhere'"),
+])
+def test_lambda_exec_wrapper_bad_options_start_untuned(options, says):
+    env = clean_env(AWS_LAMBDA_FUNCTION_NAME="fn", AWS_LAMBDA_FUNCTION_MEMORY_SIZE="2048",
+                    TUNERD=str(TUNERD), TUNERD_OPTIONS=options)
+    p = run_wrapper(env, "sh", "-c", 'env; exit 3')
+    assert p.returncode == 3, p.stderr  # the runtime's own status
+    p = run_wrapper(env, "env")
+    line = untuned_start(p, "tunerd")
+    assert says in line and "running env without a profile" in line, line
+    assert "hijacked" not in p.stdout.splitlines()  # the command is still the runtime
+
+
+def _patched_copy(tmp_path, name, offset=None, old=None, new=None):
+    data = bytearray(TUNERD.read_bytes())
+    if offset is not None:
+        data[offset:offset + len(new)] = new
+    if old is not None:
+        i = data.index(old)
+        data[i:i + len(new)] = new
+    out = tmp_path / name
+    out.write_bytes(bytes(data))
+    out.chmod(0o755)
+    return out
+
+
+def test_lambda_exec_wrapper_tunerd_that_cannot_run(tmp_path):
+    env = clean_env(AWS_LAMBDA_FUNCTION_NAME="fn", AWS_LAMBDA_FUNCTION_MEMORY_SIZE="2048")
+    # missing
     env["TUNERD"] = "/nonexistent/tunerd"
-    p = subprocess.run([str(WRAPPER), "sh", "-c", "echo started"], capture_output=True,
-                       text=True, timeout=30, env=env)
-    assert p.returncode == 0 and p.stdout == "started\n" and "not found" in p.stderr
+    line = untuned_start(run_wrapper(env, "env"), "lambda-exec-wrapper")
+    assert "/nonexistent/tunerd cannot run here" in line and "starting the runtime untuned" in line
+    # another architecture: the ELF header says aarch64 (e_machine 183)
+    env["TUNERD"] = str(_patched_copy(tmp_path, "tunerd-arm64", offset=18, new=b"\xb7\x00"))
+    line = untuned_start(run_wrapper(env, "env"), "lambda-exec-wrapper")
+    assert "cannot run here" in line
+    # a glibc too old: the binary asks for a symbol version this glibc lacks
+    env["TUNERD"] = str(_patched_copy(tmp_path, "tunerd-glibc", old=b"GLIBC_2.34",
+                                      new=b"GLIBC_9.34"))
+    line = untuned_start(run_wrapper(env, "env"), "lambda-exec-wrapper")
+    assert "GLIBC_9.34" in line and "not found" in line, line
+    # not executable at all
+    plain = tmp_path / "tunerd-text"
+    plain.write_text("not a program\n")
+    env["TUNERD"] = str(plain)
+    untuned_start(run_wrapper(env, "env"), "lambda-exec-wrapper")
 
 
 # ---------------------------------------------------------------- the docs table
@@ -503,8 +575,9 @@ def test_watch_finds_gdal_processes_only():
         p = tunerd("watch", "--count", "3", "--interval", "0.2")
         lines = p.stdout.splitlines()
         assert lines[0].startswith("# tunerd watch: processes mapping 'libgdal', 3 sample(s)")
-        assert lines[1].split() == ["time", "pid", "rss_mb", "pss_mb", "anon_mb", "command"]
-        rows = [ln.split() for ln in lines[2:]]
+        assert lines[1].split() == ["time", "pid", "rss_mib", "pss_mib", "anon_mib", "command"]
+        assert sum(1 for ln in lines if ln.startswith("# cgroup v1 ")) == 3
+        rows = [ln.split() for ln in lines[2:] if not ln.startswith("#")]
         assert sum(1 for r in rows if r[1] == "total") == 3
         mine = [r for r in rows if r[1] == str(gdal_proc.pid)]
         assert len(mine) == 3 and mine[0][5] == "python3"
@@ -537,11 +610,11 @@ def test_platform_memory_variable_that_is_not_a_number():
     env = clean_env(AWS_LAMBDA_FUNCTION_NAME="f", AWS_LAMBDA_FUNCTION_MEMORY_SIZE="3GB")
     p = tunerd("profile", env=env, check=False)
     assert p.returncode == 5 and p.stdout == ""
-    assert "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=3GB is not a whole number of MB" in p.stderr
-    assert "pass --memory MB" in p.stderr
+    assert "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=3GB is not a whole number of MiB" in p.stderr
+    assert "pass --memory MiB" in p.stderr
     assert tunerd("profile", "--memory", "3008", env=env).returncode == 0
     d = tunerd("detect", env=env).stdout
-    assert "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=3GB is not a whole number of MB (ignored)" in d
+    assert "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=3GB is not a whole number of MiB (ignored)" in d
 
 
 def test_plugin_dir_option():

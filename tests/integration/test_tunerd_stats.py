@@ -169,7 +169,7 @@ def test_killed_reader_leaves_its_last_counters(lab, small_cog, stats_dir):
         assert row["engine"] == published["engine"] and row["cache"] == published["cache"]
         # watch joins them to the reader's memory row
         w = tunerd("watch", "--stats-dir", stats_dir, "--match", "libgdal").stdout
-        assert "requests  cache_mb" in w.splitlines()[1], w
+        assert w.splitlines()[1].split()[5:7] == ["requests", "cache_mib"], w
         mine = [ln.split() for ln in w.splitlines() if ln.split()[1:2] == [str(proc.pid)]]
         assert len(mine) == 1, w
         assert mine[0][5] == str(requests)
@@ -263,3 +263,109 @@ def test_exec_creates_stats_dir(tmp_path):
     bad = _profiles_with_stats_dir(tmp_path / "b", "relative/dir")
     p = tunerd("check-profiles", "--profiles", bad, check=False, profiles=bad)
     assert p.returncode == 4 and "lambda.profile:" in p.stderr and "stats_dir" in p.stderr
+
+
+POOL = r"""
+import json, os, sys
+import concurrent.futures as cf, multiprocessing as mp
+from osgeo import gdal
+gdal.UseExceptions()
+gdal.AllRegister()                      # the plugin is loaded before the fork
+path, hog = sys.argv[1], int(sys.argv[2])
+
+def work(i):
+    ds = gdal.Open(path)
+    ds.GetRasterBand(1).ReadAsArray((i % 4) * 512, (i // 4) * 512, 512, 512)
+    if hog and i == 0:
+        import time
+        time.sleep(1.5)                 # its counters are published (I/O thread)
+        block = bytearray(hog * 2**20)  # then it grows past the cgroup's limit
+        for k in range(0, len(block), 4096):
+            block[k] = 1
+    return os.getpid()
+
+with cf.ProcessPoolExecutor(2, mp_context=mp.get_context("fork")) as pool:
+    try:
+        pids = sorted(set(pool.map(work, range(8))))
+        print(json.dumps({"parent": os.getpid(), "pids": pids, "broken": False}), flush=True)
+    except cf.process.BrokenProcessPool:
+        print(json.dumps({"parent": os.getpid(), "pids": [], "broken": True}), flush=True)
+"""
+
+
+def _pool_files(stats_dir, parent):
+    doc = stats_json(stats_dir)
+    rows = {r["pid"]: r for r in doc["processes"]}
+    assert parent in rows and rows[parent]["state"] == "exited"
+    children = {p: r for p, r in rows.items() if p != parent}
+    for r in children.values():
+        assert r["process"]["forked"] is True and r["process"]["ppid"] == parent
+    return doc, children
+
+
+def test_fork_pool_workers_ended_not_killed(lab, small_cog, stats_dir):
+    """The workers of a healthy fork pool leave through _exit() (no exit dump):
+    `tunerd stats` says "ended", because their cgroup counted no OOM kill since
+    they wrote; the parent exited; the cgroup's oom_kill count is shown."""
+    env = vsitune_env(lab, stats_dir)
+    p = subprocess.run([sys.executable, "-c", POOL, f"/vsis3/lab/{small_cog['key']}", "0"],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout)
+    doc, children = _pool_files(stats_dir, out["parent"])
+    assert set(children) == set(out["pids"]) and len(children) == 2
+    assert all(r["state"] == "ended" for r in children.values()), children
+    # the parent read nothing; the workers' files hold what they published last
+    # (a worker that leaves through _exit() may not have published its last second)
+    assert 0 < sum(r["engine"]["requests"] for r in children.values()) <= len(lab.log())
+    assert doc["cgroup"]["oom_kills"] == children[out["pids"][0]]["process"]["oom_kills"]
+    text = tunerd("stats", "--dir", stats_dir).stdout
+    assert text.splitlines()[1].startswith("# cgroup oom_kill: ")
+    assert sum(1 for ln in text.splitlines() if ln.split()[1:2] == ["ended"]) == 2
+
+
+def test_fork_worker_oom_killed_is_not_ended(lab, small_cog, stats_dir):
+    """In a memory cgroup of its own, one fork worker grows past the limit and
+    the kernel's OOM killer takes it: that worker is killed-or-gone (its
+    cgroup's oom_kill count grew after it wrote), never "ended"."""
+    cg_root = Path("/sys/fs/cgroup/memory")
+    if not os.access(cg_root, os.W_OK):
+        pytest.skip("needs root and a writable cgroup v1 memory hierarchy")
+    env = vsitune_env(lab, stats_dir)
+    cg = cg_root / f"tunerd-oom-{os.getpid()}"
+    cg.mkdir()
+    try:
+        (cg / "memory.limit_in_bytes").write_text(str(600 * 2**20))
+        p = subprocess.run(["bash", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "bash",
+                            sys.executable, "-c", POOL, f"/vsis3/lab/{small_cog['key']}",
+                            "1024"], env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-2000:]
+        out = json.loads(p.stdout)
+        assert out["broken"] is True
+        oom = int(re.search(r"^oom_kill (\d+)", (cg / "memory.oom_control").read_text(),
+                            re.M).group(1))
+        assert oom >= 1
+        # read while the cgroup (and its oom_kill file) is still there
+        doc = stats_json(stats_dir)
+        bash_pid = out["parent"]
+        rows = {r["pid"]: r for r in doc["processes"]}
+        assert rows[bash_pid]["state"] == "exited"
+        children = [r for pid, r in rows.items() if pid != bash_pid]
+        assert children, doc
+        for r in children:
+            assert r["process"]["oom_file"] == str(cg / "memory.oom_control")
+            assert r["process"]["oom_kills"] < oom
+            assert r["state"] == "killed-or-gone", r
+    finally:
+        for pid in (cg / "cgroup.procs").read_text().split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for _ in range(100):
+            try:
+                cg.rmdir()
+                break
+            except OSError:
+                import time
+                time.sleep(0.05)

@@ -117,6 +117,13 @@ static void test_lambda(void **state)
     assert_int_equal(d.cg_memory_mb, -1);
     assert_true(d.cg_cpus < 0);
     assert_int_equal(d.affinity_cpus, 4);
+    /* the tier's vCPU (3008 / 1769), never the host's 4 cores (seed 000) */
+    assert_true(fabs(d.cpus - 3008.0 / 1769.0) < 1e-9);
+    assert_non_null(strstr(d.cpus_src, "lambda rule"));
+    assert_non_null(strstr(d.cpus_src, "not the host's 4 cores"));
+    setenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "10240", 1);
+    run(&d);
+    assert_true(fabs(d.cpus - 10240.0 / 1769.0) < 1e-9);
 
     /* a memory variable that is not a number is reported, not trusted */
     setenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "3GB", 1);
@@ -229,7 +236,7 @@ static void test_bare_host(void **state)
     vt_detect_print(f, &d);
     fclose(f);
     assert_non_null(strstr(buf, "platform:            host (no platform variable set)"));
-    assert_non_null(strstr(buf, "=> memory:           16000 MB ("));
+    assert_non_null(strstr(buf, "=> memory:           16000 MiB ("));
     assert_non_null(strstr(buf, "/proc/meminfo MemTotal)"));
     assert_non_null(strstr(buf, "=> cpus:             7.00 ("));
     free(buf);

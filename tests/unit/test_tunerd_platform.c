@@ -94,14 +94,15 @@ static void test_errors(void **state)
     expect_error(3, "titel = x", "profiles/lambda.profile:3: unknown key 'titel' (valid: name");
     expect_error(4, "just words", "profiles/lambda.profile:4: expected 'key = value'");
     expect_error(4, "name = lambda", "profiles/lambda.profile:4: duplicate key 'name'");
-    expect_error(2, "name = openstack", ":2: unknown platform name 'openstack' (valid: lambda");
+    expect_error(2, "name = openstack", "name 'openstack' does not match the file name 'lambda'");
+    expect_error(2, "name = Open Stack", ":2: bad platform name 'Open Stack' (1..31 lower-case");
     expect_error(2, "name = host", "name 'host' does not match the file name 'lambda'");
     expect_error(11, "tmp_dir = tmp", ":11: 'tmp_dir' must be an absolute path");
     expect_error(12, "start_method = thread", ":12: unknown start_method 'thread' "
                  "(valid: fork, forkserver, spawn)");
     expect_error(10, NULL, "cpu_rule per_memory needs mb_per_vcpu");
     expect_error(3, NULL, "missing required key 'title'");
-    expect_error(8, "memory_max_mb = 64", "memory range 128..64 MB is empty");
+    expect_error(8, "memory_max_mb = 64", "memory range 128..64 MiB is empty");
     expect_error(13, "env.1BAD = x", ":13: bad variable name '1BAD'");
     expect_error(5, "detect_env = A,,B", ":5: detect_env must be a comma list");
     expect_error(6, "memory_env =", ":6: missing value for 'memory_env'");

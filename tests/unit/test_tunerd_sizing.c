@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "envblock.h"
+#include "kept.h"
 #include "platform.h"
 #include "sizing.h"
 
@@ -101,7 +102,7 @@ static void test_headline_env(void **state)
     load("lambda", &p);
     vt_sizing_in in = { &p, 10240, 0, 0, VT_WORKLOAD_BATCH, 0, 1 };
     assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
-    assert_int_equal(vt_envblock_build(&p, &s, VT_WORKLOAD_BATCH, 1, "/usr/lib/gdalplugins", &e), 0);
+    assert_int_equal(vt_envblock_build(&p, &s, VT_WORKLOAD_BATCH, 1, "/opt/lib/gdalplugins", &e), 0);
     assert_string_equal(vt_envblock_get(&e, "GDAL_CACHEMAX"), "384");
     assert_string_equal(vt_envblock_get(&e, "TUNERD_WORKERS"), "5");
     assert_string_equal(vt_envblock_get(&e, "TUNERD_WORKER_KIND"), "processes");
@@ -165,15 +166,29 @@ static void test_refusals(void **state)
     load("azure-functions", &az);
     load("kubernetes", &k8s);
 
-    /* a tier too small: refused with the numbers */
-    vt_sizing_in in = { &lam, 256, 0, 0, VT_WORKLOAD_BATCH, 0, 1 };
-    assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_ETOOSMALL);
-    assert_non_null(strstr(err, "needs 272 MB"));
-    assert_non_null(strstr(err, "256 MB"));
-    in.memory_mb = 271;
-    assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_ETOOSMALL);
-    in.memory_mb = 272;
+    /* a tier below one process's ledger (272 MB for batch), inside the
+     * platform's range: the minimal profile, not a refusal */
+    long tiers[] = { 128, 256, 271 };
+    for (size_t i = 0; i < sizeof tiers / sizeof tiers[0]; i++) {
+        vt_sizing_in in = { &lam, tiers[i], 0, 0, VT_WORKLOAD_BATCH, 0, 1 };
+        assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
+        assert_int_equal(s.minimal, 1);
+        assert_int_equal(s.min_ledger_mb, 272);
+        assert_int_equal(s.processes, 1);
+        assert_int_equal(s.threads, 1);
+        assert_string_equal(s.kind, "inline");
+        assert_int_equal(s.cachemax_mb, VT_SIZE_MIN_CACHE_MB);
+        assert_int_equal(s.range_cache_mb, VT_SIZE_MIN_RANGE_MB);
+        /* 128 runtime + 16 + 8 + 64 arrays + 32 headroom = 248 */
+        assert_int_equal(s.total_mb, 248);
+        assert_int_equal(s.free_mb, tiers[i] - 248); /* negative at 128: it says so */
+        in.workers = 1;             /* --workers 1: the same */
+        assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
+        assert_int_equal(s.minimal, 1);
+    }
+    vt_sizing_in in = { &lam, 272, 0, 0, VT_WORKLOAD_BATCH, 0, 1 };
     assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
+    assert_int_equal(s.minimal, 0);
     assert_int_equal(s.free_mb, 0);
 
     /* outside the platform's range */
@@ -266,10 +281,110 @@ static void test_tiles(void **state)
     assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
     assert_int_equal(s.threads, 2);
     assert_int_equal(s.total_mb, 240);
-    /* and below one thread's ledger (224 MB) the tier is refused */
+    /* and below one thread's ledger (224 MB) the minimal profile: no threads */
     in.memory_mb = 223;
-    assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_ETOOSMALL);
-    assert_non_null(strstr(err, "needs 224 MB"));
+    assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
+    assert_int_equal(s.minimal, 1);
+    assert_int_equal(s.min_ledger_mb, 224);
+    assert_int_equal(s.threads, 1);
+    assert_int_equal(vt_envblock_build(&lam, &s, VT_WORKLOAD_TILES, 1, "/x", &e), 0);
+    assert_null(vt_envblock_get(&e, "MALLOC_ARENA_MAX"));
+    assert_string_equal(vt_envblock_get(&e, "TUNERD_THREADS"), "1");
+}
+
+/* GDAL reads a bare GDAL_CACHEMAX of 100,000 or more as bytes: above
+ * 99,999 MiB tunerd emits bytes, below it MiB. */
+static void test_cachemax_bytes(void **state)
+{
+    vt_platform host;
+    vt_sizing s;
+    vt_envblock e;
+    char err[256];
+
+    (void)state;
+    load("host", &host);
+    vt_sizing_in in = { &host, 1048576, 1, 1, VT_WORKLOAD_BATCH, 0, 1 };
+    assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
+    assert_int_equal(s.cachemax_mb, 209696); /* floor32(20% of 1 TiB) */
+    assert_int_equal(vt_envblock_build(&host, &s, VT_WORKLOAD_BATCH, 1, "/x", &e), 0);
+    assert_string_equal(vt_envblock_get(&e, "GDAL_CACHEMAX"), "219882192896");
+    /* 499,999 MiB: 99,968 MiB stays MiB (under 100,000) */
+    in.memory_mb = 499999;
+    assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
+    assert_int_equal(s.cachemax_mb, 99968);
+    assert_int_equal(vt_envblock_build(&host, &s, VT_WORKLOAD_BATCH, 1, "/x", &e), 0);
+    assert_string_equal(vt_envblock_get(&e, "GDAL_CACHEMAX"), "99968");
+}
+
+static const char *kept_env[16];
+
+static const char *kept_get(const char *name)
+{
+    for (int i = 0; kept_env[i]; i += 2)
+        if (strcmp(kept_env[i], name) == 0)
+            return kept_env[i + 1];
+    return NULL;
+}
+
+/* A value the caller keeps is checked against the ledger. */
+static void test_kept(void **state)
+{
+    vt_platform lam;
+    vt_sizing s;
+    char err[256], warn[1024];
+    long mib;
+    uint64_t b;
+
+    (void)state;
+    load("lambda", &lam);
+    vt_sizing_in in = { &lam, 10240, 0, 0, VT_WORKLOAD_BATCH, 0, 1 };
+    assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
+
+    /* the case: 1000 MiB kept under a plan of 5 x 384 */
+    kept_env[0] = "GDAL_CACHEMAX";
+    kept_env[1] = "1000";
+    kept_env[2] = NULL;
+    assert_int_equal(vt_kept_check(&in, &s, kept_get, warn, sizeof warn), 1);
+    assert_non_null(strstr(warn, "kept GDAL_CACHEMAX=1000 breaks the ledger"));
+    assert_non_null(strstr(warn, "5 process(es) x 1000 MiB block cache where the plan has "
+                                 "5 x 384 MiB"));
+    /* 5 x (128 + 1000 + 64 + 64) + 128 + 1024 = 7432 */
+    assert_non_null(strstr(warn, "grows from 4352 to 7432 MiB and leaves 2808 MiB of the "
+                                 "10240 MiB tier for your data instead of 5888"));
+    /* so much that it cannot fit */
+    kept_env[1] = "2048";
+    assert_int_equal(vt_kept_check(&in, &s, kept_get, warn, sizeof warn), 2);
+    assert_non_null(strstr(warn, "more than the 10240 MiB tier"));
+    /* a smaller cache is kept silently */
+    kept_env[1] = "200";
+    assert_int_equal(vt_kept_check(&in, &s, kept_get, warn, sizeof warn), 0);
+    /* equal to the plan: nothing kept */
+    kept_env[1] = "384";
+    assert_int_equal(vt_kept_check(&in, &s, kept_get, warn, sizeof warn), 0);
+    /* more workers than planned with the planned caches */
+    kept_env[0] = "TUNERD_WORKERS";
+    kept_env[1] = "16";
+    assert_int_equal(vt_kept_check(&in, &s, kept_get, warn, sizeof warn), 2);
+    assert_non_null(strstr(warn, "TUNERD_WORKERS=16"));
+
+    /* GDAL_CACHEMAX as GDAL reads it */
+    assert_int_equal(vt_kept_cachemax_mib("1000", 10240, &mib), 0);
+    assert_int_equal(mib, 1000);
+    assert_int_equal(vt_kept_cachemax_mib("2147483648", 10240, &mib), 0); /* bytes */
+    assert_int_equal(mib, 2048);
+    assert_int_equal(vt_kept_cachemax_mib("50%", 10240, &mib), 0);
+    assert_int_equal(mib, 5120);
+    assert_int_equal(vt_kept_cachemax_mib("2GB", 10240, &mib), 0);
+    assert_int_equal(mib, 2048);
+    assert_int_equal(vt_kept_cachemax_mib("512MiB", 10240, &mib), 0);
+    assert_int_equal(mib, 512);
+    assert_int_equal(vt_kept_cachemax_mib("lots", 10240, &mib), -1);
+    assert_int_equal(vt_kept_cachemax_mib("150%", 10240, &mib), -1);
+    assert_int_equal(vt_kept_bytes("64M", &b), 0);
+    assert_int_equal(b, 64u << 20);
+    assert_int_equal(vt_kept_bytes("67108864", &b), 0);
+    assert_int_equal(b, 64u << 20);
+    assert_int_equal(vt_kept_bytes("64%", &b), -1);
 }
 
 int main(void)
@@ -281,6 +396,8 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_memory_bounds_workers),
         cmocka_unit_test(test_tiles),
+        cmocka_unit_test(test_cachemax_bytes),
+        cmocka_unit_test(test_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -200,6 +200,90 @@ static void test_bounds(void **state)
     assert_int_equal(strlen(tiny), sizeof tiny - 1);
 }
 
+/* The plugin's whole document (vsiplugin/stats.c), as it wrote it in a run. */
+static const char full[] =
+    "{\"pid\": 1824, \"time\": 1796077027, \"cache\": {\"budget\": 67108864, "
+    "\"retained_bytes\": 196608, \"peak_retained_bytes\": 196608, \"transient_bytes\": 0, "
+    "\"hits\": 10, \"misses\": 3, \"waits\": 0, \"evictions\": 0, \"blocks\": 3}, "
+    "\"engine\": {\"requests\": 2, \"retries\": 0, \"bytes_received\": 196608, "
+    "\"connections\": 1, \"in_flight\": 0, \"h2_responses\": 0}, \"http\": {\"get_range\": "
+    "{\"2xx\": 2, \"3xx\": 0, \"4xx\": 0, \"5xx\": 0, \"none\": 0}, \"get\": {\"2xx\": 0, "
+    "\"3xx\": 0, \"4xx\": 1, \"5xx\": 0, \"none\": 0}, \"head\": {\"2xx\": 0, \"3xx\": 0, "
+    "\"4xx\": 0, \"5xx\": 0, \"none\": 0}, \"put\": {\"2xx\": 0, \"3xx\": 0, \"4xx\": 0, "
+    "\"5xx\": 0, \"none\": 0}, \"post\": {\"2xx\": 0, \"3xx\": 0, \"4xx\": 0, \"5xx\": 0, "
+    "\"none\": 0}, \"delete\": {\"2xx\": 0, \"3xx\": 0, \"4xx\": 0, \"5xx\": 0, \"none\": 0}, "
+    "\"other\": {\"2xx\": 0, \"3xx\": 0, \"4xx\": 0, \"5xx\": 0, \"none\": 7}}, "
+    "\"latency\": {\"le_0.005\": 0, \"le_0.01\": 1, \"le_0.025\": 1, \"le_0.05\": 1, "
+    "\"le_0.1\": 2, \"le_0.25\": 2, \"le_0.5\": 2, \"le_1\": 2, \"le_2.5\": 2, \"le_5\": 2, "
+    "\"le_10\": 2, \"le_30\": 2, \"le_inf\": 2, \"sum_us\": 75597, \"count\": 2}, "
+    "\"avoided\": {\"lists\": 1, \"heads\": 1}, \"process\": {\"ppid\": 1540, "
+    "\"forked\": false, \"oom_kills\": 0, \"oom_file\": "
+    "\"/sys/fs/cgroup/memory/x/memory.oom_control\"}, \"exited\": false}\n";
+
+/* full with the first occurrence of `from` replaced by `to`. */
+static const char *edit_full(const char *from, const char *to)
+{
+    static char buf[8192];
+    const char *at = strstr(full, from);
+
+    assert_non_null(at);
+    snprintf(buf, sizeof buf, "%.*s%s%s", (int)(at - full), full, to, at + strlen(from));
+    return buf;
+}
+
+static void test_sections(void **state)
+{
+    vt_stats_rec r;
+    char err[256];
+
+    (void)state;
+    assert_int_equal(parse(full, &r, err, sizeof err), 0);
+    assert_int_equal(r.http.present, 1);
+    assert_int_equal(r.http.n[0][0], 2);   /* get_range 2xx */
+    assert_int_equal(r.http.n[1][2], 1);   /* get 4xx */
+    assert_int_equal(r.http.n[6][4], 7);   /* other none */
+    assert_int_equal(r.latency.present, 1);
+    assert_int_equal(r.latency.le[0], 0);
+    assert_int_equal(r.latency.le[1], 1);
+    assert_int_equal(r.latency.le[VT_LAT_BOUNDS], 2);
+    assert_int_equal(r.latency.sum_us, 75597);
+    assert_int_equal(r.avoided.lists, 1);
+    assert_int_equal(r.avoided.heads, 1);
+    assert_int_equal(r.process.present, 1);
+    assert_int_equal(r.process.ppid, 1540);
+    assert_int_equal(r.process.forked, 0);
+    assert_int_equal(r.process.has_oom, 1);
+    assert_string_equal(r.process.oom_file, "/sys/fs/cgroup/memory/x/memory.oom_control");
+    assert_int_equal(r.exited, 0);
+
+    /* an older plugin's document has none of the sections: still readable */
+    assert_int_equal(parse(doc, &r, err, sizeof err), 0);
+    assert_int_equal(r.http.present + r.latency.present + r.avoided.present +
+                     r.process.present, 0);
+    /* a section that is there must be whole */
+    expect_error(edit_full("\"heads\": 1", "\"headz\": 1"), "missing avoided.heads");
+    expect_error(edit_full("\"delete\": {\"2xx\": 0, ", "\"delete\": {"),
+                 "missing http.delete.2xx");
+    expect_error(edit_full("\"other\": {\"2xx\": 0, \"3xx\": 0, \"4xx\": 0, \"5xx\": 0, "
+                           "\"none\": 7}", "\"others\": {}"), "missing http.other");
+    expect_error(edit_full("\"le_0.1\": 2", "\"le_0.1\": 0"), "not cumulative");
+    expect_error(edit_full("\"le_inf\": 2", "\"le_inf\": 3"), "le_inf 3 is not the count 2");
+    expect_error(edit_full(", \"oom_file\": \"/sys/fs/cgroup/memory/x/memory.oom_control\"", ""),
+                 "oom_kills and oom_file come together");
+    expect_error(edit_full("\"forked\": false", "\"forked\": 0"), "true or false");
+    expect_error(edit_full("\"get\": {\"2xx\": 0", "\"get\": {\"2xx\": 0, \"2xx\": 1"),
+                 "duplicate key http.get.2xx");
+    /* the oom fields are optional (no memory cgroup found) */
+    assert_int_equal(parse(edit_full(", \"oom_kills\": 0, \"oom_file\": "
+                                     "\"/sys/fs/cgroup/memory/x/memory.oom_control\"", ""),
+                           &r, err, sizeof err), 0);
+    assert_int_equal(r.process.has_oom, 0);
+    /* every proper prefix of the whole document is refused */
+    for (size_t n = 0; n + 1 < strlen(full); n++)
+        if (vt_stats_parse(full, n, &r, err, sizeof err) == 0)
+            fail_msg("prefix of %zu bytes accepted", n);
+}
+
 /* -- a fake /proc and a stats directory ------------------------------------ */
 static char root[64], proc[96], dir[96];
 
@@ -307,6 +391,35 @@ static void test_state_rule(void **state)
     assert_string_equal(vt_pstate_name(VT_PSTATE_GONE), "killed-or-gone");
     assert_string_equal(vt_pstate_name(VT_PSTATE_EXITED), "exited");
     assert_string_equal(vt_pstate_name(VT_PSTATE_RUNNING), "running");
+    assert_string_equal(vt_pstate_name(VT_PSTATE_ENDED), "ended");
+
+    /* a fork() child gone without the exit dump: "ended" while its cgroup's
+     * oom_kill count is the one it recorded, "killed-or-gone" once it grew */
+    char oom[256];
+    snprintf(oom, sizeof oom, "%s/memory.oom_control", root);
+    put(root, "memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
+    vt_stats_rec c = { .pid = 103, .time = 1700000100, .exited = 0 };
+    c.process.present = 1;
+    c.process.forked = 1;
+    c.process.has_oom = 1;
+    c.process.oom_kills = 3;
+    snprintf(c.process.oom_file, sizeof c.process.oom_file, "%s", oom);
+    assert_int_equal(vt_stats_state(&c, proc), VT_PSTATE_ENDED);
+    c.pid = 101; /* a zombie child: the same */
+    assert_int_equal(vt_stats_state(&c, proc), VT_PSTATE_ENDED);
+    put(root, "memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 4\n");
+    assert_int_equal(vt_stats_state(&c, proc), VT_PSTATE_GONE);
+    put(root, "memory.oom_control", "oom_kill 3\n");
+    c.process.forked = 0; /* not a fork child: no exit dump means killed or crashed */
+    assert_int_equal(vt_stats_state(&c, proc), VT_PSTATE_GONE);
+    c.process.forked = 1;
+    c.process.has_oom = 0; /* no cgroup count recorded: cannot tell */
+    assert_int_equal(vt_stats_state(&c, proc), VT_PSTATE_GONE);
+    c.process.has_oom = 1; /* the file is gone, or not a regular file */
+    snprintf(c.process.oom_file, sizeof c.process.oom_file, "%s", proc);
+    assert_int_equal(vt_stats_state(&c, proc), VT_PSTATE_GONE);
+    c.pid = 100; /* alive: running, whatever the cgroup says */
+    assert_int_equal(vt_stats_state(&c, proc), VT_PSTATE_RUNNING);
 }
 
 static void test_scan_print_clean(void **state)
@@ -388,11 +501,13 @@ static void test_scan_print_clean(void **state)
     assert_int_equal(access(path, F_OK), 0);
 
     FILE *f = open_memstream(&buf, &len);
-    vt_stats_print(f, "D", e, n, found, (time_t)1700000110);
+    vt_stats_print(f, "D", e, n, found, (time_t)1700000110, NULL);
     fclose(f);
     assert_non_null(strstr(buf, "# tunerd stats: D: 4 process(es), 3 unreadable file(s)\n"));
+    assert_non_null(strstr(buf, "# cgroup oom_kill: unknown (no memory cgroup found)\n"));
+    assert_non_null(strstr(buf, "recv_mib conns cache_mib budget_mib  peak_mib"));
     assert_non_null(strstr(buf, "     100 running            10         5       1       2.5"
-                                "     2      3.0      64.0      4.0   70.0\n"));
+                                "     2       3.0       64.0       4.0   70.0\n"));
     assert_non_null(strstr(buf, "       7 exited              0 "));
     assert_non_null(strstr(buf, "     102 killed-or-gone     10 "));
     assert_non_null(strstr(buf, "unreadable D/vsitune-9.json: truncated"));
@@ -432,6 +547,7 @@ int main(void)
         cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_sections),
         cmocka_unit_test_setup_teardown(test_state_rule, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scan_print_clean, setup, teardown),
         cmocka_unit_test(test_watch_columns),

@@ -1,0 +1,259 @@
+#!/usr/bin/python3
+"""test_tunerd_metrics.py: vsitune's metrics as a real Prometheus scrapes them.
+
+- A Python reader reads windows of the lab's COG through the plugin (with
+  VSITUNE_STATS_DIR), and a gdallocationinfo run through it exits; both leave
+  their counters in the directory.
+- `tunerd watch --listen 127.0.0.1:0 --stats-dir DIR` serves /metrics; Debian's
+  `promtool check metrics` accepts what it serves, and so it accepts
+  `tunerd stats --format prometheus` (node-exporter's textfile collector).
+- Debian's `prometheus` server, started here on 127.0.0.1 with a one-second
+  scrape interval, scrapes that endpoint; through its HTTP API
+  (/api/v1/query) the request counters, summed per pid, equal what the lab's own
+  request log counted for each process's workload; the range GETs answered
+  206 equal the counter of kind get_range and status class 2xx; the latency
+  histogram's count equals the requests; the reader's RSS series is there; a
+  host total is a sum() over pids, not a series of its own.
+- SIGTERM stops the exporter with exit status 0.
+
+Run: /usr/bin/python3 -m pytest tests/integration/test_tunerd_metrics.py
+Needs a built tree, and prometheus + promtool (scripts/setup.sh installs them).
+"""
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import lab_client
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("VT_BINARY_DIR") or lab_client.build_dir())
+TUNERD = BUILD / "tunerd" / "tunerd"
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+POINT = (1500, 700)
+
+READER = r"""
+import json, sys
+from osgeo import gdal
+gdal.UseExceptions()
+ds = gdal.Open(sys.argv[1])
+band = ds.GetRasterBand(1)
+for w in range(4):
+    band.ReadAsArray(w * 512, w * 256, 512, 512)
+live = json.loads(gdal.GetDriverByName("VSITUNE").GetMetadataItem("STATS"))
+print(json.dumps(live), flush=True)
+sys.stdin.readline()      # stays alive (exits cleanly) when the test is done
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def readline(proc, stream, timeout):
+    r, _, _ = select.select([stream], [], [], timeout)
+    assert r, f"no line within {timeout} s"
+    return stream.readline()
+
+
+def http_get(url, timeout=10):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.status, r.headers.get("Content-Type"), r.read().decode()
+
+
+def promtool_check(text):
+    p = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p
+
+
+class Prometheus:
+    """Debian's prometheus on 127.0.0.1, scraping one target every second."""
+
+    def __init__(self, tmp, target):
+        self.port = free_port()
+        cfg = tmp / "prometheus.yml"
+        cfg.write_text(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+            "scrape_configs:\n  - job_name: tunerd\n"
+            f"    static_configs:\n      - targets: ['{target}']\n")
+        self.log = open(tmp / "prometheus.log", "wb")
+        self.proc = subprocess.Popen(
+            [PROMETHEUS, f"--config.file={cfg}", f"--storage.tsdb.path={tmp / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+
+    def api(self, query):
+        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode(
+            {"query": query})
+        _, _, body = http_get(url)
+        doc = json.loads(body)
+        assert doc["status"] == "success", doc
+        return doc["data"]["result"]
+
+    def wait(self, query, want, timeout=90):
+        """Polls the query until its single value equals want (bounded)."""
+        deadline = time.monotonic() + timeout
+        got = None
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, "prometheus exited"
+            try:
+                res = self.api(query)
+            except OSError:  # not listening yet
+                res = None
+            if res:
+                got = [float(r["value"][1]) for r in res]
+                if got == [float(want)]:
+                    return res
+            time.sleep(0.5)
+        raise AssertionError(f"{query}: {got}, want {want} (bounded wait of {timeout} s)")
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+@pytest.mark.skipif(not os.path.exists(PROMETHEUS), reason="prometheus not installed")
+def test_prometheus_scrapes_what_the_lab_saw(lab, small_cog, tmp_path):
+    if not lab_client.plugin_built():
+        pytest.skip("gdal_vsitune.so not built")
+    stats = tmp_path / "stats"
+    stats.mkdir()
+    env = lab_client.gdal_env(lab.env("h1"), vsitune=True,
+                              extra={"VSITUNE_STATS_DIR": str(stats)})
+    path = f"/vsis3/lab/{small_cog['key']}"
+
+    # workload 1: a process that exits
+    p = subprocess.run(["gdallocationinfo", "-valonly", path, *map(str, POINT)], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip(), p.stderr
+    tool_pid = None  # its pid is the only other file in the directory
+    tool_requests = len(lab.log())
+    tool_gets = sum(1 for e in lab.log() if e["status"] == 206)
+    assert tool_requests >= 2
+
+    # workload 2: a reader that stays alive
+    mark = len(lab.log())
+    reader = subprocess.Popen([sys.executable, "-c", READER, path], env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    exporter = prom = None
+    try:
+        live = json.loads(readline(reader, reader.stdout, 120))
+        reader_log = lab.log()[mark:]
+        assert live["engine"]["requests"] == len(reader_log) >= 3
+        files = sorted(stats.iterdir())
+        pids = [int(f.name[len("vsitune-"):-len(".json")]) for f in files]
+        assert reader.pid in pids and len(pids) == 2
+        tool_pid = [q for q in pids if q != reader.pid][0]
+
+        exporter = subprocess.Popen([str(TUNERD), "watch", "--listen", "127.0.0.1:0",
+                                     "--stats-dir", str(stats)],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = readline(exporter, exporter.stderr, 30)
+        assert line.startswith("tunerd: serving http://127.0.0.1:"), line
+        target = line.split("http://")[1].split("/")[0]
+
+        status, ctype, body = http_get(f"http://{target}/metrics")
+        assert status == 200 and ctype.startswith("text/plain; version=0.0.4")
+        promtool_check(body)
+        assert f'vsitune_process_rss_bytes{{pid="{reader.pid}"}}' in body
+        assert 'pid="total"' not in body
+        with pytest.raises(urllib.error.HTTPError) as nf:
+            http_get(f"http://{target}/nowhere")
+        assert nf.value.code == 404
+
+        prom = Prometheus(tmp_path, target)
+        prom.wait('up{job="tunerd"}', 1)
+        # every request each process sent, as the lab counted them
+        prom.wait(f'sum(vsitune_requests_total{{pid="{reader.pid}"}})', len(reader_log))
+        prom.wait(f'sum(vsitune_requests_total{{pid="{tool_pid}"}})', tool_requests)
+        prom.wait('sum(vsitune_requests_total)', tool_requests + len(reader_log))
+        prom.wait(f'vsitune_requests_total{{pid="{reader.pid}",kind="get_range",'
+                  f'status_class="2xx"}}',
+                  sum(1 for e in reader_log if e["method"] == "GET" and e["status"] == 206))
+        prom.wait(f'vsitune_requests_total{{pid="{tool_pid}",kind="get_range",'
+                  f'status_class="2xx"}}', tool_gets)
+        prom.wait(f'vsitune_request_duration_seconds_count{{pid="{reader.pid}"}}',
+                  len(reader_log))
+        prom.wait(f'vsitune_received_bytes_total{{pid="{reader.pid}"}}',
+                  sum(e["bytes_sent"] for e in reader_log))
+        # the requests stock GDAL would have sent: one LIST and one HEAD per open
+        prom.wait(f'vsitune_lists_avoided_total{{pid="{tool_pid}"}}', 1)
+        prom.wait(f'vsitune_heads_avoided_total{{pid="{tool_pid}"}}', 1)
+        prom.wait(f'vsitune_process_state{{pid="{tool_pid}",state="exited"}}', 1)
+        prom.wait(f'vsitune_process_state{{pid="{reader.pid}",state="running"}}', 1)
+        res = prom.api(f'vsitune_process_rss_bytes{{pid="{reader.pid}"}}')
+        assert len(res) == 1 and float(res[0]["value"][1]) > 10 * 2 ** 20
+        assert prom.api('vsitune_cgroup_oom_kills_total'), "the cgroup's oom_kill count"
+
+        # the textfile collector's input passes the same check
+        t = subprocess.run([str(TUNERD), "stats", "--dir", str(stats), "--format",
+                            "prometheus"], capture_output=True, text=True, timeout=60)
+        assert t.returncode == 0, t.stderr
+        promtool_check(t.stdout)
+        assert f'vsitune_requests_total{{pid="{tool_pid}",kind="get_range",' \
+               f'status_class="2xx"}} {tool_gets}' in t.stdout
+    finally:
+        if prom:
+            prom.stop()
+        if exporter:
+            exporter.send_signal(signal.SIGTERM)
+            assert exporter.wait(timeout=30) == 0
+        reader.stdin.write("\n")
+        reader.stdin.close()
+        reader.wait(timeout=60)
+
+
+def test_exporter_bad_input(tmp_path):
+    p = subprocess.run([str(TUNERD), "watch", "--listen", "localhost:9464"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and "not a numeric address" in p.stderr
+    p = subprocess.run([str(TUNERD), "watch", "--listen", "9464"], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 2 and "ADDRESS:PORT" in p.stderr
+    p = subprocess.run([str(TUNERD), "stats", "--listen", "127.0.0.1:0"], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 2 and "only valid with watch" in p.stderr
+    p = subprocess.run([str(TUNERD), "stats", "--dir", str(tmp_path), "--format", "xml"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and "table, json, prometheus" in p.stderr
+    # a port in use: a clear error, not a hang
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        p = subprocess.run([str(TUNERD), "watch", "--listen", f"127.0.0.1:{port}"],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2 and "Address already in use" in p.stderr
+    # a client that sends nothing is dropped; --count bounds the scrapes served
+    ex = subprocess.Popen([str(TUNERD), "watch", "--listen", "127.0.0.1:0", "--count", "1"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    target = readline(ex, ex.stderr, 30).split("http://")[1].split("/")[0]
+    host, port = target.split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as idle:
+        idle.sendall(b"GET /metrics HTTP/1.1\r\n")  # never finishes its head
+        assert idle.recv(100).startswith(b"HTTP/1.1 400")
+    status, _, body = http_get(f"http://{target}/metrics")
+    assert status == 200 and "vsitune_process_rss_bytes" in body
+    assert ex.wait(timeout=30) == 0  # one scrape served: done

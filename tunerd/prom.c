@@ -1,0 +1,212 @@
+/* prom.c: Prometheus text exposition (prom.h).
+ *
+ * One function per kind of family; each writes its HELP and TYPE lines and
+ * then one sample per process that has the value, so a family's samples are
+ * contiguous as the format requires. Numbers are whole (counters, bytes) or
+ * printed with %.17g (seconds), which Prometheus parses exactly. */
+#include "prom.h"
+
+#include <stdint.h>
+#include <string.h>
+
+typedef uint64_t (*rec_get)(const vt_stats_rec *r);
+
+static void head(FILE *f, const char *name, const char *type, const char *help)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* One sample per readable counters file. */
+static void per_rec(FILE *f, const vt_prom_in *in, const char *name, const char *type,
+                    const char *help, rec_get get)
+{
+    head(f, name, type, help);
+    for (int i = 0; i < in->n_stats; i++)
+        if (in->stats[i].ok)
+            fprintf(f, "%s{pid=\"%llu\"} %llu\n", name,
+                    (unsigned long long)in->stats[i].rec.pid,
+                    (unsigned long long)get(&in->stats[i].rec));
+}
+
+#define GETTER(fn, expr) static uint64_t fn(const vt_stats_rec *r) { return (expr); }
+GETTER(g_retries, r->engine.retries)
+GETTER(g_recv, r->engine.bytes_received)
+GETTER(g_conns, r->engine.connections)
+GETTER(g_in_flight, r->engine.in_flight)
+GETTER(g_h2, r->engine.h2_responses)
+GETTER(g_waits, r->cache.waits)
+GETTER(g_hits, r->cache.hits)
+GETTER(g_misses, r->cache.misses)
+GETTER(g_evictions, r->cache.evictions)
+GETTER(g_held, r->cache.retained_bytes)
+GETTER(g_peak, r->cache.peak_retained_bytes)
+GETTER(g_budget, r->cache.budget)
+GETTER(g_time, r->time)
+
+static void requests(FILE *f, const vt_prom_in *in)
+{
+    const char *name = "vsitune_requests_total";
+
+    head(f, name, "counter", "HTTP requests vsitune sent (each retry is one), by kind "
+         "(get_range, get, head, put, post, delete, other) and the status class of the "
+         "answer (none: no answer, a transport failure).");
+    for (int i = 0; i < in->n_stats; i++) {
+        const vt_stats_rec *r = &in->stats[i].rec;
+        if (!in->stats[i].ok || !r->http.present)
+            continue;
+        for (int k = 0; k < VT_HTTP_KINDS; k++)
+            for (int c = 0; c < VT_HTTP_CLASSES; c++)
+                fprintf(f, "%s{pid=\"%llu\",kind=\"%s\",status_class=\"%s\"} %llu\n", name,
+                        (unsigned long long)r->pid, vt_http_kind_names[k],
+                        vt_http_class_names[c], (unsigned long long)r->http.n[k][c]);
+    }
+}
+
+static void latency(FILE *f, const vt_prom_in *in)
+{
+    const char *name = "vsitune_request_duration_seconds";
+
+    head(f, name, "histogram", "Time from sending an HTTP request (each attempt) to the "
+         "end of its answer.");
+    for (int i = 0; i < in->n_stats; i++) {
+        const vt_stats_rec *r = &in->stats[i].rec;
+        unsigned long long pid = (unsigned long long)r->pid;
+        if (!in->stats[i].ok || !r->latency.present)
+            continue;
+        for (int b = 0; b < VT_LAT_BOUNDS; b++)
+            fprintf(f, "%s_bucket{pid=\"%llu\",le=\"%s\"} %llu\n", name, pid,
+                    vt_lat_bound_text[b], (unsigned long long)r->latency.le[b]);
+        fprintf(f, "%s_bucket{pid=\"%llu\",le=\"+Inf\"} %llu\n", name, pid,
+                (unsigned long long)r->latency.le[VT_LAT_BOUNDS]);
+        fprintf(f, "%s_sum{pid=\"%llu\"} %.6f\n", name, pid, (double)r->latency.sum_us / 1e6);
+        fprintf(f, "%s_count{pid=\"%llu\"} %llu\n", name, pid,
+                (unsigned long long)r->latency.count);
+    }
+}
+
+static void avoided(FILE *f, const vt_prom_in *in, int heads)
+{
+    const char *name = heads ? "vsitune_heads_avoided_total" : "vsitune_lists_avoided_total";
+
+    head(f, name, "counter", heads
+         ? "Objects whose size came with their first range GET, where stock GDAL sends a HEAD "
+           "(or takes it from a LIST)."
+         : "Sibling-file questions answered without listing the prefix, where stock GDAL "
+           "sends a LIST (unless its directory cache holds the prefix).");
+    for (int i = 0; i < in->n_stats; i++) {
+        const vt_stats_rec *r = &in->stats[i].rec;
+        if (in->stats[i].ok && r->avoided.present)
+            fprintf(f, "%s{pid=\"%llu\"} %llu\n", name, (unsigned long long)r->pid,
+                    (unsigned long long)(heads ? r->avoided.heads : r->avoided.lists));
+    }
+}
+
+static void states(FILE *f, const vt_prom_in *in)
+{
+    const char *name = "vsitune_process_state";
+
+    head(f, name, "gauge", "1 for the state of the process that wrote the counters "
+         "(running, exited, ended: a fork child gone with no OOM kill in its cgroup since, "
+         "killed-or-gone), 0 for the others.");
+    for (int i = 0; i < in->n_stats; i++) {
+        if (!in->stats[i].ok)
+            continue;
+        for (int s = 0; s < VT_PSTATE_COUNT; s++)
+            fprintf(f, "%s{pid=\"%llu\",state=\"%s\"} %d\n", name,
+                    (unsigned long long)in->stats[i].rec.pid, vt_pstate_name((vt_pstate)s),
+                    in->stats[i].state == (vt_pstate)s);
+    }
+}
+
+typedef long (*proc_get)(const vt_watch_proc *p);
+static long p_rss(const vt_watch_proc *p) { return p->rss_kb; }
+static long p_pss(const vt_watch_proc *p) { return p->pss_kb; }
+static long p_anon(const vt_watch_proc *p) { return p->anon_kb; }
+
+static void memory(FILE *f, const vt_prom_in *in, const char *name, const char *help,
+                   proc_get get)
+{
+    head(f, name, "gauge", help);
+    for (int i = 0; i < in->n_procs; i++)
+        if (get(&in->procs[i]) >= 0)
+            fprintf(f, "%s{pid=\"%d\"} %llu\n", name, in->procs[i].pid,
+                    (unsigned long long)get(&in->procs[i]) * 1024ULL);
+}
+
+static void cgroup(FILE *f, const vt_cgroup_mem *cg)
+{
+    if (!cg || !cg->version)
+        return;
+    if (cg->has_usage) {
+        head(f, "vsitune_cgroup_memory_usage_bytes", "gauge",
+             "Memory charged to tunerd's cgroup (v1 memory.usage_in_bytes, v2 memory.current).");
+        fprintf(f, "vsitune_cgroup_memory_usage_bytes %llu\n",
+                (unsigned long long)cg->usage_bytes);
+    }
+    if (cg->has_limit) {
+        head(f, "vsitune_cgroup_memory_limit_bytes", "gauge",
+             "The tightest memory limit from tunerd's cgroup to the top (absent: unlimited).");
+        fprintf(f, "vsitune_cgroup_memory_limit_bytes %llu\n",
+                (unsigned long long)cg->limit_bytes);
+    }
+    if (cg->has_oom) {
+        head(f, "vsitune_cgroup_oom_kills_total", "counter",
+             "Processes the OOM killer took in tunerd's cgroup (oom_kill).");
+        fprintf(f, "vsitune_cgroup_oom_kills_total %llu\n", (unsigned long long)cg->oom_kills);
+    }
+}
+
+int vt_prom_write(FILE *f, const vt_prom_in *in)
+{
+    if (in->stats_dir_given) {
+        int bad = 0;
+        requests(f, in);
+        per_rec(f, in, "vsitune_retries_total", "counter",
+                "Requests sent again after a transient failure.", g_retries);
+        per_rec(f, in, "vsitune_received_bytes_total", "counter",
+                "Response body bytes received.", g_recv);
+        per_rec(f, in, "vsitune_connections_opened_total", "counter",
+                "Connections opened (TCP, with TLS where used).", g_conns);
+        per_rec(f, in, "vsitune_requests_in_flight", "gauge",
+                "Requests sent and not yet answered.", g_in_flight);
+        per_rec(f, in, "vsitune_h2_responses_total", "counter",
+                "Answers received over HTTP/2.", g_h2);
+        per_rec(f, in, "vsitune_coalesced_waits_total", "counter",
+                "Block reads that waited for another thread's request for the same bytes "
+                "instead of sending their own.", g_waits);
+        per_rec(f, in, "vsitune_cache_hits_total", "counter",
+                "Block reads served from the range cache.", g_hits);
+        per_rec(f, in, "vsitune_cache_misses_total", "counter",
+                "Block reads that needed a request.", g_misses);
+        per_rec(f, in, "vsitune_cache_evictions_total", "counter",
+                "Blocks dropped from the range cache to stay within its budget.", g_evictions);
+        per_rec(f, in, "vsitune_cache_held_bytes", "gauge",
+                "Bytes the range cache holds.", g_held);
+        per_rec(f, in, "vsitune_cache_peak_held_bytes", "gauge",
+                "The most bytes the range cache has held.", g_peak);
+        per_rec(f, in, "vsitune_cache_budget_bytes", "gauge",
+                "The range cache's budget (VSITUNE_CACHE_SIZE).", g_budget);
+        avoided(f, in, 0);
+        avoided(f, in, 1);
+        latency(f, in);
+        states(f, in);
+        per_rec(f, in, "vsitune_counters_timestamp_seconds", "gauge",
+                "When the process last wrote its counters (unix time).", g_time);
+        for (int i = 0; i < in->n_stats; i++)
+            bad += !in->stats[i].ok;
+        head(f, "vsitune_stats_unreadable_files", "gauge",
+             "Files in the counters directory that could not be read (tunerd stats names them).");
+        fprintf(f, "vsitune_stats_unreadable_files %d\n", bad);
+    }
+    if (in->procs) {
+        memory(f, in, "vsitune_process_rss_bytes",
+               "Resident memory of a process that mapped libgdal (smaps_rollup Rss).", p_rss);
+        memory(f, in, "vsitune_process_pss_bytes",
+               "Proportional set size: shared pages divided among their sharers; the sum over "
+               "processes is the honest total for forked workers.", p_pss);
+        memory(f, in, "vsitune_process_anonymous_bytes",
+               "Anonymous memory (heap, caches) of a process that mapped libgdal.", p_anon);
+    }
+    cgroup(f, in->cg);
+    return ferror(f) ? -1 : 0;
+}
