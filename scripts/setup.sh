@@ -21,6 +21,7 @@ DEBS=(
   valgrind procps time
   zip unzip
   debootstrap
+  prometheus
 )
 
 need_apt() {

@@ -248,7 +248,8 @@ static void write_atomically(const char *path)
 
     if (vt__stats_json(buf, sizeof(buf)) >= sizeof(buf))
         return;
-    if (snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long)getpid()) >=
+    /* per thread: a fork child's threads may publish at once (see tick) */
+    if (snprintf(tmp, sizeof(tmp), "%s.%ld.%ld.tmp", path, (long)getpid(), (long)gettid()) >=
         (int)sizeof(tmp))
         return;
     f = fopen(tmp, "w");
@@ -284,10 +285,21 @@ void vt__stats_tick(void)
     dir = vt__cfg_dup(NULL, "VSITUNE_STATS_DIR");
     want = dir != NULL;
     free(dir);
-    if (want && now - last < 1)
-        atomic_store(&pending, 1); /* the I/O thread publishes it (vt__stats_idle) */
-    if (!want || now - last < 1)
+    if (!want)
         return;
+    if (atomic_load(&forked)) {
+        /* A fork() child leaves through _exit() (Python's pool workers do):
+         * no exit dump, so its file is kept current after every read. */
+        atomic_store(&last_publish, now);
+        remember_options();
+        atomic_store(&pending, 0);
+        publish();
+        return;
+    }
+    if (now - last < 1) {
+        atomic_store(&pending, 1); /* the I/O thread publishes it (vt__stats_idle) */
+        return;
+    }
     if (atomic_compare_exchange_strong(&last_publish, &last, now)) {
         remember_options();
         atomic_store(&pending, 0);

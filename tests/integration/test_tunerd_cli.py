@@ -658,3 +658,146 @@ def test_platform_host_is_this_machine_even_inside_kubernetes():
     doc = json.loads(tunerd("profile", "--platform", "host", "--format", "json", env=env).stdout)
     assert doc["platform"] == "host" and doc["memory_source"].startswith("detected:")
     assert doc["vcpu_source"] == "detected"
+
+
+# ---------------------------------------------------------------- issue 12: never breaks a start
+
+FARGATE = """# AWS Fargate (an example platform added as data only)
+name = fargate
+title = AWS Fargate
+detect_env = TEST_FARGATE_TASK
+memory_min_mb = 512
+memory_max_mb = 122880
+cpu_rule = given
+cpus_allowed = 1, 2, 4, 8, 16
+max_vcpu = 16
+tmp_dir = /tmp
+start_method = fork
+"""
+
+
+def test_a_new_profile_file_is_a_new_platform(tmp_path):
+    prof = tmp_path / "profiles"
+    shutil.copytree(PROFILES, prof)
+    (prof / "fargate.profile").write_text(FARGATE)
+    env = clean_env(TUNERD_PROFILES_DIR=str(prof))
+    doc = json.loads(tunerd("profile", "--platform", "fargate", "--memory", "8192", "--cpus",
+                            "2", "--format", "json", env=env).stdout)
+    assert doc["platform"] == "fargate" and doc["workers"] == 2
+    assert "fargate.profile: ok" in tunerd("check-profiles", env=env).stdout
+    # detected by its own variable
+    env["TEST_FARGATE_TASK"] = "arn:aws:ecs:task/1"
+    d = json.loads(tunerd("detect", "--json", env=env).stdout)
+    assert d["platform"] == "fargate" and d["platform_source"] == "env TEST_FARGATE_TASK is set"
+    # names must be plain, and a name without a file is unknown, listing the valid ones
+    p = tunerd("profile", "--platform", "../lambda", "--memory", "2048", env=env, check=False)
+    assert p.returncode == 2 and "bad platform name" in p.stderr
+    p = tunerd("profile", "--platform", "ecs", "--memory", "2048", env=env, check=False)
+    assert p.returncode == 2 and "(valid: lambda, cloudrun, azure-functions, kubernetes, host, " \
+        "fargate)" in p.stderr
+
+
+def test_detect_under_lambda_reports_the_tiers_vcpu():
+    env = clean_env(AWS_LAMBDA_FUNCTION_NAME="fn", AWS_LAMBDA_FUNCTION_MEMORY_SIZE="3538")
+    d = json.loads(tunerd("detect", "--json", env=env).stdout)
+    assert d["cpus"] == 2 and "lambda rule" in d["cpus_source"]
+    assert f"not the host's {len(os.sched_getaffinity(0))} cores" in d["cpus_source"]
+
+
+def test_plugin_dir_is_tunerds_own_and_checked(tmp_path):
+    # in the build tree: the build's plugin, no warning
+    p = tunerd("profile", "--platform", "host", "--memory", "2048", "--cpus", "1")
+    assert parse_env(p.stdout)["GDAL_DRIVER_PATH"] == str(BUILD / "vsiplugin")
+    assert p.stderr == ""
+    # an installed tree (cmake --install --prefix P): P/lib/gdalplugins, next to P/bin
+    prefix = tmp_path / "prefix"
+    (prefix / "bin").mkdir(parents=True)
+    shutil.copy(TUNERD, prefix / "bin" / "tunerd")
+    env = clean_env()
+    p = subprocess.run([str(prefix / "bin" / "tunerd"), "profile", "--platform", "host",
+                        "--memory", "2048", "--cpus", "1"], capture_output=True, text=True,
+                       env=env, timeout=30)
+    assert parse_env(p.stdout)["GDAL_DRIVER_PATH"] == str(prefix / "lib" / "gdalplugins")
+    # ... which holds no plugin here: one warning, in words
+    assert p.stderr.count("\n") == 1 and "holds no gdal_vsitune.so" in p.stderr
+    (prefix / "lib" / "gdalplugins").mkdir(parents=True)
+    shutil.copy(BUILD / "vsiplugin" / "gdal_vsitune.so", prefix / "lib" / "gdalplugins")
+    p = subprocess.run([str(prefix / "bin" / "tunerd"), "exec", "--memory", "2048", "--",
+                        "printenv", "GDAL_DRIVER_PATH"], capture_output=True, text=True,
+                       env=env, timeout=30)
+    assert p.stdout.strip() == str(prefix / "lib" / "gdalplugins") and p.stderr == ""
+    # exec --memory on a plain host sizes the host: no Lambda, no /opt
+    p = tunerd("exec", "--memory", "2048", "--", "printenv", "TUNERD_WORKERS",
+               "GDAL_DRIVER_PATH", check=False)
+    assert p.stdout.split() == [str(min(2, len(os.sched_getaffinity(0)))),
+                                str(BUILD / "vsiplugin")]
+    # a plan for Lambda made here keeps the layer's path, and does not check it here
+    p = tunerd("profile", "--memory", "10240")
+    assert parse_env(p.stdout)["GDAL_DRIVER_PATH"] == "/opt/lib/gdalplugins" and p.stderr == ""
+    # --plugin-dir is checked too
+    p = tunerd("profile", "--memory", "10240", "--plugin-dir", str(tmp_path))
+    assert "holds no gdal_vsitune.so" in p.stderr
+
+
+def test_exec_warns_when_a_kept_value_breaks_the_ledger():
+    env = clean_env(GDAL_CACHEMAX="1000")
+    p = subprocess.run([str(TUNERD), "exec", "--platform", "lambda", "--memory", "10240", "--",
+                        "printenv", "GDAL_CACHEMAX"], capture_output=True, text=True,
+                       timeout=30, env=env)
+    assert p.returncode == 0 and p.stdout == "1000\n"  # kept, as always
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tunerd: warning: kept GDAL_CACHEMAX=1000 "
+                                                   "breaks the ledger"), p.stderr
+    assert "5 x 384 MiB" in lines[0]
+
+
+def test_minimal_profile_for_the_smallest_lambda_tiers():
+    for tier in ("128", "256"):
+        p = tunerd("profile", "--memory", tier, "--format", "json")
+        doc = json.loads(p.stdout)
+        assert doc["minimal"] is True and doc["workers"] == 1 and doc["plugin"] is True
+        assert doc["env"]["GDAL_CACHEMAX"] == "16" and doc["env"]["VSITUNE_CACHE_SIZE"] == str(8 << 20)
+        assert "minimal profile" in p.stderr and len(p.stderr.splitlines()) == 1
+    assert json.loads(tunerd("profile", "--memory", "128", "--format", "json").stdout)[
+        "ledger"]["fits"] is False
+
+
+def test_cachemax_above_99999_mib_is_bytes():
+    env = parse_env(tunerd("profile", "--platform", "host", "--memory", "1048576", "--cpus",
+                           "1").stdout)
+    assert env["GDAL_CACHEMAX"] == str(209696 * 2 ** 20)
+    # GDAL reads it as those bytes (a bare number under 100,000 would be MiB)
+    p = subprocess.run(["/usr/bin/python3", "-c",
+                        "from osgeo import gdal; print(gdal.GetCacheMax())"],
+                       capture_output=True, text=True, timeout=60,
+                       env=clean_env(GDAL_CACHEMAX=env["GDAL_CACHEMAX"]))
+    assert int(p.stdout) == 209696 * 2 ** 20
+
+
+@pytest.mark.skipif(not os.access(CGROUP_V1_MEMORY, os.W_OK), reason="needs cgroup v1 memory")
+def test_kubernetes_without_a_memory_limit_warns(tmp_path):
+    # this machine's own cgroup has no memory limit
+    env = clean_env(KUBERNETES_SERVICE_HOST="10.0.0.1")
+    d = json.loads(tunerd("detect", "--json", env=env).stdout)
+    if d["cgroup_memory_mb"] > 0:
+        pytest.skip("this machine's cgroup has a memory limit")
+    p = tunerd("profile", env=env)
+    assert "kubernetes: no memory limit found" in p.stderr
+    assert "set resources.limits.memory" in p.stderr
+    # with a limit (a child cgroup of ours): no warning
+    cg = CGROUP_V1_MEMORY / f"tunerd-k8s-{uuid.uuid4().hex[:8]}"
+    cg.mkdir()
+    try:
+        (cg / "memory.limit_in_bytes").write_text(str(2 * 1024 ** 3))
+        p = subprocess.run(["bash", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "bash",
+                            str(TUNERD), "profile"], capture_output=True, text=True, env=env,
+                           timeout=30)
+        assert p.returncode == 0 and "no memory limit" not in p.stderr, p.stderr
+    finally:
+        for _ in range(100):
+            try:
+                cg.rmdir()
+                break
+            except OSError:
+                import time
+                time.sleep(0.05)
