@@ -85,7 +85,8 @@ for f in bin/tunerd bin/lambda-exec-wrapper; do
 done
 extra=$(cd "$OPT" && find . -type f ! -path './lib/gdalplugins/gdal_vsitune.so' \
         ! -path './bin/tunerd' ! -path './bin/lambda-exec-wrapper' \
-        ! -path './share/vsitune/profiles/*.profile' | sort)
+        ! -path './share/vsitune/profiles/*.profile' \
+        ! -path './share/vsitune/python/tunerd_plan.py' | sort)
 [ -z "$extra" ] || die 3 "unexpected files in the install, refusing to ship them: $extra"
 
 # What the function's runtime must provide: read from the ELF files themselves.
