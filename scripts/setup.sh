@@ -21,7 +21,8 @@ DEBS=(
   valgrind procps time
   zip unzip
   debootstrap
-  prometheus
+  prometheus jq
+  python3-fastapi python3-uvicorn
 )
 
 need_apt() {

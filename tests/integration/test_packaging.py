@@ -127,7 +127,7 @@ def test_install_puts_exactly_the_product_files(staged):
     docs = sorted(p.name for p in (REPO / "docs").glob("*.md"))
     expected = sorted(
         [f"{libdir}/gdalplugins/gdal_vsitune.so", "bin/tunerd", "bin/lambda-exec-wrapper",
-         "share/doc/vsitune/README.md"]
+         "share/doc/vsitune/README.md", "share/vsitune/python/tunerd_plan.py"]
         + [f"share/doc/vsitune/{d}" for d in docs]
         + [f"share/vsitune/profiles/{p}" for p in PROFILES])
     # nothing outside the prefix, nothing more or less inside it
@@ -188,7 +188,8 @@ def test_docs_environment_block_is_what_tunerd_prints(staged):
 # ---------------------------------------------------------------- Lambda layer
 
 LAYER_FILES = sorted(["bin/tunerd", "bin/lambda-exec-wrapper",
-                      "lib/gdalplugins/gdal_vsitune.so", "share/vsitune/RUNTIME.txt"]
+                      "lib/gdalplugins/gdal_vsitune.so", "share/vsitune/RUNTIME.txt",
+                      "share/vsitune/python/tunerd_plan.py"]
                      + [f"share/vsitune/profiles/{p}" for p in PROFILES])
 
 
@@ -546,3 +547,44 @@ def test_dockerfile_build_steps_are_setup_steps_and_run(built, tmp_path):
             env=bare_env(GDAL_DRIVER_PATH=str(staged_plugins)))
     assert p.returncode == 0, p.stderr
     assert any(ln.strip().startswith("VSITUNE -raster-") for ln in p.stdout.splitlines())
+
+
+def test_uninstall_with_the_install_manifest(built, tmp_path):
+    """README's uninstall: every file an install wrote is in install_manifest.txt;
+    removing them leaves no file under the prefix."""
+    prefix = tmp_path / "prefix"
+    p = run(["cmake", "--install", built, "--prefix", prefix], env=bare_env(), timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    manifest = Path(built) / "install_manifest.txt"
+    listed = manifest.read_text().split()
+    assert listed and all(f.startswith(str(prefix)) for f in listed)
+    assert sorted(listed) == sorted(str(f) for f in prefix.rglob("*") if f.is_file())
+    p = subprocess.run(["xargs", "rm", "-v"], stdin=open(manifest), capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert not [f for f in prefix.rglob("*") if f.is_file()]
+
+
+def test_lambda_environment_merge_recipe(tmp_path):
+    """docs/packaging.md's jq merge: the function's own variables kept and winning,
+    tunerd's added; a function without an environment gets tunerd's alone."""
+    text = (REPO / "docs" / "packaging.md").read_text()
+    m = re.search(r"^jq -s '(.*)' current\.json tuned\.json > env\.json$", text, re.M)
+    assert m, "docs/packaging.md has the jq merge line"
+    tuned = tmp_path / "tuned.json"
+    p = run([BUILD / "tunerd" / "tunerd", "profile", "--memory", "10240", "--format",
+             "lambda-json"], env=bare_env(TUNERD_PROFILES_DIR=str(REPO / "profiles")))
+    assert p.returncode == 0, p.stderr
+    tuned.write_text(p.stdout)
+    current = tmp_path / "current.json"  # `--query Environment` of a function with variables
+    current.write_text(json.dumps({"Variables": {"DB_URL": "postgres://x", "GDAL_CACHEMAX": "512"}}))
+    out = subprocess.run(["jq", "-s", m.group(1), str(current), str(tuned)],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    merged = json.loads(out.stdout)["Variables"]
+    assert merged["DB_URL"] == "postgres://x" and merged["GDAL_CACHEMAX"] == "512"
+    assert merged["TUNERD_WORKERS"] == "5" and merged["GDAL_DRIVER_PATH"] == "/opt/lib/gdalplugins"
+    current.write_text("null\n")  # a function without an environment
+    out = subprocess.run(["jq", "-s", m.group(1), str(current), str(tuned)],
+                         capture_output=True, text=True, timeout=30)
+    assert json.loads(out.stdout)["Variables"] == json.loads(tuned.read_text())["Variables"]
