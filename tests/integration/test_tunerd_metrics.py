@@ -21,6 +21,7 @@ Needs a built tree, and prometheus + promtool (scripts/setup.sh installs them).
 """
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -143,10 +144,16 @@ def test_prometheus_scrapes_what_the_lab_saw(lab, small_cog, tmp_path):
                               extra={"VSITUNE_STATS_DIR": str(stats)})
     path = f"/vsis3/lab/{small_cog['key']}"
 
-    # workload 1: a process that exits
-    p = subprocess.run(["gdallocationinfo", "-valonly", path, *map(str, POINT)], env=env,
-                       capture_output=True, text=True, timeout=120)
+    # workload 1: a process that exits (with GDAL's debug log: one line per request,
+    # with the range asked for and the time it took)
+    p = subprocess.run(["gdallocationinfo", "-valonly", path, *map(str, POINT)],
+                       env={**env, "CPL_DEBUG": "VSITUNE"}, capture_output=True, text=True,
+                       timeout=120)
     assert p.returncode == 0 and p.stdout.strip(), p.stderr
+    debug = re.findall(r"^VSITUNE: GET (\S+) bytes=(\d+)-(\d+) -> (\d+), (\d+) bytes, "
+                       r"HTTP/1, 1 attempt\(s\), (\d+\.\d) ms$", p.stderr, re.M)
+    assert [(f"bytes={a}-{b}", int(st)) for _, a, b, st, _, _ in debug] == \
+        [(e["range"], e["status"]) for e in lab.log()], p.stderr
     tool_pid = None  # its pid is the only other file in the directory
     tool_requests = len(lab.log())
     tool_gets = sum(1 for e in lab.log() if e["status"] == 206)
