@@ -138,3 +138,13 @@ uint64_t vt__cfg_size(const char *path, const char *name, uint64_t def,
     free(v);
     return n;
 }
+
+uint64_t vt__cfg_cache_budget(void)
+{
+    const uint64_t max = (uint64_t)1 << 40;
+    char *v = vt__cfg_dup(NULL, "VSITUNE_CACHE_SIZE");
+    const char *name = v ? "VSITUNE_CACHE_SIZE" : "CPL_VSIL_CURL_CACHE_SIZE";
+
+    free(v);
+    return vt__cfg_size(NULL, name, VT_DEFAULT_CACHE_SIZE, 0, max);
+}

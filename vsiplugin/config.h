@@ -58,6 +58,12 @@ int vt__cfg_bool(const char *path, const char *name, int def);
 uint64_t vt__cfg_size(const char *path, const char *name, uint64_t def,
                       uint64_t min, uint64_t max);
 
+/* The process-wide cache budget in bytes: VSITUNE_CACHE_SIZE, else GDAL's
+ * CPL_VSIL_CURL_CACHE_SIZE (a deployment sized for stock GDAL keeps its
+ * bound: vsitune's cache is what serves /vsis3/ reads then), else
+ * VT_DEFAULT_CACHE_SIZE. Global (no path): one cache per process. */
+uint64_t vt__cfg_cache_budget(void);
+
 /* Parse a size like vt__cfg_size; returns 0 on success. Pure. */
 int vt__parse_size(const char *s, uint64_t *out);
 

@@ -102,9 +102,7 @@ vt_cache *vt__object_cache(void)
     pthread_once(&atfork_once, install_atfork);
     pthread_mutex_lock(&table_mu);
     if (g_cache == NULL) {
-        uint64_t budget = vt__cfg_size(NULL, "VSITUNE_CACHE_SIZE",
-                                       VT_DEFAULT_CACHE_SIZE, 0,
-                                       (uint64_t)1 << 40);
+        uint64_t budget = vt__cfg_cache_budget();
         uint64_t bs = vt__cfg_size(NULL, "VSITUNE_BLOCK_SIZE",
                                    VT_DEFAULT_BLOCK_SIZE, 4096, 16u << 20);
         g_cache = vt__cache_new((size_t)budget, (size_t)bs);

@@ -3,9 +3,9 @@
  * Why: this file turns a bucket, a key, a range and the options for their
  * path into the exact URL and headers sent, signed over the headers GDAL
  * 3.6 signs (host, x-amz-content-sha256, x-amz-date, x-amz-security-token,
- * x-amz-request-payer: nothing is gained by signing Range or If-Match, and
- * the same set makes a signature comparable with GDAL's under
- * AWS_TIMESTAMP), and follows S3's redirects as GDAL's CanRestartOnError
+ * x-amz-request-payer, and the user's own x-amz-* headers: nothing is
+ * gained by signing Range or If-Match, and the same set makes a signature
+ * comparable with GDAL's under AWS_TIMESTAMP), and follows S3's redirects as GDAL's CanRestartOnError
  * does. Where requests go is s3_route.c's business; the user's extra
  * headers s3_hdr.c's. No lock of its own. */
 #include "s3.h"
@@ -178,7 +178,7 @@ static vt_err build_in(const char *method, const char *bucket,
     vt_sigv4_output sig = {0};
     size_t n = 0, nuser = 0;
     char date[17], range[64], *path = NULL, *payer = NULL, **user = NULL;
-    const char *to_sign[6];
+    const char **to_sign = NULL;
     size_t ns = 0;
 
     memset(out, 0, sizeof(*out));
@@ -213,14 +213,18 @@ static vt_err build_in(const char *method, const char *bucket,
         while (user[nuser])
             nuser++;
     out->headers = calloc(nuser + S3_OWN_HEADERS + 1, sizeof(char *));
-    if (!out->headers) {
+    to_sign = calloc(nuser + S3_OWN_HEADERS + 1, sizeof(char *));
+    if (!out->headers || !to_sign) {
         err = VT_ENOMEM;
         goto out;
     }
-    /* The user's headers first, as GDAL puts them (not signed: GDAL 3.6
-     * signs none of them, x-amz-* ones included). */
+    /* The user's headers first, as GDAL puts them; like GDAL, their x-amz-*
+     * ones (and Content-MD5) are signed (S3 refuses unsigned x-amz-*). */
     for (size_t i = 0; i < nuser; i++) {
         out->headers[n++] = user[i];
+        if (!strncasecmp(user[i], "x-amz-", 6) ||
+            !strncasecmp(user[i], "content-md5:", 12))
+            to_sign[ns++] = user[i];
         user[i] = NULL;
     }
     amz_date_for(path, date);
@@ -303,6 +307,7 @@ out:
                      vt_strerror(err));
     }
     vt__s3_headers_free(user);
+    free(to_sign);
     vt__sigv4_output_clear(&sig);
     vt__creds_clear(&cr);
     free(payer);

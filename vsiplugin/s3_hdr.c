@@ -2,7 +2,7 @@
  * GDAL_HTTP_HEADERS), sent on vsitune's requests as GDAL 3.6 sends them on
  * its own (CPLHTTPSetOptions in cpl_http.cpp, measured on 3.6.2): the file's
  * lines first, then the option's, split at "\r\n" when it has one, else at
- * ','. Read for the request's path: stock 3.6 reads these two globally only,
+ * ',' outside double quotes. Read for the request's path: stock 3.6 reads these two globally only,
  * later GDAL releases per path too; vsitune does the latter, which gives the
  * same result whenever they are set globally. */
 #include <stdio.h>
@@ -105,19 +105,46 @@ static int from_file(const char *file, char ***list, size_t *n)
     return rc;
 }
 
+/* GDAL_HTTP_HEADERS: split at "\r\n" when it has one, else at ',' outside
+ * double quotes, the quotes removed and \" \\ unescaped inside them (GDAL's
+ * CSLTokenizeString2 with CSLT_HONOURSTRINGS), so "X-A: b, c" stays one. */
 static int from_option(const char *v, char ***list, size_t *n)
 {
     int crlf = strstr(v, "\r\n") != NULL;
+    size_t cap = strlen(v) + 1;
+    char *tok = malloc(cap);
     const char *p = v;
-    while (*p) {
-        const char *e = crlf ? strstr(p, "\r\n") : strchr(p, ',');
-        if (!e)
-            e = p + strlen(p);
-        if (add_line(list, n, p, e))
-            return -1;
-        p = *e ? e + (crlf ? 2 : 1) : e;
+    int rc = 0;
+
+    if (!tok)
+        return -1;
+    while (*p && rc == 0) {
+        size_t t = 0;
+        if (crlf) {
+            const char *e = strstr(p, "\r\n");
+            if (!e)
+                e = p + strlen(p);
+            memcpy(tok, p, (size_t)(e - p));
+            t = (size_t)(e - p);
+            p = *e ? e + 2 : e;
+        } else {
+            int quoted = 0;
+            for (; *p && (quoted || *p != ','); p++) {
+                if (*p == '"') {
+                    quoted = !quoted;
+                } else if (quoted && *p == '\\' && (p[1] == '"' || p[1] == '\\')) {
+                    tok[t++] = *++p;
+                } else {
+                    tok[t++] = *p;
+                }
+            }
+            if (*p == ',')
+                p++;
+        }
+        rc = add_line(list, n, tok, tok + t);
     }
-    return 0;
+    free(tok);
+    return rc;
 }
 
 char **vt__s3_user_headers(const char *path)

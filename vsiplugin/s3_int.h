@@ -41,7 +41,8 @@ void vt__s3_route_remember(const char *bucket, const char *key,
 int vt__s3_valid_region(const char *r);
 
 /* User headers for path: the lines of GDAL_HTTP_HEADER_FILE, then those of
- * GDAL_HTTP_HEADERS (split at "\r\n" when it has one, else at ','), each
+ * GDAL_HTTP_HEADERS (split at "\r\n" when it has one, else at ',' outside
+ * double quotes), each
  * trimmed, in that order, as GDAL 3.6 adds them. A header file that cannot
  * be read gets GDAL's CPLError (CE_Failure, CPLE_FileIO, "Cannot read %s")
  * and is skipped. NULL-terminated malloc'd array of malloc'd lines (free

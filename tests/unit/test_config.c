@@ -118,6 +118,23 @@ static void test_long_path(void **state)
     assert_opt(path, "VT_TEST_OPT", "long");
 }
 
+/* VSITUNE_CACHE_SIZE, else GDAL's CPL_VSIL_CURL_CACHE_SIZE, else 64 MB. */
+static void test_cache_budget(void **state)
+{
+    (void)state;
+    CPLSetConfigOption("VSITUNE_CACHE_SIZE", "");
+    CPLSetConfigOption("CPL_VSIL_CURL_CACHE_SIZE", "");
+    assert_int_equal(vt__cfg_cache_budget(), VT_DEFAULT_CACHE_SIZE);
+    CPLSetConfigOption("CPL_VSIL_CURL_CACHE_SIZE", "16384000");
+    assert_int_equal(vt__cfg_cache_budget(), 16384000);
+    CPLSetConfigOption("VSITUNE_CACHE_SIZE", "8M");
+    assert_int_equal(vt__cfg_cache_budget(), 8u << 20);
+    CPLSetConfigOption("VSITUNE_CACHE_SIZE", "0");
+    assert_int_equal(vt__cfg_cache_budget(), 0);
+    CPLSetConfigOption("VSITUNE_CACHE_SIZE", NULL);
+    CPLSetConfigOption("CPL_VSIL_CURL_CACHE_SIZE", NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -126,6 +143,7 @@ int main(void)
         cmocka_unit_test_teardown(test_bool_and_size, teardown),
         cmocka_unit_test_teardown(test_prefix, teardown),
         cmocka_unit_test_teardown(test_long_path, teardown),
+        cmocka_unit_test_teardown(test_cache_budget, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
