@@ -10,7 +10,7 @@ same way, and what the server received where the option is about the request (he
 
 import pytest
 
-from parity import Side, assert_same, last_seq, records, summarise, uploaded, xfail
+from parity import Side, assert_same, last_seq, records, summarise, uploaded
 
 PATH = "/vsis3/lab/parity/cog/scene.tif"
 PROBES = [{"op": "open", "path": PATH, "kind": "raster"},
@@ -42,11 +42,7 @@ def _carried(log, header, value):
     return {"reads": bool(reads), "every_read": all(got) and bool(got)}
 
 
-_HEADERS = "GDAL_HTTP_HEADERS / GDAL_HTTP_HEADER_FILE are not sent by the plugin's reads"
-
-
-@pytest.mark.parametrize("how", [pytest.param("headers", marks=xfail(_HEADERS)),
-                                 pytest.param("header_file", marks=xfail(_HEADERS))])
+@pytest.mark.parametrize("how", ["headers", "header_file"])
 def test_http_headers(lab, fixtures, tmp_path, how):
     if how == "headers":
         env = {"GDAL_HTTP_HEADERS": 'X-Parity-Probe: one,"X-Parity-Other: two, with comma"'}
@@ -64,12 +60,7 @@ def test_http_headers(lab, fixtures, tmp_path, how):
     assert_same(out["stock"], out["vsitune"], how)
 
 
-_PATHOPT = ("path-specific options (VSISetPathSpecificOption / gdal.SetCredential) are not used "
-            "for credentials: the global (wrong) keys are")
-
-
-@pytest.mark.parametrize("api", [pytest.param("SetPathSpecificOption", marks=xfail(_PATHOPT)),
-                                 pytest.param("SetCredential", marks=xfail(_PATHOPT))])
+@pytest.mark.parametrize("api", ["SetPathSpecificOption", "SetCredential"])
 def test_path_specific_credentials(lab, fixtures, api):
     good = lab.env("h1")
     wrong = {"AWS_ACCESS_KEY_ID": "AKIANOTKNOWNBYTHELAB", "AWS_SECRET_ACCESS_KEY": "wrong"}
@@ -92,16 +83,9 @@ def test_path_specific_credentials(lab, fixtures, api):
 
 
 CREDS = "[default]\naws_access_key_id = {AWS_ACCESS_KEY_ID}\naws_secret_access_key = {AWS_SECRET_ACCESS_KEY}\n"
-_CREDFILE = "CPL_AWS_CREDENTIALS_FILE (GDAL's name for the credentials file) is not read"
-_VSIMEM = "credential and config files on /vsimem/ are not read (the plugin uses the OS)"
-
-
 @pytest.mark.parametrize("option,where", [
-    pytest.param("CPL_AWS_CREDENTIALS_FILE", "file", marks=xfail(_CREDFILE)),
-    pytest.param("CPL_AWS_CREDENTIALS_FILE", "vsimem", marks=xfail(_CREDFILE)),
-    pytest.param("AWS_CONFIG_FILE", "file"),
-    pytest.param("AWS_CONFIG_FILE", "vsimem", marks=xfail(_VSIMEM)),
-])
+    ("CPL_AWS_CREDENTIALS_FILE", "file"), ("CPL_AWS_CREDENTIALS_FILE", "vsimem"),
+    ("AWS_CONFIG_FILE", "file"), ("AWS_CONFIG_FILE", "vsimem")])
 def test_credentials_files(lab, fixtures, tmp_path, option, where):
     text = CREDS.format(**lab.env("h1"))
     if where == "file":
