@@ -203,7 +203,9 @@ static pthread_mutex_t ring_mu = PTHREAD_MUTEX_INITIALIZER;
 static vt_block *hdr_ring[HDR_RING][HDR_RING_BLOCKS];
 static unsigned hdr_next;
 
-static void ring_keep(vt_cache *c, vt_block *const *pins, size_t n)
+/* Keeps the n <= HDR_RING_BLOCKS pins (the caller's array holds no more). */
+static void ring_keep(vt_cache *c, vt_block *const pins[HDR_RING_BLOCKS],
+                      size_t n)
 {
     vt_block *old[HDR_RING_BLOCKS];
     size_t i;
@@ -218,8 +220,6 @@ static void ring_keep(vt_cache *c, vt_block *const *pins, size_t n)
     for (i = 0; i < HDR_RING_BLOCKS; i++)
         if (old[i])
             vt__cache_release(c, old[i]);
-    for (; i < n; i++)
-        vt__cache_release(c, pins[i]); /* none: n <= HDR_RING_BLOCKS */
 }
 
 /* Store the bytes [0, len) that start the object as cache blocks; the
