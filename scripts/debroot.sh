@@ -53,6 +53,8 @@ in_root() {
   for v in $(compgen -e); do
     case "$v" in CI|VT_*) envs+=("$v=${!v}") ;; esac
   done
+  # unshare --fork ignores SIGTERM and SIGINT while it waits: run it in the background
+  # and turn those into SIGKILL (its --kill-child then ends everything inside).
   unshare --mount --propagation private --pid --fork --kill-child -- \
     /bin/bash -euc '
       R=$1 n=$2
@@ -68,7 +70,15 @@ in_root() {
         if [ "$ro" = ro ]; then mount -o remount,bind,ro "$R/$dst"; fi
       done
       exec chroot "$R" /usr/bin/env -i "$@"
-    ' debroot "$DIR" "${#BINDS[@]}" "${BINDS[@]}" "${envs[@]}" "$@"
+    ' debroot "$DIR" "${#BINDS[@]}" "${BINDS[@]}" "${envs[@]}" "$@" <&0 &
+  local pid=$! rc=0
+  trap 'kill -KILL "$pid" 2>/dev/null' TERM INT HUP
+  while :; do
+    wait "$pid" && rc=0 || rc=$?
+    kill -0 "$pid" 2>/dev/null || break
+  done
+  trap - TERM INT HUP
+  return "$rc"
 }
 
 # ---------------------------------------------------------------- --run
