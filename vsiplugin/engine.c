@@ -157,7 +157,10 @@ static vt_err read_opts(struct vt_eng_opts *o)
         o->http_version = CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
     o->unsafe_ssl = CPLTestBool(CPLGetConfigOption("GDAL_HTTP_UNSAFESSL", "NO"));
     o->verbose = CPLTestBool(CPLGetConfigOption("CPL_CURL_VERBOSE", "NO"));
-    o->cainfo = cfg_dup("CURL_CA_BUNDLE");
+    /* GDAL's order (cpl_http.cpp, 3.6 to 3.13): rasterio >= 1.4 sets the first. */
+    o->cainfo = cfg_dup("GDAL_CURL_CA_BUNDLE");
+    if (!o->cainfo)
+        o->cainfo = cfg_dup("CURL_CA_BUNDLE");
     if (!o->cainfo)
         o->cainfo = cfg_dup("SSL_CERT_FILE");
     o->useragent = cfg_dup("GDAL_HTTP_USERAGENT");

@@ -165,6 +165,9 @@ class Lab {
       // Stock GDAL 3.6.2 applies CURL_CA_BUNDLE to its listing request only; its
       // range GETs take the CA file from SSL_CERT_FILE (measured in the lab).
       env.SSL_CERT_FILE = this.tls.cert;
+      // rasterio >= 1.4 sets GDAL_CURL_CA_BUNDLE (which GDAL reads first) to the
+      // system's CA file unless it is set already.
+      env.GDAL_CURL_CA_BUNDLE = this.tls.cert;
     }
     return env;
   }
