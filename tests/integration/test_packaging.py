@@ -241,8 +241,9 @@ def test_layer_binaries_are_stripped_and_match_runtime_txt(layer, built):
         assert m, runtime
         assert sorted(m.group(1).split()) == readelf_needed(path)
     needed = readelf_needed(so)
-    for lib in ("libgdal.so.32", "libcurl.so.4", "libcrypto.so.3"):
+    for lib in ("libcurl.so.4", "libcrypto.so.3"):
         assert lib in needed
+    assert any(n.startswith("libgdal.so.") for n in needed), needed  # soname per GDAL release
     gdal = run(["gdal-config", "--version"]).stdout.strip()
     assert f"Built against GDAL: {gdal} " in runtime
     # every library resolves on this (Debian 12) machine
@@ -450,6 +451,12 @@ def test_dockerfile_run_steps_are_setup_steps():
 
 def test_dockerfile_packages_match_setup_and_the_linked_libraries(built):
     ins = dockerfile_instructions()
+    base = next(a for i, a, s in ins if i == "FROM").split()[0]
+    here = re.search(r"^VERSION_CODENAME=(\S+)", Path("/etc/os-release").read_text(), re.M)
+    if here is None or here.group(1) not in base:
+        # its package names are that release's (libgdal32, libssl3, ...); scripts/test.sh
+        # checks it on the Debian 12 machine, the other GDALs in roots of other releases
+        pytest.skip(f"the container recipe is built FROM {base}: checked on that release only")
     debs = setup_debs()
     build_pkgs = [p for i, a, s in ins if i == "RUN" and s == 0 for p in apt_installs(a)]
     runtime_pkgs = [p for i, a, s in ins if i == "RUN" and s == 1 for p in apt_installs(a)]
@@ -468,7 +475,8 @@ def test_dockerfile_packages_match_setup_and_the_linked_libraries(built):
             if m and m.group(1) in needed:
                 real = os.path.realpath(m.group(2))
                 libs[m.group(1)] = {m.group(2), real, "/usr" + m.group(2), "/usr" + real}
-    assert {"libgdal.so.32", "libcurl.so.4", "libcrypto.so.3", "libc.so.6"} <= set(libs)
+    assert {"libcurl.so.4", "libcrypto.so.3", "libc.so.6"} <= set(libs)
+    assert any(n.startswith("libgdal.so.") for n in libs), libs
     paths = sorted(set().union(*libs.values()))
     owner_of = {}
     for line in run(["dpkg-query", "-S", *paths]).stdout.splitlines():

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("VT_BINARY_DIR", REPO / "build"))
+BUILD = Path(os.environ.get("VT_BINARY_DIR") or os.environ.get("VT_BUILD_DIR") or REPO / "build")
 TUNERD = BUILD / "tunerd" / "tunerd"
 WRAPPER = REPO / "tunerd" / "lambda-exec-wrapper"
 PROFILES = REPO / "profiles"

@@ -33,7 +33,7 @@ import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("VT_BINARY_DIR", REPO / "build"))
+BUILD = Path(os.environ.get("VT_BINARY_DIR") or os.environ.get("VT_BUILD_DIR") or REPO / "build")
 TUNERD = BUILD / "tunerd" / "tunerd"
 CG_ROOT = Path("/sys/fs/cgroup/memory")
 LIMIT_MB = 768

@@ -181,7 +181,8 @@ def test_locationinfo_many_points(lab, gdal, cogs, name):
         cp = subprocess.run(["gdallocationinfo", "-valonly", path], input=stdin, env=env,
                             capture_output=True, text=True, timeout=240)
         assert cp.returncode == 0, cp.stderr
-        return cp.stdout.split()
+        # one line per point; from GDAL 3.10 a nodata pixel is an empty line
+        return cp.stdout.splitlines()
 
     want = run(cog["path"], lab_client.gdal_env({}))
     got = run(s3path(cog), gdal.env("h1", vsitune=True))

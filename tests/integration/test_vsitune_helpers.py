@@ -48,7 +48,16 @@ import numpy as np
 from osgeo import gdal
 gdal.UseExceptions()
 
-_lib = ctypes.CDLL("libgdal.so.32")
+def _loaded_libgdal():
+    """The libgdal osgeo loaded (its soname differs per GDAL release)."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1]
+            if "/libgdal.so." in path:
+                return ctypes.CDLL(path)
+    raise OSError("libgdal is not loaded in this process")
+
+_lib = _loaded_libgdal()
 _lib.VSIFOpenL.restype = ctypes.c_void_p
 _lib.VSIFOpenL.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
 _lib.VSIFCloseL.argtypes = [ctypes.c_void_p]

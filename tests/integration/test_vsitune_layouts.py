@@ -85,18 +85,25 @@ print(st.size, n, err)
 '''
 
 
-@pytest.mark.parametrize("name,data,size,n,error", [
-    ("empty", b"", 0, 0, "not recognized as a supported file format"),
-    ("garbage", b"not a tiff" * 100, 1000, 100, "not recognized as a supported file format"),
+@pytest.mark.parametrize("name,data,size,n", [
+    ("empty", b"", 0, 0),
+    ("garbage", b"not a tiff" * 100, 1000, 100),
 ])
-def test_edge_objects_fail_like_stock(lab, name, data, size, n, error):
+def test_edge_objects_fail_like_stock(lab, name, data, size, n):
     # S3 answers a range on an empty object with 416: vsitune treats it as size 0.
     lab.put_object("lab", f"edge/{name}.tif", data)
-    env = lab_client.gdal_env(lab.env("h1"), vsitune=True)
-    cp = subprocess.run(["/usr/bin/python3", "-c", EDGE, f"/vsis3/lab/edge/{name}.tif"],
-                        env=env, capture_output=True, text=True, timeout=120)
-    assert cp.returncode == 0, cp.stderr[-2000:]
-    got_size, got_n, err = cp.stdout.strip().split(" ", 2)
-    assert (int(got_size), int(got_n)) == (size, n)
-    assert error in err
-    assert len(lab.log()) == 1  # the header GET answered everything
+
+    def run(vsitune):
+        env = lab_client.gdal_env(lab.env("h1"), vsitune=vsitune)
+        cp = subprocess.run(["/usr/bin/python3", "-c", EDGE, f"/vsis3/lab/edge/{name}.tif"],
+                            env=env, capture_output=True, text=True, timeout=120)
+        assert cp.returncode == 0, cp.stderr[-2000:]
+        got_size, got_n, err = cp.stdout.strip().split(" ", 2)
+        return int(got_size), int(got_n), err
+
+    stock = run(False)
+    mark = max([e["seq"] for e in lab.log()] or [0])
+    vt = run(True)
+    assert vt == stock  # the same size, bytes and error message (its words vary by release)
+    assert vt[:2] == (size, n) and "supported file format" in vt[2]
+    assert len(lab.log(since=mark)) == 1  # the header GET answered everything
