@@ -26,7 +26,7 @@ from pathlib import Path
 
 import lab_client
 
-RECIPE = 3  # bump when a fixture changes: the cache directory is versioned by it
+RECIPE = 4  # bump when a fixture changes: the cache directory is versioned by it
 BUCKET = "lab"
 PREFIX = "parity/"
 SEED = 20240917
@@ -217,6 +217,20 @@ def _build_all(root):
     Path(p("cog_aux/scene.tif.aux.xml")).write_text(_aux_xml(gdal))
     case("cog_aux", "raster", "cog_aux/scene.tif", ["cog_aux/scene.tif", "cog_aux/scene.tif.aux.xml"])
 
+    # an RGB orthophoto COG: JPEG (YCbCr), internal per-dataset mask, internal overviews
+    rgb = _mem_raster(gdal, np, bands=3, dtype=gdal.GDT_Byte)
+    for i in range(3):
+        b = rgb.GetRasterBand(i + 1)
+        b.WriteArray((_base_array(np, 512, 3)[i] // 40).astype(np.uint8))
+        b.SetColorInterpretation(gdal.GCI_RedBand + i)
+    rgb.CreateMaskBand(gdal.GMF_PER_DATASET)
+    m = np.full((512, 512), 255, dtype=np.uint8)
+    m[:64, :] = 0
+    rgb.GetRasterBand(1).GetMaskBand().WriteArray(m)
+    gdal.Translate(p("cog_rgb/ortho.tif"), rgb, format="COG",
+                   creationOptions=["COMPRESS=JPEG", "QUALITY=90", "BLOCKSIZE=256"])
+    case("cog_rgb", "raster", "cog_rgb/ortho.tif")
+
     # a striped GeoTIFF, georeferenced inside (the classic non-COG)
     gdal.Translate(p("striped/scene.tif"), base, creationOptions=["TILED=NO", "COMPRESS=LZW"])
     case("striped", "raster", "striped/scene.tif")
@@ -390,6 +404,19 @@ def _build_all(root):
             lyr.CreateFeature(f)
         ds = None
         case(ext, "vector", f"{ext}/table.{ext}")
+
+    # FlatGeobuf (cloud-native vector, spatial index)
+    ds = ogr.GetDriverByName("FlatGeobuf").CreateDataSource(p("fgb/points.fgb"))
+    _features(ogr, osr, ds, "points")
+    ds = None
+    case("fgb", "vector", "fgb/points.fgb")
+
+    # CSV with its .csvt (field types) and .prj sidecars
+    ds = ogr.GetDriverByName("CSV").CreateDataSource(p("csv/table.csv"))
+    _features(ogr, osr, ds, "table", options=["GEOMETRY=AS_WKT", "CREATE_CSVT=YES"])
+    ds = None
+    case("csv", "vector", "csv/table.csv",
+         sorted(str(f.relative_to(root)) for f in (root / "csv").iterdir()))
 
     # GeoJSON (single file, the simplest vector)
     ds = ogr.GetDriverByName("GeoJSON").CreateDataSource(p("geojson/points.geojson"))

@@ -262,6 +262,21 @@ def op_warp(p):
     return _to_vsimem(gdal.Warp, p, "/vsimem/parity_warp.tif")
 
 
+def op_buildvrt(p):
+    """gdal.BuildVRT of /vsis3/ sources into /vsimem/, then everything about the mosaic."""
+    out = "/vsimem/parity_mosaic.vrt"
+    vrt = gdal.BuildVRT(out, p["sources"], options=p.get("options", []))
+    if vrt is None:
+        return None
+    vrt = None
+    ds = gdal.Open(out)
+    try:
+        return None if ds is None else describe_raster(ds)
+    finally:
+        ds = None
+        gdal.Unlink(out)
+
+
 def _geom(g):
     return g.ExportToIsoWkt() if g is not None else None
 

@@ -24,11 +24,11 @@ from parity import assert_ok, assert_same, both, both_tool, uploaded, xfail
 SIDECAR_SUFFIXES = [".aux.xml", ".ovr", ".msk", ".aux", ".tfw", ".wld", ".prj", "_rpc.txt",
                     ".imd", ".xml"]
 
-RASTER = ["cog", "cog_aux", "striped", "tiled_ovr", "world_tfw", "world_wld", "world_tifw",
+RASTER = ["cog", "cog_aux", "cog_rgb", "striped", "tiled_ovr", "world_tfw", "world_wld", "world_tifw",
           "world_j2w", "world_pgw", "pam", "msk", "vrt_ovr", "aaigrid", "srtm", "envi", "ehdr",
           "hfa", "idrisi", "rpc", "gpkg_raster", "zarrv2", "zarrv3", "zip_tif", "zip_cog",
           "zip_world", "tar_ovr", "targz_asc", "gzip_asc"]
-VECTOR = ["shp", "tab", "gpkg", "gml", "xlsx", "ods", "geojson", "zip_shp", "shp_dir"]
+VECTOR = ["shp", "tab", "gpkg", "gml", "xlsx", "ods", "geojson", "fgb", "csv", "zip_shp", "shp_dir"]
 
 # What differs today, per case (strict xfail: remove the entry when the case passes).
 _WORLD = ("world file ignored (no sibling listing, VSIStatL of it says not found): no "
@@ -64,8 +64,9 @@ VECTOR_XFAIL = {
     "xlsx": _STATEXT + " (.xlsx), so the open fails",
     "ods": _STATEXT + " (.ods), so the open fails",
     "shp_dir": "a prefix without trailing slash is not a directory: the open fails",
+    "csv": _STATEXT + " (.csvt, .prj)",
 }
-OGRINFO_XFAIL = {k: v for k, v in VECTOR_XFAIL.items() if k != "shp"}
+OGRINFO_XFAIL = {k: v for k, v in VECTOR_XFAIL.items() if k not in ("shp", "csv")}
 RASTERIO_XFAIL = {k: RASTER_XFAIL[k] for k in ("tiled_ovr", "world_tfw", "pam", "msk", "vrt_ovr",
                                                "aaigrid", "zarrv2")}
 ZARR_XFAIL = {"zarrv2": _NOTDIR, "zarrv3": "a prefix without trailing slash is not a "
@@ -160,7 +161,7 @@ def test_ogrinfo_cli(lab, cases, name, mode):
     assert_same(stock, vt, f"ogrinfo {mode} {name}")
 
 
-RASTERIO = ["cog", "striped", "tiled_ovr", "world_tfw", "pam", "msk", "vrt_ovr", "aaigrid",
+RASTERIO = ["cog", "cog_rgb", "striped", "tiled_ovr", "world_tfw", "pam", "msk", "vrt_ovr", "aaigrid",
             "zip_tif", "zarrv2"]
 
 
@@ -180,3 +181,67 @@ def test_zarr_multidim(lab, cases, name):
     assert_ok(stock, name)
     assert stock[0]["value"] is not None, stock
     assert_same(stock, vt, f"zarr multidim {name}")
+
+
+# -- the command-line tools that write a file, and a mosaic of S3 sources ----------------
+CLI = {
+    "gdal_translate": ["gdal_translate", "-q", "-outsize", "12.5%", "12.5%"],
+    "gdalwarp": ["gdalwarp", "-q", "-ts", "64", "64", "-t_srs", "EPSG:4326", "-multi",
+                 "-wo", "NUM_THREADS=2"],
+}
+CLI_CASES = ["cog", "tiled_ovr", "world_tfw", "vrt_ovr", "msk"]
+CLI_XFAIL = {(t, c): RASTER_XFAIL[c] for t in CLI for c in CLI_CASES
+             if c in RASTER_XFAIL and (t, c) != ("gdal_translate", "msk")}  # no mask applied
+
+
+def _out(path):
+    from osgeo import gdal
+    ds = gdal.Open(str(path))
+    if ds is None:
+        return None
+    return {"size": [ds.RasterXSize, ds.RasterYSize, ds.RasterCount],
+            "gt": list(ds.GetGeoTransform()), "srs": ds.GetProjectionRef(),
+            "checksums": [ds.GetRasterBand(i + 1).Checksum() for i in range(ds.RasterCount)]}
+
+
+@pytest.mark.parametrize("tool,name", [
+    pytest.param(t, c, id=f"{t}-{c}", marks=[xfail(CLI_XFAIL[(t, c)])] if (t, c) in CLI_XFAIL else [])
+    for t in CLI for c in CLI_CASES])
+def test_cli_writes(lab, cases, tmp_path, tool, name):
+    """gdal_translate / gdalwarp from /vsis3/ to a local file: exit status, errors and the
+    output's size, georeferencing and checksums."""
+    from parity import tool as run_tool
+    c = cases[name]
+    res = {}
+    for vsitune in (False, True):
+        side = "vsitune" if vsitune else "stock"
+        out = tmp_path / f"{side}.tif"
+        r = run_tool(lab, CLI[tool] + [c.path, str(out)], vsitune)
+        r["output"] = _out(out) if r["rc"] == 0 else None
+        res[side] = r
+    assert res["stock"]["rc"] == 0, res["stock"]
+    assert_same(res["stock"], res["vsitune"], f"{tool} {name}")
+
+
+def test_buildvrt_of_s3_sources(lab, cases):
+    """A mosaic of /vsis3/ tiles built and read in one process (gdalbuildvrt's library)."""
+    srcs = [cases["vrt_ovr"].s3("vrt/left.tif"), cases["vrt_ovr"].s3("vrt/right.tif"),
+            cases["cog"].path]
+    stock, vt = both(lab, "buildvrt", "mosaic", [
+        {"op": "buildvrt", "sources": srcs[:2]},
+        {"op": "buildvrt", "sources": srcs, "options": ["-separate"]}])
+    assert_ok(stock, "buildvrt")
+    assert stock[0]["value"] is not None, stock
+    assert_same(stock, vt, "gdal.BuildVRT of /vsis3/ sources")
+
+
+@pytest.mark.parametrize("name", ["cog", "cog_aux", "striped", "tiled_ovr", "world_tfw", "pam"])
+def test_raster_empty_dir(lab, cases, name):
+    """The common tuned setting GDAL_DISABLE_READDIR_ON_OPEN=EMPTY_DIR: GDAL then looks for
+    no sidecar, so the plugin must give exactly the same answers."""
+    c = cases[name]
+    probes = [p for p in raster_probes(c) if p["op"] in ("raster", "translate", "warp")]
+    stock, vt = both(lab, name, "raster-empty-dir", probes,
+                     extra={"GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR"})
+    assert_ok(stock, name)
+    assert_same(stock, vt, f"{name} with EMPTY_DIR")

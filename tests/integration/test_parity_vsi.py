@@ -140,3 +140,14 @@ def test_allowed_extensions(lab, keys, allowed):
     stock, vt = both(lab, "vsi", f"allowed-extensions {allowed}", probes,
                      extra={"CPL_VSIL_CURL_ALLOWED_EXTENSIONS": allowed})
     assert_same(stock, vt, f"CPL_VSIL_CURL_ALLOWED_EXTENSIONS={allowed}")
+
+
+@pytest.mark.parametrize("key", ["cog/scene.tif", "shp/roads.dbf", "nope.tif"])
+def test_read_bytes_streaming(lab, keys, key):
+    """/vsis3_streaming/ (GDAL's own handler, never the plugin's) beside /vsis3/ in one
+    process: both give the same bytes and sizes, whichever is read first."""
+    probes = [{"op": "read", "path": f"{ROOT}/{key}"},
+              {"op": "read", "path": f"/vsis3_streaming/lab/parity/{key}"},
+              {"op": "stat", "path": f"/vsis3_streaming/lab/parity/{key}", "flags": ["size"]}]
+    stock, vt = both(lab, "vsi", f"streaming {key}", probes)
+    assert_same(stock, vt, f"/vsis3_streaming/ {key}")
