@@ -17,14 +17,16 @@
 
 #include "cache.h"
 #include "config.h"
+#include "gdal_error.h"
 #include "object.h"
 #include "planner.h"
 #include "policy.h"
 #include "router.h"
+#include "s3.h"
 #include "stats.h"
 
 /* Why the last open on this thread failed (see vt__handler_open_error). */
-static _Thread_local char t_open_error[1024];
+static _Thread_local char t_open_error[VT_GDAL_MSG_CAP];
 static _Thread_local int t_open_error_class;
 
 typedef struct vt_handle {
@@ -113,6 +115,30 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
     return 0;
 }
 
+/* When the open failed on an S3 answer (or on credentials), word it as stock
+ * GDAL does (gdal_error.h): GDAL's class and message, vsitune's detail after
+ * it, and GDAL's warning "HTTP response code on <url>: <n>" where GDAL emits
+ * one. 0 when there is no such answer to report (the caller words it). */
+static int report_as_gdal(const char *path)
+{
+    char *bucket = NULL, *key = NULL;
+    vt_gdal_fail f;
+    vt_gdal_report rep;
+    int found = vt__s3_split(path, &bucket, &key) == VT_OK &&
+                vt__s3_last_failure(bucket, key, &f);
+
+    if (found) {
+        vt__gdal_error_for_open(&f, &rep);
+        if (rep.warn)
+            CPLError(CE_Warning, CPLE_AppDefined, "%s", rep.warning);
+        t_open_error_class = rep.cple;
+        snprintf(t_open_error, sizeof(t_open_error), "%s", rep.message);
+    }
+    free(bucket);
+    free(key);
+    return found;
+}
+
 static void *cb_open(void *ud, const char *path, const char *access)
 {
     vt_handle *h;
@@ -133,8 +159,10 @@ static void *cb_open(void *ud, const char *path, const char *access)
          * VSIError, which GDALOpen turns into the CPLError it reports when
          * the whole open fails. */
         CPLDebug("VSITUNE", "open: %s", errbuf);
-        t_open_error_class = cple_for(status, errbuf);
-        snprintf(t_open_error, sizeof(t_open_error), "%s", errbuf);
+        if (!report_as_gdal(path)) {
+            t_open_error_class = cple_for(status, errbuf);
+            snprintf(t_open_error, sizeof(t_open_error), "%s", errbuf);
+        }
         errno = errno_for(err);
         return NULL;
     }

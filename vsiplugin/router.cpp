@@ -58,6 +58,7 @@ int vsie_for(int cple)
     case CPLE_AWSObjectNotFound: return VSIE_AWSObjectNotFound;
     case CPLE_AWSAccessDenied: return VSIE_AWSAccessDenied;
     case CPLE_AWSError: return VSIE_AWSError;
+    case CPLE_HttpResponse: return VSIE_HttpError;
     default: return VSIE_FileError;
     }
 }

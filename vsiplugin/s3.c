@@ -23,6 +23,7 @@
 
 #include "config.h"
 #include "creds.h"
+#include "gdal_error.h"
 #include "s3_int.h"
 #include "sigv4.h"
 #include "xmlscan.h"
@@ -502,6 +503,65 @@ void vt__s3_describe(char *buf, size_t len, const char *bucket,
     free(msg);
 }
 
+/* ---- the last failure, for GDAL's report ------------------------------- */
+
+#define FAIL_BODY_CAP 4096
+
+static _Thread_local struct {
+    int set;
+    vt_err err;
+    long status;
+    char target[2048]; /* "bucket/key" */
+    char where[2100];  /* "s3://bucket/key" */
+    char url[4096];
+    char transport[256];
+    char message[1024]; /* VT_ECREDS: the chain's words */
+    char body[FAIL_BODY_CAP];
+    size_t body_len;
+} t_fail;
+
+static void fail_record(const char *bucket, const char *key, vt_err err,
+                        const vt_http_resp *r, const char *url,
+                        const char *message)
+{
+    t_fail.set = 1;
+    t_fail.err = err;
+    t_fail.status = r ? r->status : 0;
+    snprintf(t_fail.target, sizeof(t_fail.target), "%s/%s", bucket, key);
+    snprintf(t_fail.where, sizeof(t_fail.where), "s3://%s/%s", bucket, key);
+    snprintf(t_fail.url, sizeof(t_fail.url), "%s", url ? url : "");
+    snprintf(t_fail.transport, sizeof(t_fail.transport), "%s",
+             r ? r->error : "");
+    snprintf(t_fail.message, sizeof(t_fail.message), "%s",
+             message ? message : "");
+    t_fail.body_len = 0;
+    if (r && r->body && r->body_len) {
+        t_fail.body_len = r->body_len < FAIL_BODY_CAP - 1 ? r->body_len
+                                                          : FAIL_BODY_CAP - 1;
+        memcpy(t_fail.body, r->body, t_fail.body_len);
+    }
+    t_fail.body[t_fail.body_len] = '\0';
+}
+
+int vt__s3_last_failure(const char *bucket, const char *key,
+                        struct vt_gdal_fail *out)
+{
+    char target[2048];
+    memset(out, 0, sizeof(*out));
+    snprintf(target, sizeof(target), "%s/%s", bucket, key);
+    if (!t_fail.set || strcmp(target, t_fail.target) != 0)
+        return 0;
+    out->err = t_fail.err;
+    out->status = t_fail.status;
+    out->body = t_fail.body_len ? t_fail.body : NULL;
+    out->body_len = t_fail.body_len;
+    out->transport = t_fail.transport[0] ? t_fail.transport : NULL;
+    out->message = t_fail.message[0] ? t_fail.message : NULL;
+    out->where = t_fail.where;
+    out->url = t_fail.url[0] ? t_fail.url : NULL;
+    return 1;
+}
+
 /* Returns VT_OK for 200/206; for any other answer vt__s3_status_err(status)
  * with errbuf from vt__s3_describe; for a transport failure the engine's
  * error with its words. *resp always holds the last answer (status, body)
@@ -515,20 +575,26 @@ static vt_err s3_perform(const char *method, const char *bucket,
     vt_err err = VT_OK;
     vt_s3_request rq = {0};
     struct vt_s3_route rt, next;
+    char url[4096] = "";
 
     memset(resp, 0, sizeof(*resp));
+    t_fail.set = 0;
     err = begin(bucket, key, &rt, errbuf, errlen);
     if (err)
         return err;
     for (int hop = 0; hop < MAX_HOPS; hop++) {
         err = build_in(method, bucket, key, off, len, if_match, &rt, &rq,
                        errbuf, errlen);
-        if (err)
+        if (err) {
+            fail_record(bucket, key, err, NULL, NULL, errbuf);
             return err;
+        }
+        snprintf(url, sizeof(url), "%s", rq.url);
         err = vt__engine_perform(&rq.req, resp);
         vt__s3_request_clear(&rq);
         if (err) {
             vt__s3_describe(errbuf, errlen, bucket, key, resp, err);
+            fail_record(bucket, key, err, resp, url, NULL);
             return err;
         }
         long st = resp->status;
@@ -548,8 +614,10 @@ static vt_err s3_perform(const char *method, const char *bucket,
         break;
     }
     err = vt__s3_status_err(resp->status);
-    if (err)
+    if (err) {
         vt__s3_describe(errbuf, errlen, bucket, key, resp, err);
+        fail_record(bucket, key, err, resp, url, NULL);
+    }
     return err;
 }
 

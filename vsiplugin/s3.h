@@ -80,6 +80,15 @@ char *vt__s3_region_for(const char *path);
  * path or AWS_S3_ENDPOINT. For the object identity. Thread-safe. */
 char *vt__s3_endpoint_base(const char *path);
 
+struct vt_gdal_fail;
+
+/* The last failed vt__s3_get / vt__s3_head on this thread, when it was for
+ * bucket/key: *out filled (pointers into thread-local storage, good until
+ * the next S3 call on this thread), 1. Otherwise 0. For reporting a failed
+ * open as GDAL does (gdal_error.h). */
+int vt__s3_last_failure(const char *bucket, const char *key,
+                        struct vt_gdal_fail *out);
+
 /* Forget remembered redirects (VSICurlClearCache, as GDAL forgets its). */
 void vt__s3_forget_routes(void);
 

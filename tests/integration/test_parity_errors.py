@@ -26,20 +26,13 @@ SCENARIOS = {
     "unreachable": (OK, {"AWS_S3_ENDPOINT": "127.0.0.1:9"}),
 }
 
-_WARN = "GDAL's warning 'HTTP response code on <url>: 403' is missing"
 _NOEXT = ("GDAL opens a key without extension lazily (VSIFOpenL succeeds; GDALOpen says CPLE 4 "
           "'not recognized as a supported file format'); the plugin fails the open with CPLE 13 404")
-_NET = ("connection refused is CPLE 4 'network error, retries exhausted' where GDAL says CPLE 11 "
-        "(CPLE_HttpResponse) 'CURL error: ...'")
 _RIO = ("rasterio's message is the plugin's 'vsitune: cannot open ...' where GDAL's open gives "
         "'... does not exist in the file system, and is not recognized as a supported dataset name.'")
 _VSIERR = "VSIFOpenExL(bSetError) sets a VSI error where GDAL sets none (0, '')"
 XFAIL = {
     ("gdalopen", "missing-key-noext"): _NOEXT,
-    ("gdalopen", "access-denied"): _WARN,
-    ("gdalopen", "bad-secret"): _WARN,
-    ("gdalopen", "unknown-key-id"): _WARN + "; InvalidAccessKeyId is CPLE 15 where GDAL says 17",
-    ("gdalopen", "unreachable"): _NET,
     ("stat", "no-credentials"): "VSIStatL(SET_ERROR) sets no VSI error where GDAL sets 9 "
                                 "(AWSInvalidCredentials)",
     ("rasterio", "missing-key-noext"): _NOEXT,
@@ -50,13 +43,6 @@ for sc in SCENARIOS:
         XFAIL.setdefault(("rasterio", sc), _RIO)
 TOOL_XFAIL = {
     ("gdalinfo", "missing-key-noext"): _NOEXT,
-    ("gdalinfo", "access-denied"): _WARN,
-    ("gdalinfo", "bad-secret"): _WARN,
-    ("gdalinfo", "unknown-key-id"): _WARN + "; InvalidAccessKeyId is CPLE 15 where GDAL says 17",
-    ("gdalinfo", "unreachable"): _NET,
-    ("ogrinfo", "access-denied"): _WARN,
-    ("ogrinfo", "bad-secret"): _WARN,
-    ("ogrinfo", "unknown-key-id"): _WARN,
     ("ogrinfo", "unreachable"): "GDAL's warning 'HTTP response code on <url>: 0' is missing",
 }
 OPS = ["gdalopen", "stat", "fopen_ex", "readdir", "rasterio"]

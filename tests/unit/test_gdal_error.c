@@ -1,0 +1,172 @@
+/* test_gdal_error.c: a failed open reported as stock GDAL 3.6 reports it
+ * (gdal_error.c). Each case is an answer stock GDAL 3.6.2 was given, on the
+ * lab or a fake server, and what it said (gdalinfo's "ERROR n: ..." line and
+ * its warning): the report must carry the same class and begin with the
+ * same words. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <cpl_error.h>
+#include <cpl_vsi_error.h>
+
+#include "gdal_error.h"
+
+#define URL "http://127.0.0.1:9000/b/k.tif"
+
+static void check(long status, const char *body, vt_err err,
+                  const char *transport, int want_vsie, int want_cple,
+                  const char *want_start, int want_warn)
+{
+    vt_gdal_fail f = {.err = err, .status = status, .body = body,
+                      .body_len = body ? strlen(body) : 0,
+                      .transport = transport, .where = "s3://b/k.tif",
+                      .url = URL};
+    vt_gdal_report r;
+    vt__gdal_error_for_open(&f, &r);
+    assert_int_equal(r.vsie, want_vsie);
+    assert_int_equal(r.cple, want_cple);
+    if (strncmp(r.message, want_start, strlen(want_start)) != 0)
+        fail_msg("message '%s' does not start with '%s'", r.message, want_start);
+    /* vsitune's detail follows GDAL's words. */
+    assert_non_null(strstr(r.message, " (vsitune: s3://b/k.tif: "));
+    assert_int_equal(r.warn, want_warn);
+    if (want_warn) {
+        char w[256];
+        snprintf(w, sizeof(w), "HTTP response code on " URL ": %ld", status);
+        assert_string_equal(r.warning, w);
+    }
+}
+
+#define XML(code, msg) "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>" code \
+                       "</Code><Message>" msg "</Message></Error>"
+
+/* The lab's answers (S3's XML errors). */
+static void test_s3_errors(void **state)
+{
+    (void)state;
+    check(404, XML("NoSuchKey", "The specified key does not exist."), VT_ENOTFOUND,
+          NULL, VSIE_AWSObjectNotFound, CPLE_AWSObjectNotFound,
+          "The specified key does not exist.", 0);
+    check(404, XML("NoSuchBucket", "The specified bucket does not exist"), VT_ENOTFOUND,
+          NULL, VSIE_AWSBucketNotFound, CPLE_AWSBucketNotFound,
+          "The specified bucket does not exist", 0);
+    check(403, XML("AccessDenied", "Access Denied"), VT_EACCESS, NULL,
+          VSIE_AWSAccessDenied, CPLE_AWSAccessDenied, "Access Denied", 1);
+    check(403, XML("SignatureDoesNotMatch", "The request signature we calculated does "
+                   "not match the signature you provided."), VT_EACCESS, NULL,
+          VSIE_AWSSignatureDoesNotMatch, CPLE_AWSSignatureDoesNotMatch,
+          "The request signature we calculated does not match", 1);
+    /* Not one of GDAL's four codes: CPLE_AWSError (17), whatever the status. */
+    check(403, XML("InvalidAccessKeyId", "The AWS Access Key Id you provided does not "
+                   "exist in our records."), VT_EACCESS, NULL, VSIE_AWSError,
+          CPLE_AWSError, "The AWS Access Key Id you provided does not exist", 1);
+    check(503, XML("SlowDown", "Please reduce your request rate."), VT_ETRANSIENT, NULL,
+          VSIE_AWSError, CPLE_AWSError, "Please reduce your request rate.", 1);
+    check(403, XML("AllAccessDisabled", "All access to this object has been disabled"),
+          VT_EACCESS, NULL, VSIE_AWSError, CPLE_AWSError,
+          "All access to this object has been disabled", 1);
+    check(400, XML("ExpiredToken", "The provided token has expired."), VT_EHTTP, NULL,
+          VSIE_AWSError, CPLE_AWSError, "The provided token has expired.", 0);
+}
+
+/* A fake server's odd answers (what stock GDAL printed for each). */
+static void test_odd_answers(void **state)
+{
+    (void)state;
+    check(404, NULL, VT_ENOTFOUND, NULL, VSIE_HttpError, CPLE_HttpResponse,
+          "HTTP response code: 404", 0);
+    check(403, "", VT_EACCESS, NULL, VSIE_HttpError, CPLE_HttpResponse,
+          "HTTP response code: 403", 0);
+    check(500, "<html><body>oops</body></html>", VT_ETRANSIENT, NULL, VSIE_AWSError,
+          CPLE_AWSError, "Invalid AWS response: <html><body>oops</body></html>", 1);
+    check(400, "bla", VT_EHTTP, NULL, VSIE_AWSError, CPLE_AWSError,
+          "Invalid AWS response: bla", 0);
+    check(404, "<?xml version='1.0'?><Error><Code>NoSuchKey</Code></Error>",
+          VT_ENOTFOUND, NULL, VSIE_AWSError, CPLE_AWSError,
+          "<?xml version='1.0'?><Error><Code>NoSuchKey</Code></Error>", 0);
+    check(400, "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error/>", VT_EHTTP, NULL,
+          VSIE_AWSError, CPLE_AWSError, "Malformed AWS XML response: <?xml", 0);
+    check(400, "<?xml version=\"1.0\"?><oops>", VT_EHTTP, NULL, VSIE_AWSError,
+          CPLE_AWSError, "Malformed AWS XML response: <?xml version=\"1.0\"?><oops>", 0);
+    /* Redirect codes that do not say where to go (GDAL's autotest cases). */
+    check(400, "<?xml version=\"1.0\"?><Error><Code>AuthorizationHeaderMalformed</Code>"
+          "</Error>", VT_EHTTP, NULL, VSIE_AWSError, CPLE_AWSError,
+          "Malformed AWS XML response:", 0);
+    check(301, "<?xml version=\"1.0\"?><Error><Code>PermanentRedirect</Code></Error>",
+          VT_EREDIRECT, NULL, VSIE_AWSError, CPLE_AWSError, "Malformed AWS XML response:", 1);
+    /* A truncated body after a 206, as curl words it. */
+    check(206, NULL, VT_EPROTO, "transfer closed with 10 bytes remaining to read",
+          VSIE_HttpError, CPLE_HttpResponse,
+          "HTTP response code: 206 - transfer closed with 10 bytes remaining to read", 0);
+}
+
+/* No answer at all: GDAL's CPLE_HttpResponse (11) "CURL error: ...". */
+static void test_transport(void **state)
+{
+    (void)state;
+    check(0, NULL, VT_ENETWORK,
+          "Failed to connect to 127.0.0.1 port 1 after 0 ms: Couldn't connect to server",
+          VSIE_HttpError, CPLE_HttpResponse,
+          "CURL error: Failed to connect to 127.0.0.1 port 1 after 0 ms: Couldn't connect "
+          "to server", 0);
+    check(0, NULL, VT_ETIMEDOUT, NULL, VSIE_HttpError, CPLE_HttpResponse,
+          "CURL error: timed out, retries exhausted", 0);
+}
+
+/* No credentials: CPLE_AWSInvalidCredentials with the chain's message as is. */
+static void test_credentials(void **state)
+{
+    (void)state;
+    const char *msg = "AWS_SECRET_ACCESS_KEY and AWS_NO_SIGN_REQUEST configuration "
+                      "options not defined, and /home/u/.aws/credentials not filled "
+                      "(vsitune: ...)";
+    vt_gdal_fail f = {.err = VT_ECREDS, .message = msg, .where = "s3://b/k"};
+    vt_gdal_report r;
+    vt__gdal_error_for_open(&f, &r);
+    assert_int_equal(r.vsie, VSIE_AWSInvalidCredentials);
+    assert_int_equal(r.cple, CPLE_AWSInvalidCredentials);
+    assert_string_equal(r.message, msg);
+    assert_int_equal(r.warn, 0);
+}
+
+static void test_vsie_to_cple(void **state)
+{
+    (void)state;
+    assert_int_equal(vt__gdal_cple_for_vsie(VSIE_FileError, CPLE_OpenFailed),
+                     CPLE_OpenFailed);
+    assert_int_equal(vt__gdal_cple_for_vsie(VSIE_HttpError, CPLE_OpenFailed),
+                     CPLE_HttpResponse);
+    assert_int_equal(vt__gdal_cple_for_vsie(VSIE_AWSObjectNotFound, 0),
+                     CPLE_AWSObjectNotFound);
+}
+
+/* Long bodies and messages are cut, never overflow. */
+static void test_bounds(void **state)
+{
+    (void)state;
+    static char body[10000];
+    memset(body, 'x', sizeof(body) - 1);
+    vt_gdal_fail f = {.err = VT_EHTTP, .status = 502, .body = body,
+                      .body_len = sizeof(body) - 1, .where = "s3://b/k"};
+    vt_gdal_report r;
+    vt__gdal_error_for_open(&f, &r);
+    assert_true(strlen(r.message) < VT_GDAL_MSG_CAP);
+    assert_int_equal(strncmp(r.message, "Invalid AWS response: xxx", 25), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_s3_errors),
+        cmocka_unit_test(test_odd_answers),
+        cmocka_unit_test(test_transport),
+        cmocka_unit_test(test_credentials),
+        cmocka_unit_test(test_vsie_to_cple),
+        cmocka_unit_test(test_bounds),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,128 @@
+/* gdal_error.c: a failed open as stock GDAL 3.6 reports it (gdal_error.h). */
+#include "gdal_error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <cpl_error.h>
+#include <cpl_vsi_error.h>
+
+#include "xmlscan.h"
+
+int vt__gdal_cple_for_vsie(int vsie, int default_cple)
+{
+    switch (vsie) {
+    case VSIE_HttpError: return CPLE_HttpResponse;
+    case VSIE_AWSError: return CPLE_AWSError;
+    case VSIE_AWSAccessDenied: return CPLE_AWSAccessDenied;
+    case VSIE_AWSBucketNotFound: return CPLE_AWSBucketNotFound;
+    case VSIE_AWSObjectNotFound: return CPLE_AWSObjectNotFound;
+    case VSIE_AWSInvalidCredentials: return CPLE_AWSInvalidCredentials;
+    case VSIE_AWSSignatureDoesNotMatch: return CPLE_AWSSignatureDoesNotMatch;
+    case VSIE_None: return CPLE_None;
+    default: return default_cple;
+    }
+}
+
+/* GDAL's CanRestartOnError, for an answer that was not followed: the VSIE_*
+ * code and GDAL's message into msg. */
+static int from_body(const char *body, size_t len, char *msg, size_t cap,
+                     char **code_out)
+{
+    char *code = NULL, *text = NULL;
+    int vsie = VSIE_AWSError;
+    int xml = (len >= 5 && !strncmp(body, "<?xml", 5)) ||
+              (len >= 7 && !strncmp(body, "<Error>", 7));
+
+    if (!xml) {
+        snprintf(msg, cap, "Invalid AWS response: %.*s", (int)len, body);
+        return vsie;
+    }
+    code = vt__xml_tag(body, len, "Code");
+    /* The redirect codes are followed when they name where to go; without
+     * it GDAL calls the answer malformed, as it does one without a code. */
+    const char *need = NULL;
+    if (code && !strcasecmp(code, "AuthorizationHeaderMalformed"))
+        need = "Region";
+    else if (code && (!strcasecmp(code, "PermanentRedirect") ||
+                      !strcasecmp(code, "TemporaryRedirect")))
+        need = "Endpoint";
+    if (need)
+        text = vt__xml_tag(body, len, need);
+    if (!code || (need && !text)) {
+        snprintf(msg, cap, "Malformed AWS XML response: %.*s", (int)len, body);
+        goto out;
+    }
+    free(text);
+    text = vt__xml_tag(body, len, "Message");
+    if (!text) {
+        snprintf(msg, cap, "%.*s", (int)len, body);
+        goto out;
+    }
+    if (!strcasecmp(code, "AccessDenied"))
+        vsie = VSIE_AWSAccessDenied;
+    else if (!strcasecmp(code, "NoSuchBucket"))
+        vsie = VSIE_AWSBucketNotFound;
+    else if (!strcasecmp(code, "NoSuchKey"))
+        vsie = VSIE_AWSObjectNotFound;
+    else if (!strcasecmp(code, "SignatureDoesNotMatch"))
+        vsie = VSIE_AWSSignatureDoesNotMatch;
+    snprintf(msg, cap, "%s", text);
+out:
+    free(text);
+    *code_out = code;
+    return vsie;
+}
+
+void vt__gdal_error_for_open(const vt_gdal_fail *f, vt_gdal_report *out)
+{
+    char gdal_msg[VT_GDAL_MSG_CAP - 600], detail[512]; /* both fit message */
+    char *code = NULL;
+    const char *where = f->where ? f->where : "";
+    const char *why = f->transport && *f->transport ? f->transport : NULL;
+
+    memset(out, 0, sizeof(*out));
+    if (f->err == VT_ECREDS) {
+        /* The chain's message is GDAL's own words plus vsitune's detail. */
+        out->vsie = VSIE_AWSInvalidCredentials;
+        snprintf(out->message, sizeof(out->message), "%s",
+                 f->message && *f->message ? f->message
+                 : "AWS_SECRET_ACCESS_KEY and AWS_NO_SIGN_REQUEST "
+                   "configuration options not defined");
+        out->cple = vt__gdal_cple_for_vsie(out->vsie, CPLE_OpenFailed);
+        return;
+    }
+    if (f->status <= 0) {
+        out->vsie = VSIE_HttpError;
+        snprintf(gdal_msg, sizeof(gdal_msg), "CURL error: %s",
+                 why ? why : vt_strerror(f->err));
+        snprintf(detail, sizeof(detail), "%s: %s", where, vt_strerror(f->err));
+    } else if (f->body && f->body_len > 0) {
+        out->vsie = from_body(f->body, f->body_len, gdal_msg, sizeof(gdal_msg),
+                              &code);
+        snprintf(detail, sizeof(detail), "%s: HTTP %ld%s%s", where, f->status,
+                 code ? " " : "", code ? code : "");
+        if (f->status != 400 && f->status != 404) {
+            out->warn = 1;
+            snprintf(out->warning, sizeof(out->warning),
+                     "HTTP response code on %s: %ld", f->url ? f->url : where,
+                     f->status);
+        }
+    } else {
+        out->vsie = VSIE_HttpError;
+        if (why)
+            snprintf(gdal_msg, sizeof(gdal_msg), "HTTP response code: %ld - %s",
+                     f->status, why);
+        else
+            snprintf(gdal_msg, sizeof(gdal_msg), "HTTP response code: %ld",
+                     f->status);
+        snprintf(detail, sizeof(detail), "%s: HTTP %ld (%s)", where, f->status,
+                 vt_strerror(f->err));
+    }
+    snprintf(out->message, sizeof(out->message), "%s (vsitune: %s)", gdal_msg,
+             detail);
+    out->cple = vt__gdal_cple_for_vsie(out->vsie, CPLE_OpenFailed);
+    free(code);
+}

@@ -1,0 +1,67 @@
+/* gdal_error.h: how a failed open is told to GDAL, the way stock GDAL 3.6
+ * tells it. Pure (no I/O, no GDAL calls): the numbers come from GDAL's
+ * headers, the rules from cpl_vsil_curl.cpp (GetFileSizeOrHeaders) and
+ * cpl_aws.cpp (CanRestartOnError), checked against stock GDAL 3.6.2 on the
+ * lab and a fake server (tests/unit/test_gdal_error.c says which answer gave
+ * which report).
+ *
+ * Stock GDAL, on an open whose first request fails, hands VSIError() one of:
+ *   - no HTTP answer (connection refused, DNS, timeout): VSIE_HttpError,
+ *     "CURL error: <curl's words>";
+ *   - an answer without a body: VSIE_HttpError, "HTTP response code: <n>";
+ *   - a body that is not S3's XML: VSIE_AWSError, "Invalid AWS response:
+ *     <body>"; XML without <Code>: "Malformed AWS XML response: <body>";
+ *     <Code> without <Message>: VSIE_AWSError, the body;
+ *   - <Code> + <Message>: the message, as VSIE_AWSAccessDenied (AccessDenied),
+ *     VSIE_AWSBucketNotFound (NoSuchBucket), VSIE_AWSObjectNotFound
+ *     (NoSuchKey), VSIE_AWSSignatureDoesNotMatch (SignatureDoesNotMatch),
+ *     else VSIE_AWSError (InvalidAccessKeyId, SlowDown, ExpiredToken, ...);
+ *   - no credentials: VSIE_AWSInvalidCredentials with the chain's message.
+ * When the body set the error and the status is neither 400 nor 404, GDAL
+ * also emits CE_Warning CPLE_AppDefined "HTTP response code on <url>: <n>".
+ * GDALOpen turns the VSI error into a CPLError of the matching CPLE_* class
+ * (VSIToCPLError), which is what gdalinfo prints and rasterio raises.
+ *
+ * vsitune's report is GDAL's, word for word, followed by " (vsitune: ...)"
+ * naming the object, the status and S3's code: the class and the gist stay
+ * GDAL's, the detail is added. */
+#ifndef VT_GDAL_ERROR_H
+#define VT_GDAL_ERROR_H
+
+#include <stddef.h>
+
+#include "error.h"
+
+/* What failed. Pointers are borrowed for the call. */
+typedef struct vt_gdal_fail {
+    vt_err err;            /* vsitune's conclusion (VT_ECREDS, VT_ENETWORK, ...) */
+    long status;           /* last HTTP status; 0: no answer */
+    const char *body;      /* the answer's body (S3's XML error) or NULL */
+    size_t body_len;
+    const char *transport; /* curl's / the engine's words when there was no
+                              usable answer, or NULL */
+    const char *message;   /* VT_ECREDS: the credentials chain's message
+                              (already in GDAL's words), else NULL */
+    const char *where;     /* "s3://bucket/key" */
+    const char *url;       /* the URL asked (GDAL's warning names it) or NULL */
+} vt_gdal_fail;
+
+#define VT_GDAL_MSG_CAP 2048
+
+typedef struct vt_gdal_report {
+    int vsie;                       /* VSIE_* for VSIError() */
+    int cple;                       /* the CPLE_* GDALOpen reports for it */
+    char message[VT_GDAL_MSG_CAP];  /* GDAL's words, then " (vsitune: ...)" */
+    int warn;                       /* 1: also emit warning[] first */
+    char warning[VT_GDAL_MSG_CAP];  /* "HTTP response code on <url>: <n>" */
+} vt_gdal_report;
+
+/* Fill *out for the failure f of an open (or of a stat asked to set an
+ * error). Never fails; out is always filled. */
+void vt__gdal_error_for_open(const vt_gdal_fail *f, vt_gdal_report *out);
+
+/* The CPLE_* class GDAL's VSIToCPLError gives a VSIE_* code, default_cple
+ * for VSIE_FileError (GDALOpen passes CPLE_OpenFailed). */
+int vt__gdal_cple_for_vsie(int vsie, int default_cple);
+
+#endif
