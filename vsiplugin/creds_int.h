@@ -52,6 +52,7 @@ enum vt_copt {
     CO_EC2_ROOT_URL,       /* CPL_AWS_EC2_API_ROOT_URL (GDAL's name) */
     CO_IMDS_DISABLED,      /* AWS_EC2_METADATA_DISABLED */
     CO_EC2_AUTODETECT,     /* CPL_AWS_AUTODETECT_EC2 */
+    CO_EC2_CHECK_UUID,     /* CPL_AWS_CHECK_HYPERVISOR_UUID (GDAL, deprecated) */
     CO_COUNT
 };
 

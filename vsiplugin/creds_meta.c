@@ -129,11 +129,13 @@ static char *read_head(const char *path, char *buf, size_t len)
 
 /* Like GDAL: on Linux, the hypervisor UUID / DMI vendor tell whether this
  * can be EC2, which spares a timeout on laptops and other clouds.
- * CPL_AWS_AUTODETECT_EC2=NO turns the guess off (always ask IMDS). */
+ * CPL_AWS_AUTODETECT_EC2=NO (or GDAL's deprecated
+ * CPL_AWS_CHECK_HYPERVISOR_UUID=NO) turns the guess off (always ask IMDS). */
 static int maybe_ec2(const struct vt_copts *o)
 {
     char a[64], b[64];
-    if (!vt__copt_bool(o, CO_EC2_AUTODETECT, 1))
+    if (!vt__copt_bool(o, CO_EC2_AUTODETECT, 1) ||
+        !vt__copt_bool(o, CO_EC2_CHECK_UUID, 1)) /* GDAL's older name */
         return 1;
     return vt__ec2_guess(read_head("/sys/hypervisor/uuid", a, sizeof(a)),
                          read_head("/sys/devices/virtual/dmi/id/sys_vendor", b,

@@ -41,6 +41,7 @@ static const char *const names[CO_COUNT] = {
     [CO_EC2_ROOT_URL] = "CPL_AWS_EC2_API_ROOT_URL",
     [CO_IMDS_DISABLED] = "AWS_EC2_METADATA_DISABLED",
     [CO_EC2_AUTODETECT] = "CPL_AWS_AUTODETECT_EC2",
+    [CO_EC2_CHECK_UUID] = "CPL_AWS_CHECK_HYPERVISOR_UUID",
 };
 
 int vt__copts_load(const char *path, struct vt_copts *o)
