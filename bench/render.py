@@ -353,6 +353,84 @@ def sec_load(r):
             f"{f(res.get('added_rss_mb'), 1)} MB.")
 
 
+def _vname(res, n):
+    """'stock GDAL 3.13.3' for contender 'stock@sid'."""
+    c = res["contenders"][n]
+    ver = res["gdals"][c["gdal"]]["version"] or c["gdal"]
+    return {"stock": f"stock {ver}", "tuned": f"stock {ver} tuned",
+            "vsitune": f"vsitune on {ver}"}[c["kind"]]
+
+
+def sec_versions(r):
+    res, why = _section(r, "gdal_versions", "9. GDAL 3.13 beside GDAL 3.6")
+    if res is None:
+        return why
+    names = list(res["contenders"])
+    gd = res["gdals"]
+    roots = [g for g in gd.values() if g["root"]]
+    intro = (
+        "## 9. GDAL 3.13 beside GDAL 3.6\n\n"
+        "The headline measures again on two GDAL releases in this same run, runs alternated over "
+        f"{len(names)} contenders: this machine's GDAL " +
+        ", ".join(f"{v['version']}" for k, v in gd.items() if not v["root"]) +
+        " and the GDAL of a Debian root made by `scripts/debroot.sh` (" +
+        ", ".join(f"{v['version']}, `{Path(v['root']).name}`" for v in roots) +
+        "; its own curl, Python and rasterio), each stock, stock tuned (seed 001's variables) and "
+        "with vsitune built for it. The lab is the same for all. A run in the root is started "
+        "through `debroot.sh --run` (namespaces, chroot), which adds " +
+        ", ".join(f"{v['launcher_s'] * 1000:.0f} ms" for v in roots) +
+        " of wall time per process (measured here): cold reads are therefore compared on the time "
+        "the probe spent in open + read, timed inside the process. "
+        f"RTT {res['rtt_ms']} ms; {res['cold_reps']} cold runs per cell, medians. Plugins "
+        "measured (sha256 prefix, build directory): " +
+        "; ".join(f"{v['version']}: `{v['plugin']['sha256'][:12]}`, `{v['plugin']['build_dir']}`"
+                  for v in gd.values() if v.get("plugin")) + ". " +
+        (r["meta"].get("root_note") or ""))
+    rows = []
+    for c in res["cold"]:
+        if c["what"] != "window":
+            continue
+        rows.append([PROTO.get(c["protocol"], c["protocol"]), _vname(res, c["contender"]),
+                     f"{f(c['requests'])} ({f(c['lists'])} LIST, {f(c['heads'])} HEAD)",
+                     f(c["bytes"]), f(_ms(c["open_read_s"])), f(c["wrong_checksums"]),
+                     f(c["failed"])])
+    t1 = ("### Cold 512x512 window\n\n" +
+          table(["protocol", "contender", "requests", "bytes", "open + read ms",
+                 "wrong checksums", "failed"], rows))
+    rows = []
+    for c in res["cold"]:
+        if c["what"] != "gdalinfo":
+            continue
+        rows.append([PROTO.get(c["protocol"], c["protocol"]), _vname(res, c["contender"]),
+                     f"{f(c['requests'])} ({f(c['lists'])} LIST, {f(c['heads'])} HEAD)",
+                     f(_ms(c["wall_less_launcher_s"])), f(c["failed"])])
+    t2 = ("### gdalinfo, cold\n\n" +
+          table(["protocol", "contender", "requests", "wall ms (less the launcher)", "failed"],
+                rows))
+    rows = []
+    for t in res["tiles"]:
+        rows.append([PROTO.get(t["protocol"], t["protocol"]), _vname(res, t["contender"]),
+                     f(t["windows_per_s"], 1), f(t["connections"]),
+                     f"{t['slow_runs']} of {len(t['runs'])}", ", ".join(f(w, 0) for w in t["walls_s"]),
+                     f(t["wrong_checksums"]), f(t["failed"])])
+    t3 = (f"### Tile server, {res['threads']} threads, {res['requests_per_run']} windows per run\n\n"
+          f"A run may take up to {res['stall_timeout_s']} s (past nghttpx's 180 s idle timeout, so a "
+          f"stall shows as what it costs); h2 runs {res['stall_reps']} times per contender, "
+          f"HTTP/1.1 once. A run of {res['stall_s']} s or more counts as stalled.\n\n" +
+          table(["protocol", "contender", "windows/s", "conn.", f"runs >= {res['stall_s']} s",
+                 "each run's wall s", "wrong checksums", "failed"], rows))
+    # the stall question, in words, from the numbers
+    said = []
+    for t in res["tiles"]:
+        if t["protocol"] != "h2" or res["contenders"][t["contender"]]["kind"] == "vsitune":
+            continue
+        said.append(f"{_vname(res, t['contender'])}: {t['slow_runs']} of {len(t['runs'])} h2 runs "
+                    f"stalled (longest {f(max(t['walls_s'] or [0]), 0)} s)")
+    stall = ("**The 180 s HTTP/2 stall** (stock GDAL multiplexing 16 threads over one h2 "
+             "connection): " + "; ".join(said) + ".")
+    return "\n\n".join([intro, t1, t2, t3, stall])
+
+
 # -- plots ---------------------------------------------------------------------------
 def plot_cold(plt, res, path, title):
     cells = res["cells"]
@@ -496,6 +574,7 @@ def render(results, docs, source="bench/results/results.json"):
         sec_cpu(results),
         sec_tunerd(results),
         sec_load(results),
+        sec_versions(results),
     ]
     if plt is None:
         parts.append("_Plots not drawn: python3-matplotlib is not installed._")

@@ -10,7 +10,7 @@ results file, then renders docs/performance.md and its plots from that file alon
 directory: it checks that numbers come out, not what they are.
 
 usage: /usr/bin/python3 bench/run.py [--quick] [--only 1,3,...] [--build-dir DIR]
-                                     [--out FILE] [--docs DIR] [--no-render]
+                                     [--out FILE] [--docs DIR] [--no-render] [--root SUITE]
 Exit status: 0 all scenarios produced results; 1 a scenario failed or a run gave
 wrong bytes; 2 bad arguments or missing prerequisites (plugin not built, ...).
 """
@@ -31,6 +31,7 @@ import scen_cold  # noqa: E402
 import scen_local  # noqa: E402
 import scen_pool  # noqa: E402
 import scen_tiles  # noqa: E402
+import scen_versions  # noqa: E402
 
 FULL = {
     "fixture": "s2", "window": [4096, 4096, 512],
@@ -44,6 +45,8 @@ FULL = {
     "soak_timeout": 300,
     "cpu_windows": 8, "cpu_protocol": "h1tls", "cpu_reps": 1, "cpu_timeout": 300,
     "tunerd_runs": 200, "load_runs": 10,
+    "versions_rtt_ms": 100, "versions_protocols": ["h1", "h2"], "versions_cold_reps": 3,
+    "versions_stall_reps": 3, "versions_stall_s": 60, "versions_stall_timeout": 240,
 }
 QUICK = dict(FULL, **{
     "fixture": "small", "window": [1024, 1024, 512],
@@ -51,6 +54,7 @@ QUICK = dict(FULL, **{
     "tile_threads": [4], "tile_requests": {"4": 8}, "tile_reps": 1,
     "pool_workers": [2], "pool_cols": 2, "pool_rows": 2,
     "soak_requests": 16, "cpu_windows": 1, "tunerd_runs": 5, "load_runs": 2,
+    "versions_cold_reps": 1, "versions_stall_reps": 1, "versions_stall_timeout": 60,
 })
 
 SCENARIOS = [
@@ -62,6 +66,7 @@ SCENARIOS = [
     ("6", "cpu_per_window", scen_local.cpu_per_window),
     ("7", "tunerd_speed", scen_local.tunerd_speed),
     ("8", "plugin_load", scen_local.plugin_load),
+    ("9", "gdal_versions", scen_versions.gdal_versions),
 ]
 
 
@@ -69,7 +74,7 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(description="vsitune vs stock GDAL benchmarks")
     ap.add_argument("--quick", action="store_true",
                     help="each scenario once at small size (checks numbers come out)")
-    ap.add_argument("--only", default="", help="comma-separated scenario numbers (1-8)")
+    ap.add_argument("--only", default="", help="comma-separated scenario numbers (1-9)")
     ap.add_argument("--build-dir", default=os.environ.get("VT_BUILD_DIR") or
                     str(common.REPO / "build"), help="CMake build dir holding vsiplugin/")
     ap.add_argument("--out", help="results JSON (default: bench/results/results.json, "
@@ -77,6 +82,11 @@ def parse_args(argv):
     ap.add_argument("--docs", help="where performance.md and img/ go (default: docs/, "
                     "or <build>/bench-quick/ with --quick)")
     ap.add_argument("--no-render", action="store_true", help="write the JSON only")
+    ap.add_argument("--root-note", default="", help="scenario 9: a sentence on what the "
+                    "root's plugin was built from (printed with its table)")
+    ap.add_argument("--root", action="append", default=[], metavar="SUITE",
+                    help="scenario 9: also measure the GDAL of this scripts/debroot.sh root "
+                    "(e.g. sid; its plugin built by `VT_TEST_GDALS=SUITE scripts/test.sh`)")
     ap.add_argument("--snapshot", action="store_true",
                     help="measure the committed code: build the plugin and tunerd from "
                     "`git archive HEAD` in a directory of their own (ignores --build-dir)")
@@ -85,7 +95,7 @@ def parse_args(argv):
     a.only = [s.strip() for s in a.only.split(",") if s.strip()]
     bad = [s for s in a.only if s not in known]
     if bad:
-        ap.error(f"unknown scenario {', '.join(bad)}; known: 1-8")
+        ap.error(f"unknown scenario {', '.join(bad)}; known: 1-9")
     quick_dir = Path(a.build_dir) / "bench-quick"
     a.out = Path(a.out) if a.out else (quick_dir / "results.json" if a.quick
                                        else common.BENCH / "results" / "results.json")
@@ -143,6 +153,7 @@ def main(argv=None):
                  "quick": a.quick, "commit": (commit[:7] if commit else common.git_commit()),
                  "snapshot": a.snapshot, "machine": common.machine(),
                  "params": p, "contenders": {c: common.LABELS[c] for c in common.CONTENDERS},
+                 "root_note": a.root_note,
                  "tuned_env": common.TUNED, "build_dir": str(Path(a.build_dir).resolve()),
                  "plugin_sha256": common.sha256(plugin)},
         "scenarios": {},
@@ -159,7 +170,7 @@ def main(argv=None):
         ctx = types.SimpleNamespace(
             lab=lab, p=p, progress=prog, build_dir=Path(a.build_dir).resolve(),
             local_path=str(local), remote_path=f"/vsis3/{up['bucket']}/{up['key']}",
-            width=size, height=size, window=tuple(p["window"]), rate=None)
+            width=size, height=size, window=tuple(p["window"]), rate=None, roots=a.root)
         ctx.rate = scen_cold.loopback_rate(lab)
         results["meta"]["fixture"] = {"name": p["fixture"], "key": up["key"], "bytes": up["size"],
                                       "width": size, "height": size, "siblings": True,
@@ -220,6 +231,13 @@ def check(results):
             if v.get("failed"):
                 out.append(f"{name}: {v['failed']} vsitune run(s) failed in {_cell_name(cell)}: "
                            f"{next((r['error'] for r in v['runs'] if r.get('error')), '')[:300]}")
+        for t in res.get("cold", []) + res.get("tiles", []):  # scenario 9
+            if res["contenders"][t["contender"]]["kind"] == "vsitune":
+                if t.get("wrong_checksums"):
+                    out.append(f"{name}: {t['contender']} read wrong bytes")
+                if t.get("failed"):
+                    out.append(f"{name}: {t['failed']} {t['contender']} run(s) failed: "
+                               f"{next((r['error'] for r in t['runs'] if r.get('error')), '')[:300]}")
         for key, s in res.get("series", {}).items():
             for pt in s["points"]:
                 if s["contender"] == "vsitune" and pt.get("wrong_windows"):
