@@ -18,7 +18,7 @@
 # - Prints DIR on success.
 # --run DIR ... -- CMD: runs CMD as root inside DIR (chroot) with a clean
 #   environment (PATH, HOME, LANG, plus CI and every VT_* variable of the caller),
-#   /proc and /dev mounted, and each HOST folder bound at IN (read-only with :ro).
+#   /proc, /dev and /sys mounted, and each HOST folder bound at IN (read-only with :ro).
 #
 # Mounts are made in private mount and PID namespaces (unshare): they exist only
 # for the command and vanish with it however it ends (nothing to unmount, nothing
@@ -41,7 +41,8 @@ die() { echo "debroot: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot, mount)"
 
 # Run "$@" inside the root $DIR, in private mount + PID namespaces. Mounts: /proc
-# (of the new PID namespace), /dev (recursive bind: pts, shm), then the BINDS
+# (of the new PID namespace), /dev and /sys (recursive binds: pts, shm, cgroups: the
+# tunerd tests read and make cgroups as on the host), then the BINDS
 # ("HOST:IN" or "HOST:IN:ro"; IN is made in the root when missing).
 BINDS=()
 in_root() {
@@ -61,6 +62,7 @@ in_root() {
       shift 2
       mount -t proc proc "$R/proc"
       mount --rbind /dev "$R/dev"
+      mount --rbind /sys "$R/sys"
       while [ "$n" -gt 0 ]; do
         src=${1%%:*} dst=${1#*:} ro=${1##*:}
         shift
