@@ -188,6 +188,15 @@ def test_tunerd_pool_survives_where_naive_pool_is_killed(tmp_path):
     # Arm 2: naive: os.cpu_count() workers, each with GDAL's undivided default cache.
     naive, nstats = run_in_cgroup(job_argv, base_env())
     print(f"naive arm:  rc={naive.returncode} {nstats}")
+    from osgeo import gdal
+    if int(gdal.VersionInfo()) >= 3100000:
+        # GDAL 3.10 (3.13 too) takes the usable RAM from the process's own cgroup
+        # (/proc/self/cgroup; 3.6 reads only the root cgroup's file), so its default cache
+        # (5%) already fits the container: the naive pool is not naive there. Check that.
+        assert naive.returncode == 0 and nstats["oom_kill"] == 0, naive.stderr[-2000:]
+        got = json.loads(naive.stdout)["cachemax_mb"]
+        assert got and max(got) <= LIMIT_MB * 0.05 + 1, got
+        return
     killed = naive.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL) or \
         "BrokenProcessPool" in naive.stderr or "terminated abruptly" in naive.stderr
     assert naive.returncode != 0 and killed, (naive.returncode, naive.stderr[-2000:])
