@@ -182,14 +182,15 @@ def test_missing_object_and_bad_ca(lab, vt_fetch, obj, tmp_path):
                     str(tmp_path / "k.pem"), "-out", str(other), "-days", "1", "-subj", "/CN=x"],
                    check=True, capture_output=True)
     rc, (res,) = run(lab, vt_fetch, "h2", ["-r", "0-9", url("h2")],
-                     extra={"CURL_CA_BUNDLE": str(other), "SSL_CERT_FILE": str(other)})
+                     extra={"GDAL_CURL_CA_BUNDLE": str(other), "CURL_CA_BUNDLE": str(other),
+                            "SSL_CERT_FILE": str(other)})
     assert rc == 1 and res["first_err"] == "network error, retries exhausted"
     assert "certificate" in res["message"].lower()
     assert res["requests"] == 1
     # GDAL_HTTP_UNSAFESSL=YES accepts it.
     rc, (res,) = run(lab, vt_fetch, "h2", ["-r", "0-9", "-f", local, url("h2")],
-                     extra={"CURL_CA_BUNDLE": str(other), "SSL_CERT_FILE": str(other),
-                            "GDAL_HTTP_UNSAFESSL": "YES"})
+                     extra={"GDAL_CURL_CA_BUNDLE": str(other), "CURL_CA_BUNDLE": str(other),
+                            "SSL_CERT_FILE": str(other), "GDAL_HTTP_UNSAFESSL": "YES"})
     assert rc == 0, res
 
 

@@ -55,7 +55,7 @@ def test_sidecars_opt_in_lists_like_stock(lab, gdal, small_cog):
 
 def _tls_env(lab, **extra):
     env = lab_client.gdal_env(lab.env("h2"), vsitune=True, extra=extra)
-    for k in ("CURL_CA_BUNDLE", "SSL_CERT_FILE"):
+    for k in ("GDAL_CURL_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"):
         if k not in extra:
             env.pop(k, None)
     return env
