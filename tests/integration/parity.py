@@ -168,6 +168,51 @@ def both(lab, case, what, probes, extra=None, extra_stock=None, extra_vt=None, e
     return out[0], out[1]
 
 
+class Pairs:
+    """Long-lived probe processes, one pair (stock, vsitune) per environment, shared by the
+    cases of a test module: a case costs its probes, not two GDAL start-ups. Each case still
+    runs stock then plugin, its requests recorded on their own, the keys it wrote undone.
+    A side that dies is replaced and the case re-run in fresh processes, so one crash
+    fails one case. Close it at the end of the module (the `pairs` fixtures do)."""
+
+    def __init__(self, lab):
+        self.lab = lab
+        self.sides = {}
+
+    def _side(self, vsitune, env):
+        key = (vsitune, tuple(sorted(env.items())))
+        if key not in self.sides or self.sides[key].proc.poll() is not None:
+            self.sides[key] = Side(self.lab, vsitune, env)
+        return self.sides[key]
+
+    def both(self, case, what, probes, extra=None, extra_stock=None, extra_vt=None):
+        """Like both(), in the shared processes; the final entry has "writes" (no exit
+        status: the process lives on)."""
+        out = []
+        for vsitune in (False, True):
+            env = dict(extra or {})
+            env.update((extra_vt if vsitune else extra_stock) or {})
+            seq = last_seq(self.lab)
+            try:
+                res = self._side(vsitune, env).run(probes)
+            except lab_client.LabError:
+                key = (vsitune, tuple(sorted(env.items())))
+                self.sides.pop(key).close()
+                res, _ = one_side(self.lab, vsitune, probes, env)
+            records().add(case, what, "vsitune" if vsitune else "stock",
+                          summarise(self.lab.log(since=seq)))
+            w = writes_since(self.lab, seq)
+            undo_writes(self.lab, w)
+            res.append({"op": "process", "writes": [list(x) for x in w]})
+            out.append(res)
+        return out[0], out[1]
+
+    def close(self):
+        for s in self.sides.values():
+            s.close()
+        self.sides = {}
+
+
 _ERR_LINE = re.compile(r"^(ERROR|Warning) (\d+): (.*)$")
 
 

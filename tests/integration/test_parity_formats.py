@@ -18,7 +18,7 @@ XPASS failure, and the mark must go.
 
 import pytest
 
-from parity import assert_ok, assert_same, both, both_tool, uploaded, xfail
+from parity import Pairs, assert_ok, assert_same, both, both_tool, uploaded, xfail
 
 # Sidecar names GDAL may look for beside a file; VSIStatL of each must agree (absent or not).
 SIDECAR_SUFFIXES = [".aux.xml", ".ovr", ".msk", ".aux", ".tfw", ".wld", ".prj", "_rpc.txt",
@@ -87,6 +87,15 @@ def cases(lab):
     return uploaded(lab)
 
 
+@pytest.fixture(scope="module")
+def pairs(lab):
+    """The module's shared probe processes (parity.Pairs): one GDAL start-up per side and
+    environment, not per case."""
+    p = Pairs(lab)
+    yield p
+    p.close()
+
+
 def raster_probes(c):
     path = c.path
     stats = [c.s3(f) for f in c.files]
@@ -104,9 +113,9 @@ def raster_probes(c):
 
 
 @pytest.mark.parametrize("name", params(RASTER, RASTER_XFAIL))
-def test_raster(lab, cases, name):
+def test_raster(lab, cases, pairs, name):
     c = cases[name]
-    stock, vt = both(lab, name, "raster", raster_probes(c), extra_vt=VT_EXTRA.get(name))
+    stock, vt = pairs.both(name, "raster", raster_probes(c), extra_vt=VT_EXTRA.get(name))
     assert_ok(stock, name)
     assert stock[0]["value"] is not None, f"stock GDAL cannot open {c.path}: {stock[0]}"
     assert_same(stock, vt, name)
@@ -143,9 +152,9 @@ def vector_probes(c):
 
 
 @pytest.mark.parametrize("name", params(VECTOR, VECTOR_XFAIL))
-def test_vector(lab, cases, name):
+def test_vector(lab, cases, pairs, name):
     c = cases[name]
-    stock, vt = both(lab, name, "vector", vector_probes(c))
+    stock, vt = pairs.both(name, "vector", vector_probes(c))
     assert_ok(stock, name)
     assert stock[0]["value"] is not None, f"stock GDAL cannot open {c.path}: {stock[0]}"
     assert_same(stock, vt, name)
@@ -166,17 +175,17 @@ RASTERIO = ["cog", "cog_rgb", "striped", "tiled_ovr", "world_tfw", "pam", "msk",
 
 
 @pytest.mark.parametrize("name", params(RASTERIO, RASTERIO_XFAIL))
-def test_rasterio(lab, cases, name):
+def test_rasterio(lab, cases, pairs, name):
     c = cases[name]
-    stock, vt = both(lab, name, "rasterio", [{"op": "rasterio", "path": c.path}])
+    stock, vt = pairs.both(name, "rasterio", [{"op": "rasterio", "path": c.path}])
     assert_ok(stock, name)
     assert_same(stock, vt, f"rasterio {name}")
 
 
 @pytest.mark.parametrize("name", params(["zarrv2", "zarrv3"], ZARR_XFAIL))
-def test_zarr_multidim(lab, cases, name):
+def test_zarr_multidim(lab, cases, pairs, name):
     c = cases[name]
-    stock, vt = both(lab, name, "mdim", [{"op": "mdim", "path": c.path},
+    stock, vt = pairs.both(name, "mdim", [{"op": "mdim", "path": c.path},
                                          {"op": "raster", "path": f'ZARR:"{c.path}"'}])
     assert_ok(stock, name)
     assert stock[0]["value"] is not None, stock
@@ -223,11 +232,11 @@ def test_cli_writes(lab, cases, tmp_path, tool, name):
     assert_same(res["stock"], res["vsitune"], f"{tool} {name}")
 
 
-def test_buildvrt_of_s3_sources(lab, cases):
+def test_buildvrt_of_s3_sources(lab, cases, pairs):
     """A mosaic of /vsis3/ tiles built and read in one process (gdalbuildvrt's library)."""
     srcs = [cases["vrt_ovr"].s3("vrt/left.tif"), cases["vrt_ovr"].s3("vrt/right.tif"),
             cases["cog"].path]
-    stock, vt = both(lab, "buildvrt", "mosaic", [
+    stock, vt = pairs.both("buildvrt", "mosaic", [
         {"op": "buildvrt", "sources": srcs[:2]},
         {"op": "buildvrt", "sources": srcs, "options": ["-separate"]}])
     assert_ok(stock, "buildvrt")
@@ -236,12 +245,12 @@ def test_buildvrt_of_s3_sources(lab, cases):
 
 
 @pytest.mark.parametrize("name", ["cog", "cog_aux", "striped", "tiled_ovr", "world_tfw", "pam"])
-def test_raster_empty_dir(lab, cases, name):
+def test_raster_empty_dir(lab, cases, pairs, name):
     """The common tuned setting GDAL_DISABLE_READDIR_ON_OPEN=EMPTY_DIR: GDAL then looks for
     no sidecar, so the plugin must give exactly the same answers."""
     c = cases[name]
     probes = [p for p in raster_probes(c) if p["op"] in ("raster", "translate", "warp")]
-    stock, vt = both(lab, name, "raster-empty-dir", probes,
-                     extra={"GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR"})
+    stock, vt = pairs.both(name, "raster-empty-dir", probes,
+                           extra={"GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR"})
     assert_ok(stock, name)
     assert_same(stock, vt, f"{name} with EMPTY_DIR")
