@@ -363,6 +363,23 @@ def op_rasterio_open(p):
         return {"opened": False, "exception": type(e).__name__, "message": str(e)}
 
 
+def op_signed_url(p):
+    return gdal.GetSignedURL(p["path"], p.get("options") or [])
+
+
+def op_file_metadata(p):
+    """GetFileMetadata(path, domain), only the keys asked for (others change per request)."""
+    md = gdal.GetFileMetadata(p["path"], p.get("domain", "HEADERS"))
+    if md is None:
+        return None
+    keys = {k.lower() for k in p.get("keys", [])}
+    return {k: v for k, v in md.items() if not keys or k.lower() in keys}
+
+
+def op_rename(p):
+    return gdal.Rename(p["src"], p["dst"])
+
+
 def op_setconfig(p):
     for k, v in p["options"].items():
         gdal.SetConfigOption(k, v)

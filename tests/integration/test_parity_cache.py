@@ -12,7 +12,7 @@ server's own bytes.
 import pytest
 
 import lab_client
-from parity import Side, assert_same, last_seq, records, summarise, xfail
+from parity import Side, assert_ok, assert_same, last_seq, records, summarise, xfail
 
 PREFIX = "parity-rw"
 
@@ -123,3 +123,33 @@ def test_two_endpoints_one_process(lab, versions):
 test_two_endpoints_one_process = xfail(
     "the object identity ignores the endpoint: after switching AWS_S3_ENDPOINT the first "
     "server's bytes come back with no request")(test_two_endpoints_one_process)
+
+
+def test_gdal_writes_then_reads(lab, versions):
+    """The user changes objects through GDAL itself (VSIFOpenL "wb", Unlink, Rename) and reads
+    them back in the same process: every answer fresh, as stock GDAL gives it."""
+    base = f"/vsis3/lab/{PREFIX}/own"
+    a, b = f"{base}/a.tif", f"{base}/b.tif"
+
+    def write(path, data):
+        return {"op": "write", "path": path, "data": data}
+
+    steps = [write(a, "first version"), {"op": "stat", "path": a}, {"op": "read", "path": a},
+             write(a, "second, longer version"), {"op": "stat", "path": a}, {"op": "read", "path": a},
+             {"op": "readdir", "path": base},
+             {"op": "rename", "src": a, "dst": b}, {"op": "stat", "path": a}, {"op": "stat", "path": b},
+             {"op": "read", "path": b}, {"op": "readdir", "path": base},
+             {"op": "unlink", "path": b}, {"op": "stat", "path": b}, {"op": "read", "path": b},
+             {"op": "readdir", "path": base}]
+    answers = {}
+    for vsitune in (False, True):
+        name = "vsitune" if vsitune else "stock"
+        for k in ("a.tif", "b.tif"):
+            lab.delete_object("lab", f"{PREFIX}/own/{k}")
+        seq = last_seq(lab)
+        with Side(lab, vsitune) as side:
+            answers[name] = _strip_mtime(side.run(steps))
+        records().add("own-writes", "sequence", name, summarise(lab.log(since=seq)))
+    assert_ok(answers["stock"], "own writes")
+    assert answers["stock"][5]["value"]["size"] == len("second, longer version")
+    assert_same(answers["stock"], answers["vsitune"], "writes through GDAL, then reads")

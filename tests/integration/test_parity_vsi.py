@@ -7,7 +7,7 @@ its own (strict xfail) test and a fix shows up exactly where it lands.
 
 import pytest
 
-from parity import assert_same, both, uploaded, xfail
+from parity import assert_ok, assert_same, both, uploaded, xfail
 
 ROOT = "/vsis3/lab/parity"
 
@@ -151,3 +151,35 @@ def test_read_bytes_streaming(lab, keys, key):
               {"op": "stat", "path": f"/vsis3_streaming/lab/parity/{key}", "flags": ["size"]}]
     stock, vt = both(lab, "vsi", f"streaming {key}", probes)
     assert_same(stock, vt, f"/vsis3_streaming/ {key}")
+
+
+def test_signed_url_and_file_metadata(lab, keys):
+    """Calls the router hands to GDAL's own handler: a signed URL (fixed AWS_TIMESTAMP) and
+    the object's headers and tags (only fields that do not change per request)."""
+    path = f"{ROOT}/cog/scene.tif"
+    probes = [{"op": "file_metadata", "path": path, "domain": "HEADERS",
+               "keys": ["Content-Length", "ETag", "Last-Modified", "Content-Type"]},
+              {"op": "file_metadata", "path": path, "domain": "TAGS"},
+              {"op": "file_metadata", "path": f"{ROOT}/nope.tif", "domain": "HEADERS",
+               "keys": ["Content-Length"]},
+              {"op": "setconfig", "options": {"AWS_TIMESTAMP": "20240102T030405Z"}},
+              {"op": "signed_url", "path": path},
+              {"op": "signed_url", "path": path, "options": ["EXPIRATION_DELAY=60"]}]
+    stock, vt = both(lab, "vsi", "signed-url-metadata", probes)
+    assert_ok(stock, "signed url / metadata")
+    assert stock[4]["value"] and "X-Amz-Signature=" in stock[4]["value"], stock[4]
+    assert stock[0]["value"].get("etag"), stock[0]
+    assert_same(stock, vt, "GetSignedURL / GetFileMetadata")
+
+
+@pytest.mark.parametrize("endpoint", ["h2", "h1tls"])
+def test_tls_endpoints(lab, keys, endpoint):
+    """Over TLS as on AWS (HTTP/1.1) and over HTTP/2: the same answers as over plain HTTP."""
+    from test_parity_formats import raster_probes
+    import parity
+    cs = parity.uploaded(lab)
+    probes = raster_probes(cs["cog"]) + raster_probes(cs["tiled_ovr"])[:1]
+    stock, vt = both(lab, "vsi", f"endpoint {endpoint}", probes, endpoint=endpoint)
+    assert_ok(stock, endpoint)
+    assert stock[0]["value"] is not None, stock[0]
+    assert_same(stock[:-2] + stock[-1:], vt[:-2] + vt[-1:], f"over {endpoint}")
