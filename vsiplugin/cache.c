@@ -30,33 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { FILLING = 0, READY = 1, FAILED = 2 };
-enum { MIN_BUCKETS = 64 };
-
-struct vt_block {
-    struct vt_block *hnext;              /* hash chain */
-    struct vt_block *prev, *next;        /* LRU list, only while in it */
-    uint64_t hash, index;
-    unsigned char *data;                 /* malloc'd by fill, len bytes */
-    size_t len;
-    unsigned pins;
-    int state;
-    vt_err err;                          /* FAILED: what waiters get */
-    char *msg;                           /* FAILED: the filler's words, or NULL */
-    unsigned in_table : 1, in_lru : 1, retained : 1;
-    char key[];                          /* NUL-terminated copy */
-};
-
-struct vt_cache {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    vt_block **buckets;                  /* nbuckets, a power of two */
-    size_t nbuckets, count;              /* count: blocks in the table */
-    vt_block *lru_head, *lru_tail;       /* head = most recently released */
-    size_t lru_bytes;                    /* retained bytes evictable now */
-    size_t block_size;
-    vt_cache_stats st;
-};
+#include "cache_int.h"
 
 static uint64_t hash_key(const char *key, uint64_t index)
 {
@@ -229,7 +203,18 @@ void vt__cache_free(vt_cache *c)
 
 size_t vt__cache_block_size(const vt_cache *c)
 {
-    return c->block_size;
+    return c->shm ? (size_t)vt__shm_block_size(c->shm) : c->block_size;
+}
+
+void vt__cache_use_shared(vt_cache *c, vt_shm *s, long wait_ms)
+{
+    c->shm = s;
+    c->shm_wait_ms = wait_ms;
+}
+
+vt_shm *vt__cache_shared(const vt_cache *c)
+{
+    return c ? c->shm : NULL;
 }
 
 /* The block returned is pinned for the caller, who must call
@@ -244,6 +229,8 @@ vt_block *vt__cache_lookup(vt_cache *c, const char *key, uint64_t index,
 
     if (!c || !key || !role)
         return NULL;
+    if (c->shm)
+        return vt__cache_sh_lookup(c, key, index, role);
     h = hash_key(key, index);
     klen = strlen(key);
     pthread_mutex_lock(&c->mu);
@@ -289,7 +276,13 @@ out:
  * fails with VT_ENOMEM (the filler then sees vt__block_data return NULL). */
 void vt__cache_fill(vt_cache *c, vt_block *b, const void *data, size_t len)
 {
-    unsigned char *copy = malloc(len ? len : 1);
+    unsigned char *copy;
+
+    if (b->shared) {
+        vt__cache_sh_fill(c, b, data, len);
+        return;
+    }
+    copy = malloc(len ? len : 1);
 
     if (!copy) {
         vt__cache_fail(c, b, VT_ENOMEM, NULL);
@@ -325,8 +318,13 @@ void vt__cache_fill(vt_cache *c, vt_block *b, const void *data, size_t len)
 /* The message is copied before taking the lock (no allocation under it). */
 void vt__cache_fail(vt_cache *c, vt_block *b, vt_err err, const char *msg)
 {
-    char *copy = msg && *msg ? strdup(msg) : NULL;
+    char *copy;
 
+    if (b->shared) {
+        vt__cache_sh_fail(c, b, err, msg);
+        return;
+    }
+    copy = msg && *msg ? strdup(msg) : NULL;
     pthread_mutex_lock(&c->mu);
     if (b->state != FILLING) {
         pthread_mutex_unlock(&c->mu);
@@ -348,6 +346,8 @@ vt_err vt__cache_wait(vt_cache *c, vt_block *b, char *msg, size_t msglen)
 {
     vt_err err;
 
+    if (b->shared)
+        return vt__cache_sh_wait(c, b, msg, msglen);
     pthread_mutex_lock(&c->mu);
     while (b->state == FILLING)
         pthread_cond_wait(&c->cv, &c->mu);
@@ -386,6 +386,10 @@ void vt__cache_release(vt_cache *c, vt_block *b)
 {
     if (!b)
         return;
+    if (b->shared) {
+        vt__cache_sh_release(c, b);
+        return;
+    }
     pthread_mutex_lock(&c->mu);
     if (--b->pins > 0)
         goto out;
@@ -449,6 +453,16 @@ void vt__cache_get_stats(vt_cache *c, vt_cache_stats *out)
     pthread_mutex_lock(&c->mu);
     *out = c->st;
     pthread_mutex_unlock(&c->mu);
+    if (c->shm) {
+        /* The budget and what it holds are the host's; hits, misses and
+         * waits stay this process's. */
+        vt_shm_info in;
+        vt__shm_info(c->shm, &in);
+        out->budget = (size_t)in.data_bytes;
+        out->retained_bytes = (size_t)in.used_bytes;
+        out->peak_retained_bytes = (size_t)in.used_bytes;
+        out->evictions = in.evictions;
+    }
 }
 
 /* fork(): the forking thread takes the lock, so the child inherits a
@@ -470,6 +484,8 @@ void vt__cache_fork_parent(vt_cache *c)
 
 void vt__cache_fork_child(vt_cache *c)
 {
+    if (c->shm)
+        vt__shm_fork_child(c->shm);
     for (size_t i = 0; i < c->nbuckets; i++) {
         vt_block *b = c->buckets[i];
         while (b) {

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "shmseg.h"
 
 typedef struct vt_cache vt_cache;
 typedef struct vt_block vt_block;
@@ -55,7 +56,9 @@ void vt__cache_fail(vt_cache *c, vt_block *b, vt_err err, const char *msg);
 
 /* Wait until the block is filled (VT_OK) or failed (that error). On failure
  * msg (msglen bytes, may be NULL/0) gets the filler's message, or "" when it
- * gave none. */
+ * gave none. With the shared cache the wait is bounded: VT_EAGAIN means the
+ * other filler died or is too slow and b is now the caller's to fill or fail
+ * (as after VT_ROLE_FILL). */
 vt_err vt__cache_wait(vt_cache *c, vt_block *b, char *msg, size_t msglen);
 
 /* Data of a filled block; valid while pinned. */
@@ -66,6 +69,15 @@ void vt__cache_release(vt_cache *c, vt_block *b);
 
 /* Drop every unpinned block whose key starts with prefix (object replaced). */
 void vt__cache_drop_prefix(vt_cache *c, const char *prefix);
+
+/* Serve every later lookup from the shared segment s (shmcache.h) instead
+ * of this process's blocks; waits for another process's fill last at most
+ * wait_ms. Call once, before the first lookup; s outlives c. The block size
+ * becomes the segment's; the per-process budget is no longer used. */
+void vt__cache_use_shared(vt_cache *c, vt_shm *s, long wait_ms);
+
+/* The segment in use, or NULL. */
+vt_shm *vt__cache_shared(const vt_cache *c);
 
 /* Change the budget (evicts down to it). */
 void vt__cache_set_budget(vt_cache *c, size_t budget);

@@ -19,6 +19,7 @@ const char *vt_strerror(vt_err err)
     case VT_ERANGE: return "range not satisfiable";
     case VT_ENETWORK: return "network error, retries exhausted";
     case VT_EREDIRECT: return "bucket is in another region";
+    case VT_EAGAIN: return "fetch it again";
     }
     return "unknown error";
 }

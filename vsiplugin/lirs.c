@@ -242,3 +242,8 @@ void vt__lirs_remove(vt_lirs *l, vt_lirs_node *n, int32_t i,
     n[i].status = VT_LIRS_NONE;
     prune(l, n, gone, ctx);
 }
+
+int32_t vt__lirs_oldest_ghost(const vt_lirs *l)
+{
+    return l->g_head;
+}

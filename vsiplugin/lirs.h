@@ -83,6 +83,9 @@ int32_t vt__lirs_victim(const vt_lirs *l, const vt_lirs_node *n,
 int vt__lirs_evict(vt_lirs *l, vt_lirs_node *n, int32_t i, vt_lirs_gone_fn gone,
                    void *ctx);
 
+/* The oldest ghost (to let go of when descriptors run short), or -1. */
+int32_t vt__lirs_oldest_ghost(const vt_lirs *l);
+
 /* Take node i out of the policy entirely (invalidated), whatever its status;
  * i itself is not reported through `gone`. */
 void vt__lirs_remove(vt_lirs *l, vt_lirs_node *n, int32_t i,

@@ -16,8 +16,11 @@
 #include "cache.h"
 #include "config.h"
 #include "engine.h"
+#include "ident.h"
 #include "planner.h"
 #include "s3.h"
+#include "shmmeta.h"
+#include "shmopts.h"
 #include "stats.h"
 #include "xmlscan.h"
 
@@ -28,7 +31,9 @@ struct vt_object {
     char *path;           /* "bucket/key": the table key */
     char *bucket;
     char *key;
-    char *cache_key;      /* "bucket/key\n<etag>": block cache identity */
+    char *cache_key;      /* "<name>\n<etag>": block cache identity */
+    char *ident;          /* the shared caches' name for it (ident.h), or
+                             NULL (then <name> is "bucket/key") */
     char *etag;           /* as the server sent it, or "" */
     uint64_t size;
     time_t loaded_at;
@@ -47,6 +52,7 @@ static pthread_cond_t table_cv = PTHREAD_COND_INITIALIZER;
 static vt_object *table[TABLE_BUCKETS];
 static size_t table_count;
 static vt_cache *g_cache;
+static long g_shm_wait_ms;   /* the shared cache's wait bound */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 /* ---- fork safety: a child must not inherit a held lock or a load that no
@@ -106,6 +112,11 @@ vt_cache *vt__object_cache(void)
         uint64_t bs = vt__cfg_size(NULL, "VSITUNE_BLOCK_SIZE",
                                    VT_DEFAULT_BLOCK_SIZE, 4096, 16u << 20);
         g_cache = vt__cache_new((size_t)budget, (size_t)bs);
+        if (g_cache) {
+            vt_shm *s = vt__shm_from_options(bs, &g_shm_wait_ms);
+            if (s)
+                vt__cache_use_shared(g_cache, s, g_shm_wait_ms);
+        }
     }
     c = g_cache;
     pthread_mutex_unlock(&table_mu);
@@ -128,6 +139,7 @@ static void object_free(vt_object *o)
     free(o->bucket);
     free(o->key);
     free(o->cache_key);
+    free(o->ident);
     free(o->etag);
     free(o->missing);
     free(o);
@@ -414,13 +426,15 @@ static vt_err load_header(vt_object *o, long *http_status, char *errbuf,
         if (err != VT_OK)
             goto out;
     }
-    klen = strlen(o->path) + strlen(o->etag ? o->etag : "") + 2;
+    klen = strlen(o->ident ? o->ident : o->path) +
+           strlen(o->etag ? o->etag : "") + 2;
     o->cache_key = malloc(klen);
     if (!o->etag || !o->cache_key) {
         err = VT_ENOMEM;
         goto out;
     }
-    snprintf(o->cache_key, klen, "%s\n%s", o->path, o->etag);
+    snprintf(o->cache_key, klen, "%s\n%s", o->ident ? o->ident : o->path,
+             o->etag);
     o->loaded_at = time(NULL);
     if (o->size > 0 && use_bytes)
         seed_blocks(o, r.body, r.body_len);
@@ -428,6 +442,89 @@ static vt_err load_header(vt_object *o, long *http_status, char *errbuf,
 out:
     vt__http_resp_clear(&r);
     return err;
+}
+
+/* Take size and ETag from the host-wide metadata (another process's
+ * header GET). */
+static vt_err adopt(vt_object *o, const vt_shm_objinfo *in)
+{
+    size_t klen = strlen(o->ident) + strlen(in->etag) + 2;
+    o->size = in->size;
+    o->etag = strdup(in->etag);
+    o->cache_key = malloc(klen);
+    if (!o->etag || !o->cache_key)
+        return VT_ENOMEM;
+    snprintf(o->cache_key, klen, "%s\n%s", o->ident, in->etag);
+    o->loaded_at = (time_t)in->loaded_at;
+    return VT_OK;
+}
+
+/* load_header through the host-wide metadata: another process's answer
+ * when it is fresh (no request), else ours, published for the others (a
+ * failure other than a 404 never is). Without a shared segment, just
+ * load_header. */
+static vt_err load_shared(vt_object *o, long ttl, long neg_ttl,
+                          long *http_status, char *errbuf, size_t errlen)
+{
+    vt_shm *s = vt__cache_shared(vt__object_cache());
+    vt_shm_objinfo info;
+    vt_shmc_ref ref;
+    vt_shmm_role role;
+    uint8_t d[32];
+    vt_err err;
+
+    if (!s || !(o->ident = vt__ident_object(o->bucket, o->key, o->path)))
+        return load_header(o, http_status, errbuf, errlen);
+    vt__shm_digest(o->ident, d);
+    role = vt__shmm_get(s, d, ttl, neg_ttl, g_shm_wait_ms, &info, &ref);
+    if (role == VT_SHMM_FOUND && info.missing) {
+        snprintf(errbuf, errlen, "%s", info.msg);
+        *http_status = 404;
+        return VT_ENOTFOUND;
+    }
+    if (role == VT_SHMM_FOUND)
+        return adopt(o, &info);
+    err = load_header(o, http_status, errbuf, errlen);
+    if (role != VT_SHMM_LOAD)
+        return err;
+    memset(&info, 0, sizeof info);
+    info.loaded_at = (int64_t)time(NULL);
+    if (err == VT_OK) {
+        info.size = o->size;
+        info.loaded_at = (int64_t)o->loaded_at;
+        snprintf(info.etag, sizeof info.etag, "%s", o->etag);
+        if (strlen(o->etag) < sizeof info.etag) {
+            vt__shmm_publish(s, &ref, &info);
+            return err;
+        }
+    } else if (err == VT_ENOTFOUND && *http_status == 404 && neg_ttl > 0) {
+        info.missing = 1;
+        snprintf(info.msg, sizeof info.msg, "%s", errbuf);
+        vt__shmm_publish(s, &ref, &info);
+        return err;
+    }
+    vt__shmm_drop(s, &ref);
+    return err;
+}
+
+/* Forget what the host knows about path (written, deleted, renamed). */
+static void forget_shared(const char *path)
+{
+    vt_shm *s = vt__cache_shared(g_cache);
+    char *bucket = NULL, *key = NULL, *ident = NULL;
+    uint8_t d[32];
+
+    if (!s || vt__s3_split(path, &bucket, &key) != VT_OK)
+        goto out;
+    ident = vt__ident_object(bucket, key, path);
+    if (ident) {
+        vt__shm_digest(ident, d);
+        vt__shmm_forget(s, d);
+    }
+out:
+    free(bucket);
+    free(key);
+    free(ident);
 }
 
 vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
@@ -499,7 +596,7 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
     pthread_mutex_unlock(&table_mu);
     free_list(dead);
 
-    err = load_header(o, http_status, errbuf, errlen);
+    err = load_shared(o, ttl, neg_ttl, http_status, errbuf, errlen);
     vt__stats_tick();
 
     pthread_mutex_lock(&table_mu);
@@ -563,6 +660,8 @@ void vt__object_clear_all(void)
     }
     pthread_mutex_unlock(&table_mu);
     free_list(dead);
+    if (vt__cache_shared(g_cache))
+        vt__shmm_forget_all(vt__cache_shared(g_cache));
 }
 
 /* The object changed under us: forget it and its blocks. */
@@ -573,6 +672,13 @@ static void object_invalidate(vt_object *o)
         table_remove(o);
     pthread_mutex_unlock(&table_mu);
     vt__cache_drop_prefix(vt__object_cache(), o->cache_key);
+    if (o->ident && vt__cache_shared(g_cache)) {
+        /* Blocks of the old version need no dropping: their name has the
+         * old ETag, nobody asks for them again, LIRS lets them go. */
+        uint8_t d[32];
+        vt__shm_digest(o->ident, d);
+        vt__shmm_forget(vt__cache_shared(g_cache), d);
+    }
 }
 
 vt_err vt__object_note_end(vt_object *o, char *errbuf, size_t errlen)
@@ -893,15 +999,28 @@ vt_err vt__object_read(vt_object *o, size_t n, void *const *dst,
                 p[i].role = VT_ROLE_WAIT;
             }
     }
-    for (i = 0; i < np && err == VT_OK; i++) {
-        if (!p[i].needed || !p[i].blk || p[i].role != VT_ROLE_WAIT)
-            continue;
-        /* Another thread's failure: its full words become ours. */
-        err = vt__cache_wait(c, p[i].blk, errbuf[0] ? NULL : errbuf,
-                             errbuf[0] ? 0 : errlen);
-        if (err != VT_OK && errbuf[0] == '\0')
-            snprintf(errbuf, errlen, "vsitune: read of s3://%s/%s: %s",
-                     o->bucket, o->key, vt_strerror(err));
+    while (err == VT_OK) {
+        int refill = 0;
+        for (i = 0; i < np && err == VT_OK; i++) {
+            if (!p[i].needed || !p[i].blk || p[i].role != VT_ROLE_WAIT)
+                continue;
+            /* Another thread's (or process's) failure: its full words
+             * become ours. */
+            err = vt__cache_wait(c, p[i].blk, errbuf[0] ? NULL : errbuf,
+                                 errbuf[0] ? 0 : errlen);
+            if (err == VT_EAGAIN) {
+                /* The shared cache's filler died or is too slow: ours now. */
+                p[i].role = VT_ROLE_FILL;
+                refill = 1;
+                err = VT_OK;
+            } else if (err != VT_OK && errbuf[0] == '\0') {
+                snprintf(errbuf, errlen, "vsitune: read of s3://%s/%s: %s",
+                         o->bucket, o->key, vt_strerror(err));
+            }
+        }
+        if (!refill || err != VT_OK)
+            break;
+        err = fetch_runs(o, c, p, np, errbuf, errlen); /* settles them */
     }
     if (err == VT_OK) {
         for (i = 0; i < n; i++) {
@@ -956,4 +1075,5 @@ void vt__object_forget(const char *path)
         dead->next = NULL;
         free_list(dead);
     }
+    forget_shared(path);
 }

@@ -1,0 +1,30 @@
+/* shmopts.h: the host-wide shared cache as the options configure it.
+ *
+ * VSITUNE_SHARED_CACHE (YES/NO), VSITUNE_SHARED_CACHE_SIZE (bytes for the
+ * whole host), VSITUNE_SHARED_CACHE_NAME (a pool name: separate segments for
+ * separate budgets), VSITUNE_SHARED_CACHE_WAIT (seconds a reader waits for
+ * another process's fetch before fetching itself), VSITUNE_SHM_DIR (where
+ * the segment lives, default /dev/shm). Read once, at the first read of the
+ * process (docs/configuration.md). */
+#ifndef VT_SHMOPTS_H
+#define VT_SHMOPTS_H
+
+#include <stdint.h>
+
+#include "shmseg.h"
+
+#define VT_DEFAULT_SHARED_CACHE_SIZE (256u * 1024 * 1024)
+#define VT_DEFAULT_SHARED_WAIT 10     /* seconds */
+#define VT_DEFAULT_SHARED_CACHE 0     /* off until it has earned its place */
+
+/* Attach to the segment the options ask for (block_size: the process's
+ * VSITUNE_BLOCK_SIZE, used only if this process creates it). NULL: use the
+ * per-process cache. Says what it found and decided through CPLDebug
+ * ("VSITUNE", "shared cache: ..."). *wait_ms gets the wait bound. The
+ * segment lives until exit (detached by an exit handler). Call once. */
+vt_shm *vt__shm_from_options(uint64_t block_size, long *wait_ms);
+
+/* What the last vt__shm_from_options found, for the stats ("" before). */
+const char *vt__shm_status(void);
+
+#endif

@@ -1,0 +1,693 @@
+/* shmseg.c: the shared segment's life (see shmseg.h; layout in shm_int.h).
+ *
+ * Creation: open(dir, O_TMPFILE), size, reserve the non-data part
+ * (fallocate: a page of tmpfs that cannot be allocated later would be a
+ * SIGBUS, not an error), map, initialise (robust process-shared mutexes,
+ * free lists, LIRS), write the magic last, then linkat() it under its name.
+ * Losing the race to another creator (EEXIST) just means attaching to
+ * theirs. Data chunks are reserved as the cache grows (vt__shm_reserve).
+ *
+ * Who is attached: every attached process read-locks byte 0 of the file and
+ * write-locks byte 1+k for its process slot k, with OFD locks (owned by the
+ * open file description, released by the kernel when the process dies, not
+ * confused by pid reuse or pid namespaces). "Is slot k alive" is an
+ * F_OFD_GETLK; "am I the last" is a non-blocking write lock on byte 0. */
+#include "shmseg.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shm_int.h"
+#include "shmcache.h"
+#include "shmmeta.h"
+
+#define MIB (1024.0 * 1024.0)
+
+/* ---- OFD locks ---- */
+
+static int ofd(int fd, int cmd, short type, off_t byte)
+{
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = byte;
+    fl.l_len = 1;
+    return fcntl(fd, cmd, &fl);
+}
+
+/* 1 when some other open file description holds a lock on byte. */
+static int ofd_held(int fd, off_t byte)
+{
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = byte;
+    fl.l_len = 1;
+    if (fcntl(fd, F_OFD_GETLK, &fl) != 0)
+        return 1; /* cannot tell: assume alive (waits stay bounded) */
+    return fl.l_type != F_UNLCK;
+}
+
+/* ---- layout ---- */
+
+typedef struct layout {
+    uint32_t nprocs, ndesc, nbuckets, nslots, nmeta, nmeta_buckets;
+    uint64_t off_procs, off_desc, off_lirs, off_buckets, off_meta;
+    uint64_t off_meta_buckets, off_data, total;
+} layout;
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+    uint32_t p = 64;
+    while (p < n && p < (1u << 30))
+        p <<= 1;
+    return p;
+}
+
+/* Offsets for nslots data slots. */
+static void place(layout *l, uint32_t nslots, uint64_t bs)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    l->nslots = nslots;
+    l->nprocs = VT_SHM_MAX_PROCS;
+    l->ndesc = nslots * 3 + 64;  /* resident + ghosts (2x) + filling spare */
+    l->nbuckets = pow2_at_least(l->ndesc);
+    l->nmeta = nslots < 512 ? 512 : nslots > 8192 ? 8192 : nslots;
+    l->nmeta_buckets = pow2_at_least(l->nmeta);
+    l->off_procs = align_up(sizeof(vt_shm_hdr), 64);
+    l->off_desc = align_up(l->off_procs + (uint64_t)l->nprocs * sizeof(vt_shm_proc), 64);
+    l->off_lirs = align_up(l->off_desc + (uint64_t)l->ndesc * sizeof(vt_shm_desc), 64);
+    l->off_buckets = align_up(l->off_lirs + (uint64_t)l->ndesc * sizeof(vt_lirs_node), 64);
+    l->off_meta = align_up(l->off_buckets + (uint64_t)l->nbuckets * 4, 64);
+    l->off_meta_buckets =
+        align_up(l->off_meta + (uint64_t)l->nmeta * sizeof(vt_shm_meta), 64);
+    l->off_data = align_up(l->off_meta_buckets + (uint64_t)l->nmeta_buckets * 4, page);
+    l->total = l->off_data + (uint64_t)nslots * bs;
+}
+
+/* The most slots whose whole segment fits in budget (0: none). */
+static int plan(layout *l, uint64_t budget, uint64_t bs)
+{
+    uint64_t lo = 0, hi = budget / bs;
+    if (hi > (1u << 26))
+        hi = 1u << 26;
+    while (lo < hi) {
+        uint64_t mid = (lo + hi + 1) / 2;
+        place(l, (uint32_t)mid, bs);
+        if (l->total <= budget)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    if (lo < 16)
+        return -1;
+    place(l, (uint32_t)lo, bs);
+    return 0;
+}
+
+uint64_t vt__shm_fit(uint64_t asked, uint64_t total, uint64_t avail,
+                     uint64_t block_size, const char *dir, char *why,
+                     size_t whylen)
+{
+    uint64_t fit = asked;
+    if (fit > total / 2)
+        fit = total / 2;
+    if (fit > avail / 10 * 9)
+        fit = avail / 10 * 9;
+    if (block_size)
+        fit -= fit % block_size;
+    if (fit < VT_SHM_MIN_SIZE) {
+        snprintf(why, whylen,
+                 "asked %.0f MiB, %s has %.0f MiB (%.0f MiB free): at most "
+                 "%.1f MiB would fit, under the %u MiB minimum",
+                 asked / MIB, dir, total / MIB, avail / MIB, fit / MIB,
+                 VT_SHM_MIN_SIZE >> 20);
+        return 0;
+    }
+    if (fit < asked)
+        snprintf(why, whylen,
+                 "asked %.0f MiB, %s has %.0f MiB (%.0f MiB free): fitted to "
+                 "%.0f MiB (at most half of it)",
+                 asked / MIB, dir, total / MIB, avail / MIB, fit / MIB);
+    else
+        snprintf(why, whylen, "%.0f MiB (%s has %.0f MiB, %.0f MiB free)",
+                 fit / MIB, dir, total / MIB, avail / MIB);
+    return fit;
+}
+
+/* ---- creation ---- */
+
+static int init_mutex(pthread_mutex_t *mu)
+{
+    pthread_mutexattr_t a;
+    int rc;
+    if (pthread_mutexattr_init(&a) != 0)
+        return -1;
+    rc = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED) |
+         pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST) |
+         pthread_mutex_init(mu, &a);
+    pthread_mutexattr_destroy(&a);
+    return rc ? -1 : 0;
+}
+
+static void fill_header(vt_shm_hdr *h, const layout *l, const vt_shm_opts *o,
+                        const char *name)
+{
+    h->version = VT_SHM_VERSION;
+    h->layout = VT_SHM_LAYOUT;
+    h->total_size = l->total;
+    h->block_size = o->block_size;
+    h->budget_asked = o->budget;
+    h->created_at = (int64_t)time(NULL);
+    h->creator_pid = (int32_t)getpid();
+    h->nprocs = l->nprocs;
+    h->ndesc = l->ndesc;
+    h->nbuckets = l->nbuckets;
+    h->nslots = l->nslots;
+    h->nmeta = l->nmeta;
+    h->nmeta_buckets = l->nmeta_buckets;
+    h->off_procs = l->off_procs;
+    h->off_desc = l->off_desc;
+    h->off_lirs = l->off_lirs;
+    h->off_buckets = l->off_buckets;
+    h->off_meta = l->off_meta;
+    h->off_meta_buckets = l->off_meta_buckets;
+    h->off_data = l->off_data;
+    snprintf(h->name, sizeof h->name, "%s", name);
+}
+
+/* Build a new segment and link it at path. Returns an fd (ours, linked),
+ * -2 when another process linked one first, -1 on failure (why says). */
+static int create(const char *dir, const char *path, const vt_shm_opts *o,
+                  uint64_t size, char *why, size_t whylen)
+{
+    layout l;
+    vt_shm s;
+    char proc_path[64];
+    int fd = -1, ret = -1, rc;
+    void *base = MAP_FAILED;
+
+    memset(&s, 0, sizeof s);
+    if (plan(&l, size, o->block_size) != 0) {
+        snprintf(why, whylen, "%.1f MiB holds too few %llu-byte blocks",
+                 size / MIB, (unsigned long long)o->block_size);
+        return -1;
+    }
+    fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(why, whylen, "cannot create in %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)l.total) != 0) {
+        snprintf(why, whylen, "cannot size a %.1f MiB segment in %s: %s",
+                 l.total / MIB, dir, strerror(errno));
+        goto out;
+    }
+    rc = posix_fallocate(fd, 0, (off_t)l.off_data);
+    if (rc != 0) {
+        snprintf(why, whylen, "cannot reserve %.1f MiB in %s: %s",
+                 l.off_data / MIB, dir, strerror(rc));
+        goto out;
+    }
+    base = mmap(NULL, l.total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+        snprintf(why, whylen, "mmap: %s", strerror(errno));
+        goto out;
+    }
+    s.base = base;
+    s.size = l.total;
+    fill_header((vt_shm_hdr *)base, &l, o, strrchr(path, '/') + 1);
+    vt__shm_bind(&s);
+    if (init_mutex(&s.hdr->procs_mu) || init_mutex(&s.hdr->blocks_mu) ||
+        init_mutex(&s.hdr->meta_mu)) {
+        snprintf(why, whylen, "robust process-shared mutexes unavailable");
+        goto out;
+    }
+    vt__shmcache_init(&s);
+    vt__shmmeta_init(&s);
+    atomic_store_explicit(&s.hdr->magic, VT_SHM_MAGIC, memory_order_release);
+    snprintf(proc_path, sizeof proc_path, "/proc/self/fd/%d", fd);
+    if (linkat(AT_FDCWD, proc_path, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0) {
+        if (errno == EEXIST) {
+            ret = -2;
+            goto out;
+        }
+        snprintf(why, whylen, "cannot name the segment %.100s: %s", path,
+                 strerror(errno));
+        goto out;
+    }
+    ret = fd;
+    fd = -1;
+out:
+    if (base != MAP_FAILED)
+        munmap(base, l.total);
+    if (fd >= 0)
+        close(fd);
+    return ret;
+}
+
+/* ---- attaching ---- */
+
+/* 0 when the file at fd is a segment of ours this build can use; -1 when
+ * it is ours but unusable (replaceable), -2 when it is not ours (never
+ * touched); why says what is wrong. */
+static int check(int fd, struct stat *st, char *why, size_t whylen)
+{
+    vt_shm_hdr *h;
+    int ok;
+
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+        snprintf(why, whylen, "not a regular file");
+        return -1;
+    }
+    if (st->st_uid != geteuid()) {
+        snprintf(why, whylen, "owned by uid %u, not %u", (unsigned)st->st_uid,
+                 (unsigned)geteuid());
+        return -2;
+    }
+    if ((st->st_mode & 07777) != 0600) {
+        snprintf(why, whylen, "mode %o, not 600", (unsigned)(st->st_mode & 07777));
+        return -1;
+    }
+    if ((uint64_t)st->st_size < sizeof(vt_shm_hdr)) {
+        snprintf(why, whylen, "too short (%lld bytes)", (long long)st->st_size);
+        return -1;
+    }
+    h = mmap(NULL, sizeof *h, PROT_READ, MAP_SHARED, fd, 0);
+    if (h == MAP_FAILED) {
+        snprintf(why, whylen, "mmap: %s", strerror(errno));
+        return -1;
+    }
+    ok = atomic_load_explicit(&h->magic, memory_order_acquire) == VT_SHM_MAGIC &&
+         h->version == VT_SHM_VERSION && h->layout == VT_SHM_LAYOUT &&
+         h->total_size == (uint64_t)st->st_size && h->nprocs == VT_SHM_MAX_PROCS;
+    if (!ok)
+        snprintf(why, whylen, "another layout (version %u, layout %u; ours %u, %u)",
+                 h->version, h->layout, VT_SHM_VERSION, VT_SHM_LAYOUT);
+    munmap(h, sizeof *h);
+    return ok ? 0 : -1;
+}
+
+/* The file at path is unusable: remove it if nobody is attached to it. */
+static int replace_if_unused(const char *path, int fd, const struct stat *st)
+{
+    struct stat now;
+    if (ofd(fd, F_OFD_SETLK, F_WRLCK, VT_SHM_LOCK_ATTACHED) != 0)
+        return -1; /* a live process uses it */
+    if (stat(path, &now) == 0 && now.st_ino == st->st_ino &&
+        now.st_dev == st->st_dev)
+        unlink(path);
+    return 0;
+}
+
+/* Take a free process slot (OFD lock first, then LIVE, under procs_mu). */
+static int take_slot(vt_shm *s)
+{
+    uint32_t k;
+    int got = -1;
+
+    if (vt__shm_lock(s, &s->hdr->procs_mu, NULL) != 0)
+        return -1;
+    for (k = 0; k < s->hdr->nprocs && got < 0; k++) {
+        vt_shm_proc *p = &s->procs[k];
+        if (atomic_load(&p->state) == VT_SHM_PROC_LIVE) {
+            if (ofd_held(s->fd, VT_SHM_LOCK_PROC_BASE + k))
+                continue;
+            atomic_store(&p->state, VT_SHM_PROC_FREE); /* its holder died */
+            atomic_fetch_add(&p->epoch, 1);
+            atomic_fetch_add_explicit(&s->hdr->ctr.reaped, 1, memory_order_relaxed);
+        }
+        if (ofd(s->fd, F_OFD_SETLK, F_WRLCK, VT_SHM_LOCK_PROC_BASE + k) != 0)
+            continue;
+        s->epoch = atomic_fetch_add(&p->epoch, 1) + 1;
+        p->pid = (int32_t)getpid();
+        p->attached_at = (int64_t)time(NULL);
+        atomic_store(&p->state, VT_SHM_PROC_LIVE);
+        got = (int)k;
+    }
+    vt__shm_unlock(&s->hdr->procs_mu);
+    return got;
+}
+
+/* Read-lock "attached" and take a slot; -1 when the name was removed under
+ * us (a last process leaving) or no slot is free. */
+static int attach(vt_shm *s)
+{
+    struct stat st;
+    int k;
+    if (ofd(s->fd, F_OFD_SETLKW, F_RDLCK, VT_SHM_LOCK_ATTACHED) != 0)
+        return -1;
+    if (fstat(s->fd, &st) != 0 || st.st_nlink == 0)
+        return -1;
+    k = take_slot(s);
+    if (k < 0)
+        return -1;
+    s->pid = (int)getpid();
+    atomic_store(&s->proc, k);
+    return 0;
+}
+
+static vt_shm *map_segment(int fd, const char *path)
+{
+    struct stat st;
+    vt_shm *s = calloc(1, sizeof *s);
+    void *base;
+    if (!s || fstat(fd, &st) != 0)
+        goto fail;
+    base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+                fd, 0);
+    if (base == MAP_FAILED)
+        goto fail;
+    s->base = base;
+    s->size = (uint64_t)st.st_size;
+    s->fd = fd;
+    atomic_store(&s->proc, -1);
+    pthread_mutex_init(&s->attach_mu, NULL);
+    snprintf(s->path, sizeof s->path, "%s", path);
+    vt__shm_bind(s);
+    return s;
+fail:
+    free(s);
+    return NULL;
+}
+
+static int valid_pool(const char *p)
+{
+    size_t n = strlen(p);
+    if (n == 0 || n > 32)
+        return 0;
+    return strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                     "0123456789_.-") == n && p[0] != '.';
+}
+
+vt_shm *vt__shm_open(const vt_shm_opts *o, char *why, size_t whylen)
+{
+    const char *dir = o->dir && *o->dir ? o->dir : "/dev/shm";
+    const char *pool = o->pool && *o->pool ? o->pool : "default";
+    char path[256], bad[160];
+    struct statvfs vfs;
+    uint64_t size = 0;
+    int attempt, rc;
+
+    why[0] = '\0';
+    if (!valid_pool(pool)) {
+        snprintf(why, whylen, "pool name '%s' is not [A-Za-z0-9_.-]{1,32}", pool);
+        return NULL;
+    }
+    if ((size_t)snprintf(path, sizeof path, "%s/vsitune-%u-%s", dir,
+                         (unsigned)geteuid(), pool) >= sizeof path) {
+        snprintf(why, whylen, "directory name too long");
+        return NULL;
+    }
+    for (attempt = 0; attempt < 4; attempt++) {
+        struct stat st;
+        vt_shm *s;
+        int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+
+        if (fd < 0 && errno == ENOENT) {
+            if (size == 0) {
+                if (statvfs(dir, &vfs) != 0) {
+                    snprintf(why, whylen, "%s: %s", dir, strerror(errno));
+                    return NULL;
+                }
+                size = vt__shm_fit(o->budget,
+                                   (uint64_t)vfs.f_blocks * vfs.f_frsize,
+                                   (uint64_t)vfs.f_bavail * vfs.f_frsize,
+                                   o->block_size, dir, why, whylen);
+                if (size == 0)
+                    return NULL;
+            }
+            fd = create(dir, path, o, size, bad, sizeof bad);
+            if (fd == -2)
+                continue; /* another process created it first: attach */
+            if (fd < 0) {
+                snprintf(why, whylen, "%s", bad);
+                return NULL;
+            }
+        } else if (fd < 0) {
+            snprintf(why, whylen, "%s: %s", path, strerror(errno));
+            return NULL;
+        } else if ((rc = check(fd, &st, bad, sizeof bad)) != 0) {
+            if (rc == -1 && replace_if_unused(path, fd, &st) == 0) {
+                close(fd);
+                continue; /* removed: create a fresh one */
+            }
+            close(fd);
+            snprintf(why, whylen, "%s is %s and in use: not shared", path, bad);
+            return NULL;
+        } else {
+            snprintf(bad, sizeof bad, "attached");
+        }
+        s = map_segment(fd, path);
+        if (!s) {
+            close(fd);
+            snprintf(why, whylen, "cannot map %s", path);
+            return NULL;
+        }
+        if (attach(s) != 0) {
+            munmap(s->base, s->size);
+            close(fd);
+            pthread_mutex_destroy(&s->attach_mu);
+            free(s);
+            continue; /* removed while we attached: start over */
+        }
+        {
+            char head[160];
+            snprintf(head, sizeof head, "%s", why);
+            snprintf(s->why, sizeof s->why,
+                     "%s %.100s: %.1f MiB, %u blocks of %llu KiB%s%.120s",
+                     strcmp(bad, "attached") == 0 ? "attached to" : "created",
+                     path, s->size / MIB, s->hdr->nslots,
+                     (unsigned long long)(s->hdr->block_size >> 10),
+                     head[0] ? "; " : "", head);
+        }
+        snprintf(why, whylen, "%s", s->why);
+        return s;
+    }
+    snprintf(why, whylen, "%s kept changing while attaching", path);
+    return NULL;
+}
+
+/* ---- detaching, fork ---- */
+
+/* Free our slot; then remove the name if nobody else is attached. */
+static void leave(vt_shm *s)
+{
+    int k = atomic_load(&s->proc);
+    struct stat mine, now;
+
+    if (k < 0 || s->pid != (int)getpid())
+        return;
+    if (vt__shm_lock(s, &s->hdr->procs_mu, NULL) == 0) {
+        atomic_store(&s->procs[k].state, VT_SHM_PROC_FREE);
+        atomic_fetch_add(&s->procs[k].epoch, 1);
+        vt__shm_unlock(&s->hdr->procs_mu);
+    }
+    ofd(s->fd, F_OFD_SETLK, F_UNLCK, VT_SHM_LOCK_PROC_BASE + k);
+    atomic_store(&s->proc, -1);
+    if (ofd(s->fd, F_OFD_SETLK, F_WRLCK, VT_SHM_LOCK_ATTACHED) == 0) {
+        if (fstat(s->fd, &mine) == 0 && stat(s->path, &now) == 0 &&
+            mine.st_ino == now.st_ino && mine.st_dev == now.st_dev)
+            unlink(s->path);
+    }
+    ofd(s->fd, F_OFD_SETLK, F_UNLCK, VT_SHM_LOCK_ATTACHED);
+}
+
+void vt__shm_exit(vt_shm *s)
+{
+    if (s)
+        leave(s);
+}
+
+void vt__shm_close(vt_shm *s)
+{
+    if (!s)
+        return;
+    leave(s);
+    munmap(s->base, s->size);
+    close(s->fd);
+    pthread_mutex_destroy(&s->attach_mu);
+    free(s);
+}
+
+/* Only async-signal-safe calls: this runs in the child of a fork() that
+ * other threads may have been in the middle of anything. */
+void vt__shm_fork_child(vt_shm *s)
+{
+    char p[64];
+    int nfd, n;
+
+    if (!s)
+        return;
+    atomic_store(&s->proc, -1);
+    n = snprintf(p, sizeof p, "/proc/self/fd/%d", s->fd);
+    nfd = n > 0 ? open(p, O_RDWR | O_CLOEXEC) : -1;
+    if (nfd >= 0 && dup3(nfd, s->fd, O_CLOEXEC) >= 0) {
+        /* The parent's description is dropped; keep the name alive for
+         * this child until it attaches (a parent leaving now sees us). */
+        ofd(s->fd, F_OFD_SETLK, F_RDLCK, VT_SHM_LOCK_ATTACHED);
+        s->pid = 0;                  /* attach lazily */
+    } else {
+        s->pid = -1;                 /* cannot: never attach in this child */
+    }
+    if (nfd >= 0)
+        close(nfd);
+    pthread_mutex_init(&s->attach_mu, NULL); /* no other thread here */
+}
+
+int vt__shm_attached(vt_shm *s, uint32_t *epoch)
+{
+    int k = atomic_load(&s->proc);
+    if (k >= 0) {
+        *epoch = s->epoch;
+        return k;
+    }
+    pthread_mutex_lock(&s->attach_mu);
+    k = atomic_load(&s->proc);
+    if (k < 0 && s->pid == 0) {
+        if (attach(s) != 0)
+            s->pid = -1;
+        k = atomic_load(&s->proc);
+    }
+    *epoch = s->epoch;
+    pthread_mutex_unlock(&s->attach_mu);
+    return k;
+}
+
+int vt__shm_proc_alive(vt_shm *s, uint32_t proc, uint32_t epoch)
+{
+    vt_shm_proc *p;
+    int alive = 1;
+
+    if (proc >= s->hdr->nprocs)
+        return 0;
+    p = &s->procs[proc];
+    if (atomic_load(&p->epoch) != epoch ||
+        atomic_load(&p->state) != VT_SHM_PROC_LIVE)
+        return 0;
+    if ((int)proc == atomic_load(&s->proc))
+        return 1;
+    if (ofd_held(s->fd, VT_SHM_LOCK_PROC_BASE + proc))
+        return 1;
+    if (vt__shm_lock(s, &s->hdr->procs_mu, NULL) != 0)
+        return 1;
+    if (atomic_load(&p->epoch) == epoch &&
+        atomic_load(&p->state) == VT_SHM_PROC_LIVE &&
+        !ofd_held(s->fd, VT_SHM_LOCK_PROC_BASE + proc)) {
+        atomic_store(&p->state, VT_SHM_PROC_FREE);
+        atomic_fetch_add(&p->epoch, 1);
+        atomic_fetch_add_explicit(&s->hdr->ctr.reaped, 1, memory_order_relaxed);
+        alive = 0;
+    } else {
+        alive = atomic_load(&p->epoch) == epoch;
+    }
+    vt__shm_unlock(&s->hdr->procs_mu);
+    return alive;
+}
+
+/* ---- locks and waits ---- */
+
+int vt__shm_lock(vt_shm *s, pthread_mutex_t *mu, void (*repair)(vt_shm *))
+{
+    int rc = pthread_mutex_lock(mu);
+    if (rc == EOWNERDEAD) {
+        /* Its owner died inside: rebuild what it guards, then carry on. A
+         * death inside repair leaves EOWNERDEAD again for the next one. */
+        if (repair)
+            repair(s);
+        atomic_fetch_add_explicit(&s->hdr->ctr.repairs, 1, memory_order_relaxed);
+        pthread_mutex_consistent(mu);
+        rc = 0;
+    }
+    return rc;
+}
+
+void vt__shm_unlock(pthread_mutex_t *mu)
+{
+    pthread_mutex_unlock(mu);
+}
+
+void vt__shm_wait(_Atomic uint32_t *w, uint32_t val, long timeout_ms)
+{
+    struct timespec ts;
+    ts.tv_sec = timeout_ms / 1000;
+    ts.tv_nsec = (timeout_ms % 1000) * 1000000L;
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+void vt__shm_wake(_Atomic uint32_t *w)
+{
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+uint64_t vt__shm_block_size(const vt_shm *s)
+{
+    return s->hdr->block_size;
+}
+
+int vt__shm_reserve(vt_shm *s, uint64_t off, uint64_t len)
+{
+    return posix_fallocate(s->fd, (off_t)(s->hdr->off_data + off), (off_t)len) == 0
+               ? 0
+               : -1;
+}
+
+void vt__shm_info(vt_shm *s, vt_shm_info *out)
+{
+    vt_shm_hdr *h = s->hdr;
+    vt_shm_counters *c = &h->ctr;
+    uint32_t k, n = 0;
+
+    memset(out, 0, sizeof *out);
+    snprintf(out->path, sizeof out->path, "%s", s->path);
+    out->size = s->size;
+    out->budget_asked = h->budget_asked;
+    out->block_size = h->block_size;
+    out->slots = h->nslots;
+    out->data_bytes = (uint64_t)h->nslots * h->block_size;
+    out->resident = h->resident;
+    out->used_bytes = (uint64_t)h->resident * h->block_size;
+    out->reserved_bytes = h->off_data + (uint64_t)h->data_cap * h->block_size;
+    out->objects = h->meta_count;
+    out->created_at = h->created_at;
+    out->creator_pid = h->creator_pid;
+    for (k = 0; k < h->nprocs; k++)
+        if (atomic_load(&s->procs[k].state) == VT_SHM_PROC_LIVE &&
+            ((int)k == atomic_load(&s->proc) ||
+             ofd_held(s->fd, VT_SHM_LOCK_PROC_BASE + k)))
+            n++;
+    out->procs_attached = n;
+#define LD(x) atomic_load_explicit(&c->x, memory_order_relaxed)
+    out->hits = LD(hits);
+    out->misses = LD(misses);
+    out->waits = LD(waits);
+    out->wait_timeouts = LD(wait_timeouts);
+    out->fills = LD(fills);
+    out->fails = LD(fails);
+    out->evictions = LD(evictions);
+    out->takeovers = LD(takeovers);
+    out->repairs = LD(repairs);
+    out->meta_hits = LD(meta_hits);
+    out->meta_misses = LD(meta_misses);
+    out->meta_waits = LD(meta_waits);
+    out->reaped = LD(reaped);
+#undef LD
+}
