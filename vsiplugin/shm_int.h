@@ -46,6 +46,9 @@
  * owner of process slot k. */
 #define VT_SHM_LOCK_ATTACHED 0
 #define VT_SHM_LOCK_PROC_BASE 1
+/* Write-locked by the segment's watcher (vsitune-shmwatch) while it waits
+ * for the last attached process to go. */
+#define VT_SHM_LOCK_WATCHER 4095
 
 enum { VT_SHM_PROC_FREE = 0, VT_SHM_PROC_LIVE = 1 };
 

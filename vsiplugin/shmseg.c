@@ -14,8 +14,10 @@
  * F_OFD_GETLK; "am I the last" is a non-blocking write lock on byte 0. */
 #include "shmseg.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <stdio.h>
@@ -25,6 +27,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -389,6 +392,59 @@ fail:
     return NULL;
 }
 
+/* Start vsitune-shmwatch (from the plugin's own directory) unless the
+ * segment has a watcher already: it removes the name once no process is
+ * attached, even when the last ones leave by _exit() or SIGKILL. Without
+ * the helper (unit tests, a partial install) the name stays until the next
+ * process of this user and pool reuses it. */
+static void start_watcher(vt_shm *s)
+{
+    Dl_info info;
+    char helper[4096], dev[32], ino[32];
+    const char *slash;
+    char *argv[5];
+    char *envp[1] = {NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t none;
+    struct stat st;
+    pid_t pid;
+
+    if (ofd_held(s->fd, VT_SHM_LOCK_WATCHER) || fstat(s->fd, &st) != 0)
+        return;
+    if (!dladdr((void *)start_watcher, &info) || !info.dli_fname ||
+        !(slash = strrchr(info.dli_fname, '/')))
+        return;
+    if ((size_t)snprintf(helper, sizeof helper, "%.*s/vsitune-shmwatch",
+                         (int)(slash - info.dli_fname), info.dli_fname) >=
+            sizeof helper ||
+        access(helper, X_OK) != 0)
+        return;
+    snprintf(dev, sizeof dev, "%llu", (unsigned long long)st.st_dev);
+    snprintf(ino, sizeof ino, "%llu", (unsigned long long)st.st_ino);
+    argv[0] = helper;
+    argv[1] = s->path;
+    argv[2] = dev;
+    argv[3] = ino;
+    argv[4] = NULL;
+    if (posix_spawn_file_actions_init(&fa) != 0)
+        return;
+    if (posix_spawnattr_init(&at) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        return;
+    }
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
+    if (posix_spawn(&pid, helper, &fa, &at, argv, envp) == 0)
+        waitpid(pid, NULL, 0); /* it forks and returns at once */
+    posix_spawnattr_destroy(&at);
+    posix_spawn_file_actions_destroy(&fa);
+}
+
 static int valid_pool(const char *p)
 {
     size_t n = strlen(p);
@@ -480,6 +536,7 @@ vt_shm *vt__shm_open(const vt_shm_opts *o, char *why, size_t whylen)
                      head[0] ? "; " : "", head);
         }
         snprintf(why, whylen, "%s", s->why);
+        start_watcher(s);
         return s;
     }
     snprintf(why, whylen, "%s kept changing while attaching", path);

@@ -1,0 +1,395 @@
+"""test_shared_cache.py: the host-wide shared cache (issue 11), process against process.
+
+Every test runs real processes against the lab and reads what the lab saw (its
+request log): GDAL processes (the Worker of test_vsitune_helpers, shm_reader.py) and,
+where hundreds must start and be killed, tests/tools/vt_shmread (the object layer in
+C, no Python). Every byte read is compared with the local fixture. Each test uses a
+shared-cache pool of its own (VSITUNE_SHARED_CACHE_NAME), so nothing leaks between
+tests, and checks the segment is gone when its last process has left. No timing
+assertions: a hang shows as a watchdog failure, never as a slow number.
+"""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+import lab_client
+from test_vsitune_helpers import PY, Worker, last_seq, sigcheck  # noqa: F401 (autouse)
+
+HERE = Path(__file__).resolve().parent
+READER = HERE / "shm_reader.py"
+
+# Two windows of the small fixture (2048x2048, 512-pixel tiles) in different tiles.
+W1 = (600, 600, 200, 200)
+W2 = (1300, 1300, 200, 200)
+
+READ = """
+ds = gdal.Open(path)
+got = ds.GetRasterBand(1).ReadAsArray(*win)
+lds = gdal.Open(local)  # a band does not keep its dataset alive (GDAL 3.6)
+ref = lds.GetRasterBand(1).ReadAsArray(*win)
+result = bool(np.array_equal(got, ref))
+"""
+
+
+def segment(pool, uid=0, shm_dir="/dev/shm"):
+    return Path(shm_dir) / f"vsitune-{uid}-{pool}"
+
+
+@pytest.fixture
+def pool(request):
+    """A pool name of this test's own; fails the test if its segment outlives it."""
+    name = f"t{os.getpid()}-{abs(hash(request.node.name)) % 10**8}"
+    yield name
+    time.sleep(0.3)  # a watcher notices the last process's exit
+    leftover = [p for p in Path("/dev/shm").glob(f"vsitune-*-{name}")]
+    for p in leftover:
+        p.unlink()
+    assert not leftover, f"segment left behind: {leftover}"
+
+
+def shared(pool, **more):
+    env = {"VSITUNE_SHARED_CACHE": "YES", "VSITUNE_SHARED_CACHE_NAME": pool,
+           "GDAL_CACHEMAX": "0"}
+    env.update({k: str(v) for k, v in more.items()})
+    return env
+
+
+def read(worker, cog, win):
+    assert worker.call(READ, path=f"/vsis3/lab/{cog['key']}", local=cog["path"],
+                       win=list(win)) is True
+
+
+def since(lab, mark):
+    return [e for e in lab.log() if e["seq"] > mark]
+
+
+def test_another_process_reads_for_free(lab, small_cog, pool):
+    """B opens what A opened, reads the tile A read: 0 requests. A new tile costs
+    one GET whoever reads it first, and nothing for the other."""
+    with Worker(lab, extra=shared(pool)) as a, Worker(lab, extra=shared(pool)) as b:
+        read(a, small_cog, W1)
+        assert [e["kind"] for e in lab.log()] == ["GET_RANGE", "GET_RANGE"]
+        mark = last_seq(lab)
+        read(b, small_cog, W1)
+        assert since(lab, mark) == []
+        read(b, small_cog, W2)
+        got = since(lab, mark)
+        assert [e["kind"] for e in got] == ["GET_RANGE"]
+        assert got[0]["if_match"] == small_cog["etag"]
+        mark = last_seq(lab)
+        read(a, small_cog, W2)
+        assert since(lab, mark) == []
+        assert segment(pool).stat().st_mode & 0o777 == 0o600
+    assert not segment(pool).exists()
+
+
+def run_readers(lab, cog, n, extra, windows, endpoint="h1"):
+    env = lab_client.gdal_env(lab.env(endpoint), vsitune=True, extra=extra)
+    args = [PY, str(READER), "--key", cog["key"], "--local", cog["path"]]
+    args += [",".join(map(str, w)) for w in windows]
+    procs = [subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(n)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+        res = json.loads(out.strip().splitlines()[-1])
+        assert res["nerrors"] == 0, res["errors"]
+
+
+def test_n_processes_cost_the_requests_of_one(lab, small_cog, pool):
+    """4 processes reading the same 8 windows at once cost what one costs alone
+    (coalesced across processes), where per-process caches cost 4 times as much.
+    Two processes may split one window's blocks between them (each fetching the
+    half it claimed first), so the bound is 1.25x, not 1x."""
+    rnd = random.Random(11)
+    wins = [(rnd.randrange(0, 1800), rnd.randrange(0, 1800), 240, 240) for _ in range(8)]
+    run_readers(lab, small_cog, 1, shared(pool), wins)
+    one = lab.counts()["GET_RANGE"]
+    lab.reset()
+    run_readers(lab, small_cog, 4, shared(pool), wins)
+    four_shared = lab.counts()["GET_RANGE"]
+    lab.reset()
+    run_readers(lab, small_cog, 4, {"GDAL_CACHEMAX": "0"}, wins)
+    four_private = lab.counts()["GET_RANGE"]
+    assert one >= 5
+    assert four_private == 4 * one
+    assert one <= four_shared <= one * 1.25, (one, four_shared)
+
+
+POOL = HERE / "shm_pool.py"
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_process_pool_second_pass_is_free(lab, small_cog, pool, method):
+    """A ProcessPoolExecutor (fork and spawn start methods, 4 workers) reads 12
+    windows, then the same windows again in reverse order, so most land on another
+    worker than the first time: the second pass costs 0 requests."""
+    wins = [f"{x},{y},256,256" for x in (0, 700, 1400) for y in (100, 900, 1500, 1780)]
+    env = lab_client.gdal_env(lab.env("h1"), vsitune=True, extra=shared(pool))
+    p = subprocess.Popen([PY, str(POOL), "--key", small_cog["key"], "--local",
+                          small_cog["path"], "--method", method] + wins, env=env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert json.loads(p.stdout.readline() or "{}").get("phase") == "pass1", \
+            p.stderr.read()[-2000:]
+        first = lab.counts()["GET_RANGE"]
+        mark = last_seq(lab)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        res = json.loads(p.stdout.readline())
+        assert p.wait(timeout=120) == 0
+    finally:
+        p.kill()
+    assert res["ok"] and res["pids"] >= 2
+    assert first >= 7  # the header and the tiles of 12 windows
+    assert since(lab, mark) == []
+
+
+def hold_reader(lab, cog, extra, windows, endpoint="h1", user=None):
+    """An shm_reader.py that reads `windows`, prints its result, then holds the
+    segment until its stdin closes. Returns (Popen, result)."""
+    env = lab_client.gdal_env(lab.env(endpoint), vsitune=True, extra=extra)
+    args = [PY, str(READER), "--hold", "--key", cog["key"], "--local", cog["path"]]
+    args += [",".join(map(str, w)) for w in windows]
+    if user is not None:
+        env["HOME"] = "/tmp"
+        args = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"] + args
+    p = subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    if not line:
+        p.kill()
+        pytest.fail(f"reader failed: {p.stderr.read()[-2000:]}")
+    res = json.loads(line)
+    assert res["nerrors"] == 0, res["errors"]
+    return p, res
+
+
+def release(p):
+    p.stdin.close()
+    assert p.wait(timeout=60) == 0, p.stderr.read()[-2000:]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a process as another uid")
+def test_two_users_never_share(lab, small_cog, pool):
+    """A second uid reading the same window while the first holds its segment pays
+    the cold price (header + tile) and gets its own segment, 0600, its own."""
+    a, _ = hold_reader(lab, small_cog, shared(pool), [W1])
+    try:
+        mark = last_seq(lab)
+        b, _ = hold_reader(lab, small_cog, shared(pool), [W1], user=65534)
+        try:
+            assert [e["kind"] for e in since(lab, mark)] == ["GET_RANGE", "GET_RANGE"]
+            for uid in (0, 65534):
+                st = segment(pool, uid).stat()
+                assert st.st_uid == uid and st.st_mode & 0o777 == 0o600
+        finally:
+            release(b)
+        assert not segment(pool, 65534).exists()
+    finally:
+        release(a)
+
+
+def test_credential_identities_never_share_unless_opted_in(lab, small_cog, pool):
+    """Another access key id pays the cold price for what the first key read, even
+    on one host and pool; with VSITUNE_SHARED_CACHE_ACROSS_CREDENTIALS=YES in both
+    processes the second reads for free."""
+    lab.register_credentials("AKIDSECONDIDENTITY01", "second-secret-key-0123456789")
+    key2 = {"AWS_ACCESS_KEY_ID": "AKIDSECONDIDENTITY01",
+            "AWS_SECRET_ACCESS_KEY": "second-secret-key-0123456789"}
+    with Worker(lab, extra=shared(pool)) as a, \
+            Worker(lab, extra=shared(pool, **key2)) as b:
+        read(a, small_cog, W1)
+        mark = last_seq(lab)
+        read(b, small_cog, W1)
+        got = since(lab, mark)
+        assert [e["kind"] for e in got] == ["GET_RANGE", "GET_RANGE"]
+        assert {e["akid"] for e in got} == {"AKIDSECONDIDENTITY01"}
+    optin = {"VSITUNE_SHARED_CACHE_ACROSS_CREDENTIALS": "YES"}
+    with Worker(lab, extra=shared(pool, **optin)) as a, \
+            Worker(lab, extra=shared(pool, **optin, **key2)) as b:
+        read(a, small_cog, W2)
+        mark = last_seq(lab)
+        read(b, small_cog, W2)
+        assert since(lab, mark) == []
+
+
+def test_endpoints_never_share(lab, small_cog, pool):
+    """The same bucket and key through another endpoint is another object."""
+    with Worker(lab, extra=shared(pool)) as a, \
+            Worker(lab, endpoint="h1tls", extra=shared(pool)) as b:
+        read(a, small_cog, W1)
+        mark = last_seq(lab)
+        read(b, small_cog, W1)
+        got = since(lab, mark)
+        assert [e["kind"] for e in got] == ["GET_RANGE", "GET_RANGE"]
+        assert {e["endpoint"] for e in got} == {"h1tls"}
+
+
+def watcher_pids(pool):
+    cp = subprocess.run(["pgrep", "-f", f"vsitune-shmwatch {segment(pool)} "],
+                        capture_output=True, text=True)
+    return [int(p) for p in cp.stdout.split()]
+
+
+def gone_within(path, seconds):
+    deadline = time.monotonic() + seconds
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not path.exists()
+
+
+def test_segment_of_a_killed_last_process_is_removed(lab, small_cog, pool):
+    """The last attached process is SIGKILLed (no exit handler runs): the
+    segment's watcher removes the name, and the next process starts afresh."""
+    a, _ = hold_reader(lab, small_cog, shared(pool), [W1])
+    assert len(watcher_pids(pool)) == 1
+    a.kill()
+    a.wait(timeout=30)
+    assert gone_within(segment(pool), 30), "the watcher did not remove the segment"
+    assert watcher_pids(pool) == []
+    mark = last_seq(lab)
+    b, _ = hold_reader(lab, small_cog, shared(pool), [W1])
+    assert [e["kind"] for e in since(lab, mark)] == ["GET_RANGE", "GET_RANGE"]
+    release(b)
+    assert gone_within(segment(pool), 30)
+
+
+def test_stale_segment_without_a_watcher_is_reused_then_removed(lab, small_cog, pool):
+    """With its watcher gone too (killed), a killed run's segment stays; the next
+    process reuses it (the header and the tile: 0 requests) and, leaving last,
+    removes it."""
+    a, _ = hold_reader(lab, small_cog, shared(pool), [W1])
+    for pid in watcher_pids(pool):
+        os.kill(pid, signal.SIGKILL)
+    a.kill()
+    a.wait(timeout=30)
+    time.sleep(0.2)
+    assert segment(pool).exists()
+    mark = last_seq(lab)
+    b, _ = hold_reader(lab, small_cog, shared(pool), [W1])
+    assert since(lab, mark) == []
+    release(b)
+    assert gone_within(segment(pool), 30)
+
+
+def send(worker, code, **params):
+    """Start a snippet in a Worker without waiting for its answer."""
+    prelude = "".join(f"{k} = {v!r}\n" for k, v in params.items())
+    worker.proc.stdin.write((json.dumps({"code": prelude + code}) + "\n").encode())
+    worker.proc.stdin.flush()
+
+
+def wait_for_fault(lab, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        hit = [e for e in lab.log() if e["fault"]]
+        if hit:
+            return hit[0]
+        time.sleep(0.05)
+    pytest.fail("the faulted request never reached the lab")
+
+
+def stall_a_tile_read(lab, a, cog):
+    """A opens the COG, then its tile GET for W1 stalls forever at the lab."""
+    path = f"/vsis3/lab/{cog['key']}"
+    a.call("ds = gdal.Open(path)\nresult = ds.RasterXSize", path=path)
+    lab.fault("stall", key=cog["key"], count=1)
+    send(a, f"ds.GetRasterBand(1).ReadAsArray(*{list(W1)})\nresult = True")
+    return wait_for_fault(lab)
+
+
+def test_a_stalled_filler_is_waited_for_only_so_long(lab, small_cog, pool):
+    """A's tile GET stalls (A alive): B waits for that tile at most
+    VSITUNE_SHARED_CACHE_WAIT (1 s), then fetches it itself and reads right."""
+    env = shared(pool, VSITUNE_SHARED_CACHE_WAIT=1)
+    with Worker(lab, extra=env) as b:
+        a = Worker(lab, extra=env)
+        try:
+            stalled = stall_a_tile_read(lab, a, small_cog)
+            mark = last_seq(lab)
+            read(b, small_cog, W1)
+            got = since(lab, mark)
+            assert [(e["kind"], e["status"], e["range"]) for e in got] == \
+                [("GET_RANGE", 206, stalled["range"])]
+        finally:
+            a.proc.kill()
+            a.proc.wait(timeout=30)
+
+
+def test_a_killed_filler_is_taken_over(lab, small_cog, pool):
+    """A's tile GET stalls forever and A is SIGKILLed while B waits for that tile
+    with a 10-minute bound: B notices A's death, takes the block over and reads
+    right (only a takeover can answer within the 120 s watchdog)."""
+    env = shared(pool, VSITUNE_SHARED_CACHE_WAIT=600)
+    with Worker(lab, extra=env) as b:
+        a = Worker(lab, extra=env)
+        try:
+            stalled = stall_a_tile_read(lab, a, small_cog)
+            mark = last_seq(lab)
+            send(b, READ, path=f"/vsis3/lab/{small_cog['key']}", local=small_cog["path"],
+                 win=list(W1))
+            time.sleep(0.5)  # B finds the tile being fetched by A (not a check)
+        finally:
+            a.proc.kill()
+            a.proc.wait(timeout=30)
+        ans = json.loads(b._readline(120))
+        assert ans["ok"] and ans["result"] is True, ans
+        got = since(lab, mark)
+        assert [(e["kind"], e["status"], e["range"]) for e in got] == \
+            [("GET_RANGE", 206, stalled["range"])]
+
+
+def test_random_kills_never_hang_corrupt_or_leak(lab, small_cog, pool):
+    """220 SIGKILLs at random moments of 4 processes reading random ranges of one
+    object (10 ms RTT, so transfers are in flight): every byte any process got was
+    right (a wrong one exits 3), a final reader finishes (none of the dead fillers'
+    blocks hangs it) and, leaving last, removes the segment."""
+    tool = lab_client.build_dir() / "tests" / "tools" / "vt_shmread"
+    if not tool.exists():
+        pytest.fail(f"{tool} is not built")
+    lab.set_delay(5, "h1")
+    env = lab_client.gdal_env(lab.env("h1"), vsitune=False,
+                              extra=shared(pool, VSITUNE_SHARED_CACHE_WAIT=20))
+    path = f"lab/{small_cog['key']}"
+    rnd = random.Random(20261130)
+
+    def start(seed):
+        return subprocess.Popen([str(tool), "-n", "0", "-s", str(seed), "-l", "400000",
+                                 "-t", "2", path, small_cog["path"]], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    procs = [start(i) for i in range(4)]
+    kills = 0
+    try:
+        while kills < 220:
+            time.sleep(rnd.uniform(0, 0.06))
+            i = rnd.randrange(len(procs))
+            p = procs[i]
+            if p.poll() is not None:
+                pytest.fail(f"reader exited by itself ({p.returncode}): "
+                            f"{p.stderr.read().decode()[-2000:]}")
+            p.send_signal(signal.SIGKILL)
+            p.wait(timeout=30)
+            kills += 1
+            procs[i] = start(1000 + kills)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(timeout=30)
+    final = subprocess.run([str(tool), "-n", "40", "-s", "7", "-l", "400000", "-t", "4", path,
+                            small_cog["path"]], env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert final.returncode == 0, final.stderr[-2000:]
+    assert json.loads(final.stdout.strip().splitlines()[-1])["shared"] is True
+    assert kills == 220
+    assert not segment(pool).exists()
