@@ -516,6 +516,7 @@ def plot_soak(plt, res, path):
 
 
 def render(results, docs, source="bench/results/results.json"):
+    import render_shared  # its sections import helpers from this module
     """Write <docs>/performance.md and <docs>/img/*.png from `results` (read from
     the file named `source`, which the page cites); returns the paths written."""
     docs = Path(docs)
@@ -575,6 +576,9 @@ def render(results, docs, source="bench/results/results.json"):
         sec_tunerd(results),
         sec_load(results),
         sec_versions(results),
+        render_shared.sec_dask(results),
+        render_shared.sec_tile_workers(results),
+        render_shared.sec_pool5(results),
     ]
     if plt is None:
         parts.append("_Plots not drawn: python3-matplotlib is not installed._")

@@ -30,6 +30,7 @@ import render  # noqa: E402
 import scen_cold  # noqa: E402
 import scen_local  # noqa: E402
 import scen_pool  # noqa: E402
+import scen_shared  # noqa: E402
 import scen_tiles  # noqa: E402
 import scen_versions  # noqa: E402
 
@@ -47,6 +48,12 @@ FULL = {
     "tunerd_runs": 200, "load_runs": 10,
     "versions_rtt_ms": 100, "versions_protocols": ["h1", "h2"], "versions_cold_reps": 3,
     "versions_stall_reps": 3, "versions_stall_s": 60, "versions_stall_timeout": 240,
+    "shared_protocol": "h1", "shared_rtt_ms": 20,
+    "dask_workers": 4, "dask_region": 8192, "dask_chunk": 1024, "dask_x0": 1024,
+    "dask_y0": 1024, "dask_timeout": 900,
+    "tile_scenes": 4, "tile_count": 2000, "tile_concurrency": 16, "tile_workers": 4,
+    "tile_timeout": 900,
+    "pool5_workers": 5, "pool5_cols": 0, "pool5_rows": 0, "pool5_timeout": 900,
 }
 QUICK = dict(FULL, **{
     "fixture": "small", "window": [1024, 1024, 512],
@@ -55,6 +62,10 @@ QUICK = dict(FULL, **{
     "pool_workers": [2], "pool_cols": 2, "pool_rows": 2,
     "soak_requests": 16, "cpu_windows": 1, "tunerd_runs": 5, "load_runs": 2,
     "versions_cold_reps": 1, "versions_stall_reps": 1, "versions_stall_timeout": 60,
+    "dask_workers": 2, "dask_region": 1024, "dask_chunk": 512, "dask_x0": 512, "dask_y0": 512,
+    "dask_timeout": 300, "tile_scenes": 2, "tile_count": 40, "tile_concurrency": 4,
+    "tile_workers": 2, "tile_timeout": 300, "pool5_workers": 2, "pool5_cols": 2,
+    "pool5_rows": 2, "pool5_timeout": 300,
 })
 
 SCENARIOS = [
@@ -67,6 +78,9 @@ SCENARIOS = [
     ("7", "tunerd_speed", scen_local.tunerd_speed),
     ("8", "plugin_load", scen_local.plugin_load),
     ("9", "gdal_versions", scen_versions.gdal_versions),
+    ("10", "dask_twice", scen_shared.dask_twice),
+    ("11", "tile_workers", scen_shared.tile_workers),
+    ("12", "pool_fork5", scen_shared.pool_fork5),
 ]
 
 
@@ -74,7 +88,7 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(description="vsitune vs stock GDAL benchmarks")
     ap.add_argument("--quick", action="store_true",
                     help="each scenario once at small size (checks numbers come out)")
-    ap.add_argument("--only", default="", help="comma-separated scenario numbers (1-9)")
+    ap.add_argument("--only", default="", help="comma-separated scenario numbers (1-12)")
     ap.add_argument("--build-dir", default=os.environ.get("VT_BUILD_DIR") or
                     str(common.REPO / "build"), help="CMake build dir holding vsiplugin/")
     ap.add_argument("--out", help="results JSON (default: bench/results/results.json, "
@@ -95,7 +109,7 @@ def parse_args(argv):
     a.only = [s.strip() for s in a.only.split(",") if s.strip()]
     bad = [s for s in a.only if s not in known]
     if bad:
-        ap.error(f"unknown scenario {', '.join(bad)}; known: 1-9")
+        ap.error(f"unknown scenario {', '.join(bad)}; known: 1-12")
     quick_dir = Path(a.build_dir) / "bench-quick"
     a.out = Path(a.out) if a.out else (quick_dir / "results.json" if a.quick
                                        else common.BENCH / "results" / "results.json")
@@ -222,6 +236,9 @@ def check(results):
     for name, res in results["scenarios"].items():
         if "error" in res:
             out.append(f"{name}: {res['error']}")
+        if name in ("dask_twice", "tile_workers", "pool_fork5"):
+            out += scen_shared.problems(name, res)
+            continue
         if res.get("wrong_checksums_vsitune"):
             out.append(f"{name}: {res['wrong_checksums']} runs read wrong bytes")
         for cell in res.get("cells", []):

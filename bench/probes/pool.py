@@ -15,12 +15,16 @@ usage: pool.py PATH --executor process|thread --workers N [--size 512]
 import argparse
 import json
 import multiprocessing as mp
+import os
 import sys
 import time
 import concurrent.futures as cf
 
 import rasterio
 from rasterio.windows import Window
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pss  # noqa: E402
 
 
 def read_window(args):
@@ -63,11 +67,15 @@ def main():
         chunk = max(1, len(tasks) // (a.workers * 4)) if a.executor == "process" else 1
         for idx, mean, std in pool.map(read_window, tasks, chunksize=chunk):
             results[idx] = mean
-    elapsed = time.monotonic() - t0
+        elapsed = time.monotonic() - t0
+        # The workers' memory while they still hold what they read (PSS counts a
+        # page shared by N processes 1/N in each: a shared cache counts once).
+        procs = [os.getpid()] + list(getattr(pool, "_processes", None) or {})
+        mem = pss.total(procs)
     print(json.dumps({"result": {
         "executor": a.executor, "workers": a.workers, "windows": len(tasks),
         "elapsed_s": elapsed, "windows_per_s": len(tasks) / elapsed,
-        "means": results}}), flush=True)
+        "pss": mem, "means": results}}), flush=True)
     return 0
 
 

@@ -74,6 +74,8 @@ trap 'rm -rf "$STAGE"' EXIT
 DESTDIR=$STAGE cmake --install "$BUILD_DIR" --prefix /opt $STRIP >/dev/null
 OPT=$STAGE/opt
 rm -rf "$OPT/share/doc"   # documentation is not a runtime file
+# Lambda has no /dev/shm, so no shared cache: its segment watcher is not shipped.
+rm -f "$OPT/lib/gdalplugins/vsitune-shmwatch"
 
 for f in lib/gdalplugins/gdal_vsitune.so bin/tunerd bin/lambda-exec-wrapper \
          share/vsitune/profiles/lambda.profile share/vsitune/profiles/host.profile; do

@@ -82,6 +82,18 @@ def test_every_scenario_has_numbers(quick):
     assert all(load["arms"][a]["median_ms"] > 0 for a in ("with", "without"))
     if "skipped" not in s["tunerd_speed"]:
         assert s["tunerd_speed"]["failed"] == 0 and s["tunerd_speed"]["median_ms"] > 0
+    # 10-12, many processes: every vsitune run (per-process and shared) has its numbers
+    for run in s["dask_twice"]["runs"]:
+        if run["contender"] != "stock":
+            assert run["ok"] and run["wrong_chunks"] == 0, run
+            assert run["pass1"]["get"] >= 1 and run["pss_after_pass2"]["pss"] > 0, run
+    for run in s["tile_workers"]["runs"]:
+        if run["contender"] != "stock":
+            assert run["ok"] and run["tiles_per_s"] > 0 and run["wrong_tiles"] == 0, run
+            assert run["requests"]["total"] >= 1 and run["pss"]["pss"] > 0, run
+    for run in s["pool_fork5"]["runs"]:
+        if run["contender"] != "stock":
+            assert run["ok"] and run["wrong_windows"] == 0 and run["pss"]["pss"] > 0, run
 
 
 def test_page_and_plots_come_from_the_json(quick):
@@ -90,7 +102,8 @@ def test_page_and_plots_come_from_the_json(quick):
     page = (out / "docs" / "performance.md").read_text()
     for heading in ("## Machine", "## Headline", "## 1. Cold window", "## 2. gdalinfo",
                     "## 3. Tile server", "## 4. Process-pool sweep", "## 5. Memory soak",
-                    "## 6. CPU per window", "## 8. Plugin load cost"):
+                    "## 6. CPU per window", "## 8. Plugin load cost", "## 10. Dask",
+                    "## 11. Tile server", "## 12. Seed 000"):
         assert heading in page
     # a number of the JSON, as the page formats it, is in the page
     v = r["scenarios"]["cold_window"]["cells"][0]["contenders"]["vsitune"]
@@ -103,7 +116,7 @@ def test_page_and_plots_come_from_the_json(quick):
 
 
 def test_bad_arguments_fail_fast(tmp_path):
-    cp = _run(["--only", "10"], timeout=60)
-    assert cp.returncode == 2 and "unknown scenario 10" in cp.stderr
+    cp = _run(["--only", "13"], timeout=60)
+    assert cp.returncode == 2 and "unknown scenario 13" in cp.stderr
     cp = _run(["--quick", "--build-dir", tmp_path / "nowhere"], timeout=60)
     assert cp.returncode == 2 and "is not built" in cp.stderr

@@ -128,13 +128,14 @@ def test_install_puts_exactly_the_product_files(staged):
     stage, root, libdir = staged
     docs = sorted(p.name for p in (REPO / "docs").glob("*.md"))
     expected = sorted(
-        [f"{libdir}/gdalplugins/gdal_vsitune.so", "bin/tunerd", "bin/lambda-exec-wrapper",
+        [f"{libdir}/gdalplugins/gdal_vsitune.so", f"{libdir}/gdalplugins/vsitune-shmwatch",
+         "bin/tunerd", "bin/lambda-exec-wrapper",
          "share/doc/vsitune/README.md", "share/vsitune/python/tunerd_plan.py"]
         + [f"share/doc/vsitune/{d}" for d in docs]
         + [f"share/vsitune/profiles/{p}" for p in PROFILES])
     # nothing outside the prefix, nothing more or less inside it
     assert files_under(stage) == sorted(str((root / f).relative_to(stage)) for f in expected)
-    for exe in ("bin/tunerd", "bin/lambda-exec-wrapper"):
+    for exe in ("bin/tunerd", "bin/lambda-exec-wrapper", f"{libdir}/gdalplugins/vsitune-shmwatch"):
         assert os.access(root / exe, os.X_OK), exe
     for p in PROFILES:
         assert (root / "share/vsitune/profiles" / p).read_bytes() == \
@@ -331,7 +332,7 @@ def test_layer_script_refuses_a_build_with_another_libdir(built, tmp_path):
              "-DCMAKE_INSTALL_LIBDIR=lib64"], timeout=120)
     assert p.returncode == 0, p.stderr
     # its install rules take the binaries from its own tree: use the test's build
-    for f in ("vsiplugin/gdal_vsitune.so", "tunerd/tunerd"):
+    for f in ("vsiplugin/gdal_vsitune.so", "vsiplugin/vsitune-shmwatch", "tunerd/tunerd"):
         shutil.copy2(built / f, bdir / f)
     out = tmp_path / "layer.zip"
     p = run([LAYER_SCRIPT, "--build-dir", bdir, "--output", out],

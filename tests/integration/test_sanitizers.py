@@ -8,6 +8,7 @@ plugin is). Any report fails the test. Leak checking is off: GDAL and Python kee
 process-lifetime allocations by design (valgrind found no definite leak of ours).
 """
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -73,3 +74,24 @@ def test_translate_over_h1_is_clean(lab, small_cog, asan_plugin_dir, tmp_path):
                         env=env, capture_output=True, text=True, timeout=600)
     assert_clean(cp)
     assert (tmp_path / "out.tif").stat().st_size > 0
+
+
+def test_shared_cache_across_processes_is_clean(lab, small_cog, asan_plugin_dir):
+    """4 processes (8 threads each) share one segment over h2, reading the same and
+    different windows at once: cross-process waits, fills, hits and evictions (a
+    segment smaller than what they read) under the sanitizers."""
+    env = sanitized_env(lab, "h2", asan_plugin_dir)
+    env.update(VSITUNE_SHARED_CACHE="YES", VSITUNE_SHARED_CACHE_NAME=f"asan{os.getpid()}",
+               VSITUNE_SHARED_CACHE_SIZE="9M", GDAL_CACHEMAX="0")
+    procs = [subprocess.Popen(["/usr/bin/python3", str(READER), "windows",
+                               "--key", small_cog["key"], "--local", small_cog["path"],
+                               "--threads", "8", "--windows", "12", "--seed", str(i % 2)],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(4)]
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert_clean(subprocess.CompletedProcess(p.args, p.returncode, out, err))
+        res = json.loads(out.strip().splitlines()[-1])
+        assert res["nerrors"] == 0, res["errors"]
+        # the host's 9 MiB budget, not the per-process 64 MiB: the segment was used
+        assert res["stats"]["cache"]["budget"] <= 9 << 20
