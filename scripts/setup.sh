@@ -17,7 +17,7 @@ DEBS=(
   libcmocka-dev
   clang libclang-rt-14-dev
   python3-rasterio python3-numpy python3-pytest python3-yaml python3-matplotlib
-  python3-distributed python3-rioxarray python3-fastapi uvicorn
+  python3-distributed python3-rioxarray uvicorn
   nodejs npm
   valgrind procps time
   zip unzip
