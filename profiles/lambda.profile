@@ -21,4 +21,6 @@ time_limit_s = 900
 # the Lambda layer installs the plugin here (/opt is the layer mount)
 plugin_dir = /opt/lib/gdalplugins
 start_method = fork
+# no /dev/shm in a function: each worker process keeps its own range cache
+shared_memory = no
 note = Set these in the function configuration, not inside the handler: GDAL reads some options once per process.

@@ -500,17 +500,21 @@ int vt__cmd_watch(const vt_cli_opts *o, char *err, size_t errlen)
         printf(" %9s %9s", "requests", "cache_mib");
     printf("  %s\n", "command");
     for (long i = 0; i < o->count; i++) {
-        int found, n = vt_watch_scan(proc_root, o->match, procs, VT_WATCH_MAX, &found,
-                                     err, errlen);
+        static vt_stats_rec recs[VT_WATCH_MAX];
+        static const vt_stats_rec *shared[VT_WATCH_MAX];
+        int found, n_shared = 0, n = vt_watch_scan(proc_root, o->match, procs, VT_WATCH_MAX,
+                                                   &found, err, errlen);
         vt_cgroup_mem cg;
         if (n < 0)
             return VT_EXIT_DETECT;
         for (int k = 0; sdir && k < n; k++) {
-            vt_stats_rec r;
-            if (vt_stats_lookup(sdir, proc_root, procs[k].pid, &r) == 0) {
+            vt_stats_rec *r = &recs[k];
+            if (vt_stats_lookup(sdir, proc_root, procs[k].pid, r) == 0) {
                 procs[k].has_stats = 1;
-                procs[k].requests = r.engine.requests;
-                procs[k].cache_bytes = r.cache.retained_bytes;
+                procs[k].requests = r->engine.requests;
+                procs[k].cache_bytes = r->cache.retained_bytes;
+                if (r->shared.present)
+                    shared[n_shared++] = r;
             }
         }
         char when[16];
@@ -518,6 +522,7 @@ int vt__cmd_watch(const vt_cli_opts *o, char *err, size_t errlen)
         struct tm tm;
         strftime(when, sizeof when, "%H:%M:%S", localtime_r(&t, &tm));
         vt_watch_print(stdout, when, procs, n, found, sdir != NULL);
+        vt_stats_print_shared(stdout, shared, n_shared);
         vt__cgroup_memory(sys_root_of(o), proc_root, &cg);
         print_cgroup_line(&cg);
         if (fflush(stdout) != 0) {

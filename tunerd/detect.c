@@ -3,15 +3,20 @@
  * The platform comes from the profiles' detect_env variables, its memory
  * from memory_env; cgroup limits from cgroup.c; CPUs allowed from the
  * affinity mask (or a fake /proc's Cpus_allowed_list); RAM from
- * /proc/meminfo. vt_detect_run then picks the effective memory and CPUs
- * and remembers where each came from. */
+ * /proc/meminfo; the plugin's shared cache from /dev/shm's size (shmfit.h).
+ * vt_detect_run then picks the effective memory and CPUs and remembers
+ * where each came from. */
 #include "detect.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
+
+#include "shmfit.h"
 
 #include "cgroup.h"
 #include "errbuf.h"
@@ -135,6 +140,59 @@ static int detect_platform(const char *profiles_dir, vt_detect *d, char *err, si
     return 0;
 }
 
+/* VSITUNE_SHARED_CACHE_SIZE as the plugin reads it: bytes, or K/M/G(B)
+ * suffixes in powers of 1024; def when unset or unreadable. */
+static uint64_t size_env(const char *name, uint64_t def)
+{
+    const char *v = getenv(name);
+    char *end = NULL;
+    unsigned long long n;
+    uint64_t mult = 1;
+
+    if (!v || !*v)
+        return def;
+    n = strtoull(v, &end, 10);
+    if (end == v)
+        return def;
+    switch (*end) {
+    case 'k': case 'K': mult = 1ULL << 10; end++; break;
+    case 'm': case 'M': mult = 1ULL << 20; end++; break;
+    case 'g': case 'G': mult = 1ULL << 30; end++; break;
+    default: break;
+    }
+    if ((*end == 'b' || *end == 'B') && mult > 1)
+        end++;
+    return *end ? def : (uint64_t)n * mult;
+}
+
+/* What the plugin's shared cache would get here (the plugin sizes it with
+ * the same function when the first process creates the segment). */
+static void detect_shm(vt_detect *d)
+{
+    const char *dir = getenv("VSITUNE_SHM_DIR");
+    uint64_t asked = size_env("VSITUNE_SHARED_CACHE_SIZE", 256ULL << 20), fit;
+    struct statvfs v;
+    char why[VT_DETECT_SRC_MAX - 64];
+
+    if (!dir || !*dir)
+        dir = "/dev/shm";
+    snprintf(d->shm_dir, sizeof d->shm_dir, "%s", dir);
+    d->shared_asked_mb = (long)(asked >> 20);
+    if (statvfs(dir, &v) != 0) {
+        d->shm_total_mb = d->shm_free_mb = -1;
+        vt__seterr(d->shm_src, VT_DETECT_SRC_MAX, "%s: %s: the shared cache is unavailable, "
+                   "each process keeps its own", dir, strerror(errno));
+        return;
+    }
+    d->shm_total_mb = (long)(((uint64_t)v.f_blocks * v.f_frsize) >> 20);
+    d->shm_free_mb = (long)(((uint64_t)v.f_bavail * v.f_frsize) >> 20);
+    fit = vt__shm_fit(asked, (uint64_t)v.f_blocks * v.f_frsize,
+                      (uint64_t)v.f_bavail * v.f_frsize, 64 * 1024, dir, why, sizeof why);
+    d->shared_mb = (long)(fit >> 20);
+    vt__seterr(d->shm_src, VT_DETECT_SRC_MAX, "%s%s", why,
+               fit ? "" : ": each process keeps its own cache");
+}
+
 int vt_detect_run(const vt_detect_opts *opts, vt_detect *d, char *err, size_t errlen)
 {
     const char *sys_root = opts->sys_root, *proc_root = opts->proc_root;
@@ -156,6 +214,7 @@ int vt_detect_run(const vt_detect_opts *opts, vt_detect *d, char *err, size_t er
     vt__cgroup_detect(sys_root, proc_root, d);
     detect_affinity(proc_root, fake_proc, d);
     detect_meminfo(proc_root, d);
+    detect_shm(d);
 
     /* Effective memory: the platform's word, else the cgroup, else RAM. */
     if (d->platform_memory_mb > 0) {
@@ -232,6 +291,16 @@ void vt_detect_print(FILE *f, const vt_detect *d)
         fprintf(f, "%-20s %s (ignored)\n", "warning:", d->warning);
     print_mb(f, "=> memory:", d->memory_mb, d->memory_src);
     fprintf(f, "%-20s %.2f (%s)\n", "=> cpus:", d->cpus, d->cpus_src);
+    if (d->shm_total_mb >= 0)
+        fprintf(f, "%-20s %s: %ld MiB, %ld MiB free\n", "shared memory:", d->shm_dir,
+                d->shm_total_mb, d->shm_free_mb);
+    else
+        fprintf(f, "%-20s %s: not there\n", "shared memory:", d->shm_dir);
+    if (d->shared_mb > 0)
+        fprintf(f, "%-20s %ld MiB for the host (%s)\n", "=> shared cache:", d->shared_mb,
+                d->shm_src);
+    else
+        fprintf(f, "%-20s none (%s)\n", "=> shared cache:", d->shm_src);
 }
 
 static void jstr(FILE *f, const char *key, const char *v, int last)
@@ -270,6 +339,12 @@ void vt_detect_print_json(FILE *f, const vt_detect *d)
     fprintf(f, "  \"memory_mb\": %ld,\n", d->memory_mb);
     jstr(f, "memory_source", d->memory_src, 0);
     fprintf(f, "  \"cpus\": %.4g,\n", d->cpus);
-    jstr(f, "cpus_source", d->cpus_src, 1);
+    jstr(f, "cpus_source", d->cpus_src, 0);
+    jstr(f, "shm_dir", d->shm_dir, 0);
+    fprintf(f, "  \"shm_total_mb\": %ld,\n  \"shm_free_mb\": %ld,\n", d->shm_total_mb,
+            d->shm_free_mb);
+    fprintf(f, "  \"shared_cache_asked_mb\": %ld,\n  \"shared_cache_mb\": %ld,\n",
+            d->shared_asked_mb, d->shared_mb);
+    jstr(f, "shared_cache_source", d->shm_src, 1);
     fputs("}\n", f);
 }

@@ -49,6 +49,14 @@ typedef struct vt_detect {
 
     char warning[VT_DETECT_SRC_MAX];   /* e.g. a platform variable that is not a number */
 
+    /* The plugin's shared cache on this host: /dev/shm (VSITUNE_SHM_DIR)
+     * and the size the plugin would give its segment (shmfit.h) for
+     * VSITUNE_SHARED_CACHE_SIZE (default 256 MiB). */
+    char shm_dir[256];
+    long shm_total_mb, shm_free_mb;    /* -1: the file system is not there */
+    long shared_asked_mb, shared_mb;   /* shared_mb 0: per-process caches instead */
+    char shm_src[VT_DETECT_SRC_MAX];   /* what the plugin would say (CPL_DEBUG) */
+
     int has_profile;                   /* a platform's variables were found: */
     vt_platform profile;               /* its profile */
 } vt_detect;

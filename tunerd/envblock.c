@@ -52,8 +52,19 @@ int vt_envblock_build(const vt_platform *plat, const vt_sizing *s,
     if (plugin) {
         rc |= put(out, "GDAL_DRIVER_PATH", plugin_dir,
                   "directory holding gdal_vsitune.so, which takes over /vsis3/");
+        if (s->shared_cache_mb > 0) {
+            rc |= put(out, "VSITUNE_SHARED_CACHE", "YES",
+                      "the worker processes share one range cache (/dev/shm): each block "
+                      "fetched once and kept once for the host");
+            rc |= putl(out, "VSITUNE_SHARED_CACHE_SIZE", s->shared_cache_mb * 1024L * 1024L,
+                       "the shared range cache, bytes for the whole host (the processes' "
+                       "budgets as one)");
+        }
         rc |= putl(out, "VSITUNE_CACHE_SIZE", range_bytes,
-                   "plugin range cache, bytes per process (compressed bytes)");
+                   s->shared_cache_mb > 0
+                       ? "plugin range cache, bytes per process, used only where the "
+                         "shared one cannot be"
+                       : "plugin range cache, bytes per process (compressed bytes)");
         if (plat->stats_dir[0])
             rc |= put(out, "VSITUNE_STATS_DIR", plat->stats_dir,
                       "each process's counters, left behind by OOM-killed workers "

@@ -26,20 +26,21 @@ const char *const vt_platform_names[] = {
 #define VALID_KEYS "name, title, detect_env, memory_env, memory_min_mb, " \
     "memory_max_mb, cpu_rule, mb_per_vcpu, vcpu, max_vcpu, max_mb_per_vcpu, " \
     "cpus_allowed, tmp_dir, tmp_size_mb, time_limit_s, plugin_dir, " \
-    "stats_dir, start_method, env.NAME, note"
+    "stats_dir, start_method, shared_memory, env.NAME, note"
 
 enum {
     K_NAME, K_TITLE, K_DETECT_ENV, K_MEMORY_ENV, K_MEM_MIN, K_MEM_MAX,
     K_CPU_RULE, K_MB_PER_VCPU, K_VCPU, K_MAX_VCPU, K_MAX_MB_PER_VCPU,
     K_CPUS_ALLOWED, K_TMP_DIR, K_TMP_SIZE, K_TIME_LIMIT, K_PLUGIN_DIR,
-    K_START_METHOD, K_NOTE, K_STATS_DIR, K_COUNT
+    K_START_METHOD, K_NOTE, K_STATS_DIR, K_SHARED_MEMORY, K_COUNT
 };
 
 static const char *const key_names[K_COUNT] = {
     "name", "title", "detect_env", "memory_env", "memory_min_mb",
     "memory_max_mb", "cpu_rule", "mb_per_vcpu", "vcpu", "max_vcpu",
     "max_mb_per_vcpu", "cpus_allowed", "tmp_dir", "tmp_size_mb",
-    "time_limit_s", "plugin_dir", "start_method", "note", "stats_dir"
+    "time_limit_s", "plugin_dir", "start_method", "note", "stats_dir",
+    "shared_memory"
 };
 
 int vt_platform_name_ok(const char *name)
@@ -314,6 +315,13 @@ static int apply_kv(vt_platform *p, const char *key, char *val,
             return -1;
         }
         return 0;
+    case K_SHARED_MEMORY:
+        if (strcmp(val, "yes") == 0 || strcmp(val, "no") == 0) {
+            p->shared_memory = val[0] == 'y';
+            return 0;
+        }
+        seterr(err, errlen, path, line, "shared_memory must be yes or no, got '%s'", val);
+        return -1;
     case K_CPU_RULE:
         if (strcmp(val, "per_memory") == 0)
             p->cpu_rule = VT_CPU_PER_MEMORY;
@@ -386,6 +394,7 @@ int vt_platform_parse(const char *path, const char *text, size_t len,
     char buf[1024];
 
     memset(out, 0, sizeof *out);
+    out->shared_memory = 1;
     if (err && errlen)
         err[0] = '\0';
 

@@ -51,6 +51,9 @@ typedef struct vt_platform {
     char plugin_dir[VT_PLATFORM_TEXT_MAX]; /* "" = tunerd's compiled-in dir */
     char stats_dir[VT_PLATFORM_TEXT_MAX];  /* VSITUNE_STATS_DIR; "" = not emitted */
     char start_method[16];              /* fork | forkserver | spawn */
+    int shared_memory;                  /* 1 (default): /dev/shm is there, so the
+                                           plugin's worker processes share one
+                                           range cache; 0: none (Lambda) */
     vt_platform_env env[VT_PLATFORM_MAX_ENV]; /* extra variables to emit */
     int n_env;
     char note[VT_PLATFORM_TEXT_MAX];

@@ -75,8 +75,15 @@ static void ledger(const vt_sizing_in *in, vt_sizing *s, int procs, int threads)
     s->range_cache_mb = range;
     add_row(s, "runtime (python, numpy, rasterio, libgdal)", VT_SIZE_RUNTIME_MB, procs);
     add_row(s, "GDAL block cache (GDAL_CACHEMAX)", cache, procs);
-    add_row(s, in->plugin ? "range cache (VSITUNE_CACHE_SIZE)"
-                          : "range cache (CPL_VSIL_CURL_CACHE_SIZE)", range, procs);
+    s->shared_cache_mb = 0;
+    if (in->plugin && procs > 1 && in->plat->shared_memory) {
+        s->shared_cache_mb = range * procs;
+        add_row(s, "range cache, one for the host's processes (VSITUNE_SHARED_CACHE_SIZE)",
+                s->shared_cache_mb, 1);
+    } else {
+        add_row(s, in->plugin ? "range cache (VSITUNE_CACHE_SIZE)"
+                              : "range cache (CPL_VSIL_CURL_CACHE_SIZE)", range, procs);
+    }
     add_row(s, in->workload == VT_WORKLOAD_TILES ? "working arrays (16 MiB per thread)"
                                                  : "working arrays", arrays, procs);
     if (procs > 1)

@@ -69,6 +69,11 @@ typedef struct vt_sizing {
     const char *start_method;
     long cachemax_mb;        /* GDAL_CACHEMAX per process */
     long range_cache_mb;     /* VSITUNE_CACHE_SIZE / CPL_VSIL_CURL_CACHE_SIZE per process */
+    long shared_cache_mb;    /* VSITUNE_SHARED_CACHE_SIZE: with the plugin, several
+                                processes and /dev/shm, the processes' range caches
+                                as one budget for the host (processes x
+                                range_cache_mb, so the ledger total is unchanged and
+                                each block is fetched and kept once); 0: none */
     int gdal_num_threads;
     vt_ledger_row rows[VT_LEDGER_MAX];
     int n_rows;

@@ -261,6 +261,44 @@ static long long age(const vt_stats_rec *r, time_t now)
     return (long long)now > (long long)r->time ? (long long)now - (long long)r->time : 0;
 }
 
+void vt_stats_print_shared(FILE *f, const vt_stats_rec *const *r, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const vt_stats_rec *best = r[i];
+        int first = 1;
+        uint64_t done;
+        if (!best->shared.present)
+            continue;
+        for (int j = 0; j < n; j++) {
+            if (!r[j]->shared.present || strcmp(r[j]->shared.path, best->shared.path) != 0)
+                continue;
+            if (j < i)
+                first = 0; /* printed with an earlier record */
+            if (r[j]->time > best->time)
+                best = r[j];
+        }
+        if (!first)
+            continue;
+        done = best->shared.hits + best->shared.waits + best->shared.misses;
+        fprintf(f, "# shared cache %s: %.1f MiB (%.1f MiB of blocks), %.1f MiB used, ",
+                best->shared.path, mib(best->shared.size), mib(best->shared.data_bytes),
+                mib(best->shared.used_bytes));
+        if (done)
+            fprintf(f, "hit %.1f%%", 100.0 * (double)(best->shared.hits + best->shared.waits) /
+                                         (double)done);
+        else
+            fprintf(f, "hit -");
+        fprintf(f, " (host: %llu hits, %llu waits, %llu misses), %llu process(es) attached, "
+                   "%llu object(s), %llu eviction(s), %llu repair(s)\n",
+                (unsigned long long)best->shared.hits, (unsigned long long)best->shared.waits,
+                (unsigned long long)best->shared.misses,
+                (unsigned long long)best->shared.attached,
+                (unsigned long long)best->shared.objects,
+                (unsigned long long)best->shared.evictions,
+                (unsigned long long)best->shared.repairs);
+    }
+}
+
 void vt_stats_print(FILE *f, const char *dir, const vt_stats_entry *e, int n, int n_found,
                     time_t now, const vt_cgroup_mem *cg)
 {
@@ -296,6 +334,16 @@ void vt_stats_print(FILE *f, const char *dir, const vt_stats_entry *e, int n, in
         else
             fprintf(f, " %6.1f\n", hit * 100.0);
     }
+    {
+        const vt_stats_rec **recs = calloc((size_t)(n > 0 ? n : 1), sizeof *recs);
+        int k = 0;
+        for (int i = 0; recs && i < n; i++)
+            if (e[i].ok)
+                recs[k++] = &e[i].rec;
+        if (recs)
+            vt_stats_print_shared(f, recs, k);
+        free(recs);
+    }
     for (int i = 0; i < n; i++)
         if (!e[i].ok)
             fprintf(f, "unreadable %s/%s: %s\n", dir, e[i].file, e[i].error);
@@ -327,6 +375,17 @@ static void json_counters(FILE *f, const vt_stats_rec *r)
             (unsigned long long)r->engine.connections,
             (unsigned long long)r->engine.in_flight,
             (unsigned long long)r->engine.h2_responses);
+    if (r->shared.present)
+        fprintf(f, ", \"shared\": {\"path\": \"%s\", \"size\": %llu, \"data_bytes\": %llu, "
+                "\"used_bytes\": %llu, \"attached\": %llu, \"objects\": %llu, \"hits\": %llu, "
+                "\"misses\": %llu, \"waits\": %llu, \"evictions\": %llu, \"repairs\": %llu}",
+                r->shared.path, (unsigned long long)r->shared.size,
+                (unsigned long long)r->shared.data_bytes,
+                (unsigned long long)r->shared.used_bytes,
+                (unsigned long long)r->shared.attached, (unsigned long long)r->shared.objects,
+                (unsigned long long)r->shared.hits, (unsigned long long)r->shared.misses,
+                (unsigned long long)r->shared.waits, (unsigned long long)r->shared.evictions,
+                (unsigned long long)r->shared.repairs);
     if (r->http.present) {
         fputs(", \"http\": {", f);
         for (int k = 0; k < VT_HTTP_KINDS; k++) {

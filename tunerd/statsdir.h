@@ -83,6 +83,11 @@ int vt_stats_clean(const char *dir, vt_stats_entry *e, int n, char *err, size_t 
 void vt_stats_print(FILE *f, const char *dir, const vt_stats_entry *e, int n, int n_found,
                     time_t now, const vt_cgroup_mem *cg);
 
+/* One "# shared cache PATH: ..." line per shared-cache segment the records
+ * name (each once, from its newest record): size, used, the host's hit
+ * ratio, processes attached, objects, evictions, repairs. */
+void vt_stats_print_shared(FILE *f, const vt_stats_rec *const *r, int n);
+
 /* The same as one JSON object: {"dir", "time", "cgroup", "processes": [...],
  * "unreadable": [...], "not_shown"}. */
 void vt_stats_print_json(FILE *f, const char *dir, const vt_stats_entry *e, int n,

@@ -27,7 +27,7 @@ const char *const vt_lat_bound_text[VT_LAT_BOUNDS] = {
 
 enum {
     S_TOP, S_CACHE, S_ENGINE, S_HTTP, S_K0, S_K1, S_K2, S_K3, S_K4, S_K5, S_K6,
-    S_LAT, S_AVOIDED, S_PROCESS, S_COUNT
+    S_LAT, S_AVOIDED, S_PROCESS, S_SHARED, S_COUNT
 };
 
 static const struct section {
@@ -50,6 +50,7 @@ static const struct section {
     [S_LAT] = { "latency", "latency.", S_TOP, 0 },
     [S_AVOIDED] = { "avoided", "avoided.", S_TOP, 0 },
     [S_PROCESS] = { "process", "process.", S_TOP, 0 },
+    [S_SHARED] = { "shared", "shared.", S_TOP, 0 },
 };
 
 enum { T_NUM, T_BOOL, T_STR };
@@ -106,6 +107,20 @@ static const struct field {
     FT(S_PROCESS, "oom_kills", T_NUM, 1, process.oom_kills),
     FT(S_PROCESS, "oom_file", T_STR, 1, process.oom_file),
     FT(S_TOP, "exited", T_BOOL, 1, exited),
+    FT(S_SHARED, "path", T_STR, 0, shared.path),
+    F(S_SHARED, "size", shared.size),
+    F(S_SHARED, "data_bytes", shared.data_bytes),
+    F(S_SHARED, "used_bytes", shared.used_bytes),
+    F(S_SHARED, "reserved_bytes", shared.reserved_bytes),
+    F(S_SHARED, "attached", shared.attached),
+    F(S_SHARED, "objects", shared.objects),
+    F(S_SHARED, "hits", shared.hits),
+    F(S_SHARED, "misses", shared.misses),
+    F(S_SHARED, "waits", shared.waits),
+    F(S_SHARED, "wait_timeouts", shared.wait_timeouts),
+    F(S_SHARED, "evictions", shared.evictions),
+    F(S_SHARED, "takeovers", shared.takeovers),
+    F(S_SHARED, "repairs", shared.repairs),
 };
 #define N_FIELDS ((int)(sizeof fields / sizeof fields[0]))
 
@@ -407,6 +422,7 @@ int vt_stats_parse(const char *text, size_t len, vt_stats_rec *out, char *err,
     out->latency.present = c.sec_seen[S_LAT];
     out->avoided.present = c.sec_seen[S_AVOIDED];
     out->process.present = c.sec_seen[S_PROCESS];
+    out->shared.present = c.sec_seen[S_SHARED];
     if (out->latency.present) {
         for (int b = 1; b <= VT_LAT_BOUNDS; b++)
             if (out->latency.le[b] < out->latency.le[b - 1]) {

@@ -9,7 +9,7 @@
  * keys of at most 31 bytes), no allocation, no I/O, so it can be fuzzed.
  * It takes exactly the plugin's shape: one JSON object with "pid", "time",
  * "cache" {...} and "engine" {...} of unsigned whole numbers, the optional
- * sections "http", "latency", "avoided" and "process" (a plugin older than
+ * sections "http", "latency", "avoided", "process" and "shared" (a plugin older than
  * them does not write them; a section that is there must be complete), and
  * the optional "exited" (true in the exit dump). Unknown keys holding
  * numbers, booleans, plain strings or objects of those are skipped, so a
@@ -66,6 +66,12 @@ typedef struct vt_stats_rec {
         uint64_t oom_kills;  /* its cgroup's oom_kill count when written */
         char oom_file[256];  /* the file that count came from */
     } process;
+    struct {                 /* the host-wide shared cache, if used: the same */
+        int present;         /* in every attached process's file */
+        char path[256];      /* the segment (count each path once) */
+        uint64_t size, data_bytes, used_bytes, reserved_bytes, attached, objects;
+        uint64_t hits, misses, waits, wait_timeouts, evictions, takeovers, repairs;
+    } shared;
 } vt_stats_rec;
 
 /* Parses len bytes of text (need not be NUL-terminated; a NUL inside is an

@@ -453,16 +453,16 @@ void vt__cache_get_stats(vt_cache *c, vt_cache_stats *out)
     pthread_mutex_lock(&c->mu);
     *out = c->st;
     pthread_mutex_unlock(&c->mu);
-    if (c->shm) {
-        /* The budget and what it holds are the host's; hits, misses and
-         * waits stay this process's. */
-        vt_shm_info in;
-        vt__shm_info(c->shm, &in);
-        out->budget = (size_t)in.data_bytes;
-        out->retained_bytes = (size_t)in.used_bytes;
-        out->peak_retained_bytes = (size_t)in.used_bytes;
-        out->evictions = in.evictions;
-    }
+    if (c->shm)
+        out->budget = 0; /* nothing is kept privately: see the segment's */
+}
+
+int vt__cache_shared_info(vt_cache *c, vt_shm_info *out)
+{
+    if (!c || !c->shm)
+        return 0;
+    vt__shm_info(c->shm, out);
+    return 1;
 }
 
 /* fork(): the forking thread takes the lock, so the child inherits a

@@ -90,7 +90,14 @@ typedef struct vt_cache_stats {
     uint64_t hits, misses, waits, evictions, blocks;
 } vt_cache_stats;
 
+/* This process's counters. With the shared segment, hits, misses and waits
+ * are this process's lookups and nothing is retained privately (budget 0):
+ * the host's budget and contents are vt__cache_shared_info's. */
 void vt__cache_get_stats(vt_cache *c, vt_cache_stats *out);
+
+/* The shared segment's host-wide figures: 1 and *out, or 0 when this
+ * process uses its own cache. */
+int vt__cache_shared_info(vt_cache *c, vt_shm_info *out);
 
 /* fork() support, called from the owner's pthread_atfork handlers (object.c):
  * prepare takes the cache's lock in the forking thread, parent releases it,

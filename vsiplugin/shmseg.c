@@ -33,6 +33,7 @@
 
 #include "shm_int.h"
 #include "shmcache.h"
+#include "shmfit.h"
 #include "shmmeta.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -124,36 +125,6 @@ static int plan(layout *l, uint64_t budget, uint64_t bs)
         return -1;
     place(l, (uint32_t)lo, bs);
     return 0;
-}
-
-uint64_t vt__shm_fit(uint64_t asked, uint64_t total, uint64_t avail,
-                     uint64_t block_size, const char *dir, char *why,
-                     size_t whylen)
-{
-    uint64_t fit = asked;
-    if (fit > total / 2)
-        fit = total / 2;
-    if (fit > avail / 10 * 9)
-        fit = avail / 10 * 9;
-    if (block_size)
-        fit -= fit % block_size;
-    if (fit < VT_SHM_MIN_SIZE) {
-        snprintf(why, whylen,
-                 "asked %.0f MiB, %s has %.0f MiB (%.0f MiB free): at most "
-                 "%.1f MiB would fit, under the %u MiB minimum",
-                 asked / MIB, dir, total / MIB, avail / MIB, fit / MIB,
-                 VT_SHM_MIN_SIZE >> 20);
-        return 0;
-    }
-    if (fit < asked)
-        snprintf(why, whylen,
-                 "asked %.0f MiB, %s has %.0f MiB (%.0f MiB free): fitted to "
-                 "%.0f MiB (at most half of it)",
-                 asked / MIB, dir, total / MIB, avail / MIB, fit / MIB);
-    else
-        snprintf(why, whylen, "%.0f MiB (%s has %.0f MiB, %.0f MiB free)",
-                 fit / MIB, dir, total / MIB, avail / MIB);
-    return fit;
 }
 
 /* ---- creation ---- */

@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shmfit.h"
+
 typedef struct vt_shm vt_shm;
 
 typedef struct vt_shm_opts {
@@ -41,8 +43,6 @@ typedef struct vt_shm_opts {
     uint64_t block_size;      /* bytes per cache block */
 } vt_shm_opts;
 
-/* Smallest segment worth sharing; below it the per-process cache is used. */
-#define VT_SHM_MIN_SIZE (8u << 20)
 
 /* Attach to the segment of this user and pool, creating it when absent.
  * Returns NULL when shared memory cannot be used; why (always set) says
@@ -81,14 +81,6 @@ void vt__shm_unlock(pthread_mutex_t *mu);
 void vt__shm_wait(_Atomic uint32_t *w, uint32_t val, long timeout_ms);
 /* Wake every process sleeping on w. */
 void vt__shm_wake(_Atomic uint32_t *w);
-
-/* The segment size to use for `asked` bytes on a file system of `total`
- * bytes with `avail` free: at most half of it and nine tenths of what is
- * free, whole blocks; 0 when that is below VT_SHM_MIN_SIZE. why says so
- * ("asked 256 MiB, /dev/shm 64 MiB: using 32 MiB"). Pure. */
-uint64_t vt__shm_fit(uint64_t asked, uint64_t total, uint64_t avail,
-                     uint64_t block_size, const char *dir, char *why,
-                     size_t whylen);
 
 /* Bytes per cache block of the segment. */
 uint64_t vt__shm_block_size(const vt_shm *s);

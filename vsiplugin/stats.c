@@ -164,6 +164,29 @@ static void put(out *o, const char *fmt, ...)
         o->n += (size_t)w;
 }
 
+/* The host-wide shared cache this process uses, if any: the same figures
+ * in every attached process's document (readers count it once, by path). */
+static void put_shared(out *o)
+{
+    vt_shm_info in;
+    const char *p;
+
+    if (!vt__cache_shared_info(vt__object_cache(), &in))
+        return;
+    for (p = in.path; *p; p++)
+        if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
+            return; /* not a plain string: leave the section out */
+    put(o, "\"shared\": {\"path\": \"%s\", \"size\": %" PRIu64 ", \"data_bytes\": %" PRIu64
+           ", \"used_bytes\": %" PRIu64 ", \"reserved_bytes\": %" PRIu64
+           ", \"attached\": %u, \"objects\": %u, \"hits\": %" PRIu64
+           ", \"misses\": %" PRIu64 ", \"waits\": %" PRIu64 ", \"wait_timeouts\": %" PRIu64
+           ", \"evictions\": %" PRIu64 ", \"takeovers\": %" PRIu64 ", \"repairs\": %" PRIu64
+           "}, ",
+        in.path, in.size, in.data_bytes, in.used_bytes, in.reserved_bytes,
+        in.procs_attached, in.objects, in.hits, in.misses, in.waits, in.wait_timeouts,
+        in.evictions, in.takeovers, in.repairs);
+}
+
 size_t vt__stats_json(char *buf, size_t len)
 {
     vt_cache_stats cs;
@@ -185,6 +208,7 @@ size_t vt__stats_json(char *buf, size_t len)
         cs.peak_retained_bytes, cs.transient_bytes, minus(cs.hits, base.hits),
         minus(cs.misses, base.misses), minus(cs.waits, base.waits),
         minus(cs.evictions, base.evictions), cs.blocks);
+    put_shared(&o);
     put(&o, "\"engine\": {\"requests\": %" PRIu64 ", \"retries\": %" PRIu64
             ", \"bytes_received\": %" PRIu64 ", \"connections\": %" PRIu64
             ", \"in_flight\": %" PRIu64 ", \"h2_responses\": %" PRIu64 "}, ",

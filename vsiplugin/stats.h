@@ -15,6 +15,12 @@
  *   {"pid", "time",
  *    "cache": {budget, retained_bytes, peak_retained_bytes, transient_bytes,
  *              hits, misses, waits, evictions, blocks},
+ *    "shared": {path, size, data_bytes, used_bytes, reserved_bytes, attached,
+ *               objects, hits, misses, waits, wait_timeouts, evictions,
+ *               takeovers, repairs}   only with the shared cache: the
+ *              host's segment, the same in every attached process's file
+ *              (count it once, by path; "cache" is then this process's
+ *              lookups, with nothing retained privately),
  *    "engine": {requests, retries, bytes_received, connections, in_flight,
  *               h2_responses},
  *    "http": {<kind>: {"2xx", "3xx", "4xx", "5xx", "none"}},  kinds below

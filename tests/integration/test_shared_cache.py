@@ -393,3 +393,108 @@ def test_random_kills_never_hang_corrupt_or_leak(lab, small_cog, pool):
     assert json.loads(final.stdout.strip().splitlines()[-1])["shared"] is True
     assert kills == 220
     assert not segment(pool).exists()
+
+
+@pytest.fixture
+def small_shm(tmp_path):
+    """A 64 MiB tmpfs, as containers mount /dev/shm (needs root to mount)."""
+    d = tmp_path / "shm64"
+    d.mkdir()
+    cp = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m,mode=1777", "tmpfs", str(d)],
+                        capture_output=True, text=True)
+    if cp.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {cp.stderr.strip()}")
+    try:
+        yield d
+    finally:
+        subprocess.run(["umount", "-l", str(d)], capture_output=True)
+
+
+def test_a_64_mb_dev_shm_is_detected_and_fitted(lab, small_cog, pool, small_shm):
+    """On a 64 MiB /dev/shm the 256 MiB asked is fitted to 32 MiB: the debug output
+    and `tunerd detect` say so, the segment is no larger, and it is shared."""
+    extra = shared(pool, VSITUNE_SHM_DIR=small_shm, CPL_DEBUG="VSITUNE")
+    env = lab_client.gdal_env(lab.env("h1"), vsitune=True, extra=extra)
+    args = [PY, str(READER), "--hold", "--key", small_cog["key"], "--local", small_cog["path"],
+            ",".join(map(str, W1))]
+    a = subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert json.loads(a.stdout.readline())["nerrors"] == 0
+        seg = segment(pool, shm_dir=small_shm)
+        assert seg.stat().st_size <= 32 << 20
+        mark = last_seq(lab)
+        b, _ = hold_reader(lab, small_cog, extra, [W1])
+        assert since(lab, mark) == []
+        release(b)
+    finally:
+        a.stdin.close()
+        a.wait(timeout=60)
+    debug = a.stderr.read()
+    assert "shared cache: created" in debug and "fitted to 32 MiB" in debug, debug[-2000:]
+    tunerd = lab_client.build_dir() / "tunerd" / "tunerd"
+    cp = subprocess.run([str(tunerd), "detect"], env=dict(os.environ, VSITUNE_SHM_DIR=str(small_shm)),
+                        capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    assert "=> shared cache:     32 MiB for the host" in cp.stdout, cp.stdout
+    assert "fitted to 32 MiB" in cp.stdout
+
+
+def test_too_small_a_dev_shm_falls_back_to_the_process_cache(lab, small_cog, pool, tmp_path):
+    """Under 16 MiB (at most half of it would be under 8 MiB) nothing is created:
+    the process uses its own cache, says why, and reads right."""
+    d = tmp_path / "shm12"
+    d.mkdir()
+    cp = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", str(d)],
+                        capture_output=True, text=True)
+    if cp.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {cp.stderr.strip()}")
+    try:
+        env = lab_client.gdal_env(lab.env("h1"), vsitune=True,
+                                  extra=shared(pool, VSITUNE_SHM_DIR=d, CPL_DEBUG="VSITUNE"))
+        cp = subprocess.run([PY, str(READER), "--key", small_cog["key"], "--local",
+                             small_cog["path"], ",".join(map(str, W1))], env=env,
+                            capture_output=True, text=True, timeout=120)
+        assert cp.returncode == 0 and json.loads(cp.stdout.splitlines()[-1])["nerrors"] == 0
+        assert "per-process cache instead" in cp.stderr, cp.stderr[-2000:]
+        assert list(d.iterdir()) == []
+    finally:
+        subprocess.run(["umount", "-l", str(d)], capture_output=True)
+
+
+def test_tunerd_stats_and_watch_show_the_segment_once(lab, small_cog, pool, tmp_path):
+    """Two processes attached to one segment, counters published: `tunerd stats`
+    and `tunerd watch` print the segment once (size, use, hit ratio, 2 processes
+    attached), and the processes' own cache columns are 0 (nothing kept twice)."""
+    stats_dir = tmp_path / "stats"
+    stats_dir.mkdir()
+    extra = shared(pool, VSITUNE_STATS_DIR=stats_dir)
+    a, _ = hold_reader(lab, small_cog, extra, [W1])
+    b, _ = hold_reader(lab, small_cog, extra, [W1, W2])
+    tunerd = lab_client.build_dir() / "tunerd" / "tunerd"
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            files = list(stats_dir.glob("vsitune-*.json"))
+            docs = [json.loads(f.read_text()) for f in files]
+            if len(docs) == 2 and all(d.get("shared", {}).get("attached") == 2 for d in docs):
+                break
+            time.sleep(0.2)
+        assert len(docs) == 2 and all("shared" in d for d in docs), docs
+        assert {d["shared"]["path"] for d in docs} == {str(segment(pool))}
+        assert all(d["cache"]["budget"] == 0 and d["cache"]["retained_bytes"] == 0 for d in docs)
+        cp = subprocess.run([str(tunerd), "stats", "--dir", str(stats_dir)], capture_output=True,
+                            text=True, timeout=60)
+        assert cp.returncode == 0, cp.stderr
+        lines = [ln for ln in cp.stdout.splitlines() if ln.startswith("# shared cache ")]
+        assert len(lines) == 1, cp.stdout
+        assert str(segment(pool)) in lines[0] and "2 process(es) attached" in lines[0]
+        assert "hit " in lines[0] and "MiB used" in lines[0]
+        cp = subprocess.run([str(tunerd), "watch", "--count", "1", "--stats-dir", str(stats_dir),
+                             "--match", "libgdal"], capture_output=True, text=True, timeout=60)
+        assert cp.returncode == 0, cp.stderr
+        assert sum(1 for ln in cp.stdout.splitlines() if ln.startswith("# shared cache ")) == 1, \
+            cp.stdout
+    finally:
+        release(b)
+        release(a)

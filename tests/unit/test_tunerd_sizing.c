@@ -124,6 +124,59 @@ static void test_headline_env(void **state)
     assert_null(vt_envblock_get(&e, "VSI_CACHE"));
 }
 
+/* Several processes where /dev/shm exists: their range caches become one
+ * shared budget for the host (the same total, one ledger row, counted
+ * once); Lambda (no /dev/shm), a single process and stock GDAL keep
+ * per-process caches. */
+static void test_shared_range_cache(void **state)
+{
+    vt_platform p;
+    vt_sizing s;
+    vt_envblock e;
+    char err[256];
+    int i, shared_rows = 0;
+
+    (void)state;
+    load("cloudrun", &p);
+    assert_int_equal(p.shared_memory, 1);
+    vt_sizing_in in = { &p, 8192, 2, 1, VT_WORKLOAD_BATCH, 0, 1 };
+    assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
+    assert_int_equal(s.processes, 2);
+    assert_int_equal(s.shared_cache_mb, 2 * s.range_cache_mb);
+    for (i = 0; i < s.n_rows; i++) {
+        assert_null(strstr(s.rows[i].item, "range cache (VSITUNE_CACHE_SIZE)"));
+        if (strstr(s.rows[i].item, "VSITUNE_SHARED_CACHE_SIZE")) {
+            shared_rows++;
+            assert_int_equal(s.rows[i].count, 1);
+            assert_int_equal(s.rows[i].total_mb, s.shared_cache_mb);
+        }
+    }
+    assert_int_equal(shared_rows, 1);
+    assert_int_equal(s.total_mb, 3060); /* the known answer: the same total */
+    assert_int_equal(vt_envblock_build(&p, &s, VT_WORKLOAD_BATCH, 1, "/x", &e), 0);
+    assert_string_equal(vt_envblock_get(&e, "VSITUNE_SHARED_CACHE"), "YES");
+    assert_string_equal(vt_envblock_get(&e, "VSITUNE_SHARED_CACHE_SIZE"), "134217728");
+    assert_string_equal(vt_envblock_get(&e, "VSITUNE_CACHE_SIZE"), "67108864");
+
+    in.plugin = 0;                     /* stock GDAL: nothing to share */
+    assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
+    assert_int_equal(s.shared_cache_mb, 0);
+    in.plugin = 1;
+    in.cpus = 1;                       /* one process (at most 4 GiB per vCPU) */
+    in.memory_mb = 2048;
+    assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
+    assert_int_equal(s.shared_cache_mb, 0);
+
+    load("lambda", &p);                /* no /dev/shm */
+    assert_int_equal(p.shared_memory, 0);
+    vt_sizing_in lin = { &p, 10240, 0, 0, VT_WORKLOAD_BATCH, 0, 1 };
+    assert_int_equal(vt_sizing_compute(&lin, &s, err, sizeof err), VT_SIZE_OK);
+    assert_int_equal(s.processes, 5);
+    assert_int_equal(s.shared_cache_mb, 0);
+    assert_int_equal(vt_envblock_build(&p, &s, VT_WORKLOAD_BATCH, 1, "/x", &e), 0);
+    assert_null(vt_envblock_get(&e, "VSITUNE_SHARED_CACHE"));
+}
+
 /* Over every Lambda tier the ledger fits, the cache is divided (never
  * repeated), workers never exceed the whole vCPU, and more memory never
  * means fewer workers. */
@@ -392,6 +445,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_known_answers),
         cmocka_unit_test(test_headline_env),
+        cmocka_unit_test(test_shared_range_cache),
         cmocka_unit_test(test_lambda_invariants),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_memory_bounds_workers),
