@@ -178,7 +178,7 @@ struct vt_shm {
                                     child not attached yet; -1: never */
     pthread_mutex_t attach_mu;   /* process-local: one thread attaches */
     char path[256];
-    char why[512];               /* how it was sized (debug output) */
+    char why[800];               /* how it was sized (debug output) */
 };
 
 /* Region pointers of a mapping (after the header is valid). */

@@ -9,7 +9,7 @@
 #include "config.h"
 
 static vt_shm *g_shm;           /* the process's segment, for the exit hook */
-static char g_status[600];
+static char g_status[900];
 
 static void detach_at_exit(void)
 {
@@ -19,7 +19,7 @@ static void detach_at_exit(void)
 vt_shm *vt__shm_from_options(uint64_t block_size, long *wait_ms)
 {
     vt_shm_opts o;
-    char *dir = NULL, *pool = NULL, why[512];
+    char *dir = NULL, *pool = NULL, why[800];
     vt_shm *s = NULL;
 
     *wait_ms = 1000L * (long)vt__cfg_size(NULL, "VSITUNE_SHARED_CACHE_WAIT",

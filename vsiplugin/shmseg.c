@@ -497,10 +497,10 @@ vt_shm *vt__shm_open(const vt_shm_opts *o, char *why, size_t whylen)
             continue; /* removed while we attached: start over */
         }
         {
-            char head[160];
+            char head[400];
             snprintf(head, sizeof head, "%s", why);
             snprintf(s->why, sizeof s->why,
-                     "%s %.100s: %.1f MiB, %u blocks of %llu KiB%s%.120s",
+                     "%s %s: %.1f MiB, %u blocks of %llu KiB%s%s",
                      strcmp(bad, "attached") == 0 ? "attached to" : "created",
                      path, s->size / MIB, s->hdr->nslots,
                      (unsigned long long)(s->hdr->block_size >> 10),
