@@ -396,23 +396,30 @@ def test_random_kills_never_hang_corrupt_or_leak(lab, small_cog, pool):
 
 
 @pytest.fixture
-def small_shm(tmp_path):
-    """A 64 MiB tmpfs, as containers mount /dev/shm (needs root to mount)."""
-    d = tmp_path / "shm64"
-    d.mkdir()
-    cp = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m,mode=1777", "tmpfs", str(d)],
-                        capture_output=True, text=True)
-    if cp.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {cp.stderr.strip()}")
-    try:
-        yield d
-    finally:
+def tmpfs(tmp_path):
+    """tmpfs(size) -> a tmpfs of that size mounted under tmp_path (needs root),
+    unmounted after the test."""
+    mounted = []
+
+    def mount(size):
+        d = tmp_path / f"shm-{size}"
+        d.mkdir()
+        cp = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=1777", "tmpfs",
+                             str(d)], capture_output=True, text=True)
+        if cp.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {cp.stderr.strip()}")
+        mounted.append(d)
+        return d
+    yield mount
+    for d in mounted:
         subprocess.run(["umount", "-l", str(d)], capture_output=True)
 
 
-def test_a_64_mb_dev_shm_is_detected_and_fitted(lab, small_cog, pool, small_shm):
-    """On a 64 MiB /dev/shm the 256 MiB asked is fitted to 32 MiB: the debug output
-    and `tunerd detect` say so, the segment is no larger, and it is shared."""
+def test_a_64_mb_dev_shm_is_detected_and_fitted(lab, small_cog, pool, tmpfs):
+    """On a 64 MiB /dev/shm (as containers mount it) the 256 MiB asked is fitted to
+    32 MiB: the debug output and `tunerd detect` say so, the segment is no larger,
+    and it is shared."""
+    small_shm = tmpfs("64m")
     extra = shared(pool, VSITUNE_SHM_DIR=small_shm, CPL_DEBUG="VSITUNE")
     env = lab_client.gdal_env(lab.env("h1"), vsitune=True, extra=extra)
     args = [PY, str(READER), "--hold", "--key", small_cog["key"], "--local", small_cog["path"],
@@ -440,26 +447,18 @@ def test_a_64_mb_dev_shm_is_detected_and_fitted(lab, small_cog, pool, small_shm)
     assert "fitted to 32 MiB" in cp.stdout
 
 
-def test_too_small_a_dev_shm_falls_back_to_the_process_cache(lab, small_cog, pool, tmp_path):
+def test_too_small_a_dev_shm_falls_back_to_the_process_cache(lab, small_cog, pool, tmpfs):
     """Under 16 MiB (at most half of it would be under 8 MiB) nothing is created:
     the process uses its own cache, says why, and reads right."""
-    d = tmp_path / "shm12"
-    d.mkdir()
-    cp = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12m", "tmpfs", str(d)],
-                        capture_output=True, text=True)
-    if cp.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {cp.stderr.strip()}")
-    try:
-        env = lab_client.gdal_env(lab.env("h1"), vsitune=True,
-                                  extra=shared(pool, VSITUNE_SHM_DIR=d, CPL_DEBUG="VSITUNE"))
-        cp = subprocess.run([PY, str(READER), "--key", small_cog["key"], "--local",
-                             small_cog["path"], ",".join(map(str, W1))], env=env,
-                            capture_output=True, text=True, timeout=120)
-        assert cp.returncode == 0 and json.loads(cp.stdout.splitlines()[-1])["nerrors"] == 0
-        assert "per-process cache instead" in cp.stderr, cp.stderr[-2000:]
-        assert list(d.iterdir()) == []
-    finally:
-        subprocess.run(["umount", "-l", str(d)], capture_output=True)
+    d = tmpfs("12m")
+    env = lab_client.gdal_env(lab.env("h1"), vsitune=True,
+                              extra=shared(pool, VSITUNE_SHM_DIR=d, CPL_DEBUG="VSITUNE"))
+    cp = subprocess.run([PY, str(READER), "--key", small_cog["key"], "--local",
+                         small_cog["path"], ",".join(map(str, W1))], env=env,
+                        capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0 and json.loads(cp.stdout.splitlines()[-1])["nerrors"] == 0
+    assert "per-process cache instead" in cp.stderr, cp.stderr[-2000:]
+    assert list(d.iterdir()) == []
 
 
 def test_tunerd_stats_and_watch_show_the_segment_once(lab, small_cog, pool, tmp_path):
