@@ -17,8 +17,8 @@
  * unpinned blocks from the LRU tail, but only when that makes room; if it
  * cannot, the block is delivered transient. Shrinking the budget turns
  * pinned retained blocks transient once nothing else is left to evict.
- * drop_prefix detaches matching blocks: unpinned ones are freed, pinned ones
- * stay readable by their holders and become transient.
+ * drop_prefix and drop detach matching blocks: unpinned ones are freed,
+ * pinned ones stay readable by their holders and become transient.
  *
  * Lock discipline: the data of a block is copied by vt__cache_fill outside
  * the lock (a FILLING block belongs to its filler alone); no callback is ever
@@ -430,6 +430,35 @@ void vt__cache_drop_prefix(vt_cache *c, const char *prefix)
     }
     maybe_shrink(c);
     pthread_mutex_unlock(&c->mu);
+}
+
+size_t vt__cache_drop(vt_cache *c, const char *key, uint64_t first,
+                      uint64_t count)
+{
+    size_t dropped = 0;
+
+    if (!c || !key)
+        return 0;
+    pthread_mutex_lock(&c->mu);
+    for (uint64_t index = first; index - first < count; index++) {
+        uint64_t h = hash_key(key, index);
+        vt_block *b = c->buckets[h & (c->nbuckets - 1)];
+        while (b && !(b->hash == h && b->index == index &&
+                      strcmp(b->key, key) == 0))
+            b = b->hnext;
+        if (!b || b->state != READY)
+            continue;
+        if (b->pins == 0) {
+            destroy(c, b);
+        } else {
+            unretain(c, b);
+            table_unlink(c, b);
+        }
+        dropped++;
+    }
+    maybe_shrink(c);
+    pthread_mutex_unlock(&c->mu);
+    return dropped;
 }
 
 void vt__cache_set_budget(vt_cache *c, size_t budget)

@@ -70,6 +70,14 @@ void vt__cache_release(vt_cache *c, vt_block *b);
 /* Drop every unpinned block whose key starts with prefix (object replaced). */
 void vt__cache_drop_prefix(vt_cache *c, const char *prefix);
 
+/* Forget the ready blocks [first, first + count) of key (a reader found their
+ * bytes wrong: suspect.h): the next lookup of each is a miss and refetches.
+ * Unpinned blocks are freed; pinned ones stay readable by their holders until
+ * released. Blocks being filled or failed are left alone (they hold no old
+ * bytes). Returns how many blocks were dropped. */
+size_t vt__cache_drop(vt_cache *c, const char *key, uint64_t first,
+                      uint64_t count);
+
 /* Serve every later lookup from the shared segment s (shmcache.h) instead
  * of this process's blocks; waits for another process's fill last at most
  * wait_ms. Call once, before the first lookup; s outlives c. The block size

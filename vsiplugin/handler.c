@@ -24,6 +24,7 @@
 #include "router.h"
 #include "s3.h"
 #include "stats.h"
+#include "suspect.h"
 
 /* Why the last open on this thread failed (see vt__handler_open_error). */
 static _Thread_local char t_open_error[VT_GDAL_MSG_CAP];
@@ -34,6 +35,7 @@ typedef struct vt_handle {
     uint64_t pos;
     int eof;
     vt_readahead ra;
+    vt_suspect sus;       /* blocks GDAL may fail to decode (suspect.h) */
 } vt_handle;
 
 /* The CPLError class GDAL itself uses for an S3 failure, so that rasterio
@@ -226,8 +228,10 @@ static size_t cb_read(void *f, void *buf, size_t size, size_t count)
         return 0;
     }
     got = osize - h->pos < want ? (size_t)(osize - h->pos) : want;
+    vt__suspect_before_read(&h->sus, h->obj, 0, 1, &h->pos, &got);
     err = vt__object_read(h->obj, 1, &buf, &h->pos, &got, &h->ra, errbuf,
                           sizeof(errbuf));
+    vt__suspect_after_read(&h->sus, err == VT_OK, 0, 1, &h->pos, &got);
     if (err != VT_OK) {
         CPLError(CE_Failure, cple_for(0, errbuf), "%s", errbuf);
         errno = errno_for(err);
@@ -257,8 +261,10 @@ static int cb_read_multi_range(void *f, int n, void **data,
         o64[i] = offs[i];
     /* vt__object_read refuses ranges past the end, naming bucket and key;
      * GDAL's striped and scan reads grow the handle's readahead there too. */
+    vt__suspect_before_read(&h->sus, h->obj, 1, (size_t)n, o64, sizes);
     err = vt__object_read(h->obj, (size_t)n, data, o64, sizes, &h->ra, errbuf,
                           sizeof(errbuf));
+    vt__suspect_after_read(&h->sus, err == VT_OK, 1, (size_t)n, o64, sizes);
     if (err != VT_OK) {
         CPLError(CE_Failure, cple_for(0, errbuf), "%s", errbuf);
         goto out;
@@ -278,6 +284,7 @@ static int cb_close(void *f)
 {
     vt_handle *h = f;
     if (h) {
+        vt__suspect_close(&h->sus, h->obj);
         vt__object_release(h->obj);
         free(h);
     }

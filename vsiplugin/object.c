@@ -639,6 +639,7 @@ uint64_t vt__object_size(const vt_object *o) { return o->size; }
 const char *vt__object_etag(const vt_object *o) { return o->etag; }
 
 const char *vt__object_path(const vt_object *o) { return o->path; }
+const char *vt__object_cache_key(const vt_object *o) { return o->cache_key; }
 
 void vt__object_clear_all(void)
 {

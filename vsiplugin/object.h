@@ -42,6 +42,10 @@ const char *vt__object_etag(const vt_object *o);
  * Lives as long as the reference. */
 const char *vt__object_path(const vt_object *o);
 
+/* The object's identity in the block cache (bucket, key and ETag); lives as
+ * long as the reference. */
+const char *vt__object_cache_key(const vt_object *o);
+
 /* Read n ranges: dst[i] gets len[i] bytes at off[i]; every range must lie
  * inside the object (else VT_EINVAL naming bucket and key). ra: the calling
  * handle's readahead state (NULL: none): when the read goes to the network

@@ -223,12 +223,13 @@ class Lab:
         return self._call("POST", "/fault", body=body)["rule"]
 
     def pfault(self, kind, count=1, key=None, value=None, method="GET", request_kind=None,
-               endpoint=None):
+               endpoint=None, from_byte=None):
         """Arm a fault of the fault proxy (endpoints fp1, fp2) for the next `count`
-        matching requests; kinds and `value` in tests/lab/lib/faultproxy.js."""
+        matching requests (with from_byte: range requests from that byte on);
+        kinds and `value` in tests/lab/lib/faultproxy.js."""
         body = {"kind": kind, "count": count, "method": method}
         for k, v in (("key", key), ("value", value), ("request_kind", request_kind),
-                     ("endpoint", endpoint)):
+                     ("endpoint", endpoint), ("from_byte", from_byte)):
             if v is not None:
                 body[k] = v
         return self._call("POST", "/pfault", body=body)["rule"]

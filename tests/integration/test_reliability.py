@@ -9,11 +9,18 @@ bounds asserted are the ones docs/reliability.md promises. Worker timeouts are o
 liveness bound (never a hang), not a timing assertion.
 """
 
+import json
+import os
+import select
+import subprocess
 import threading  # noqa: F401  (used in the worker code below)
+import time
+from pathlib import Path
 
 import pytest
 
-from test_vsitune_helpers import Worker, WorkerError, last_seq, s3path, sigcheck  # noqa: F401
+import lab_client
+from test_vsitune_helpers import PY, Worker, WorkerError, last_seq, s3path, sigcheck  # noqa: F401
 
 FAST = {"GDAL_HTTP_RETRY_DELAY": "0.05", "GDAL_HTTP_MAX_RETRY": "3"}
 WINDOW = (1200, 1300, 700, 600)
@@ -217,3 +224,202 @@ def test_permanent_fault_costs_bounded_requests(lab, small_cog, endpoint, kind):
     if kind != "refuse":
         msg = _msgs(err)
         assert key in msg and ("503" in msg or "429" in msg), msg
+
+
+# -- item 2: corrupt bytes in a well-formed 206 are not kept ------------------------
+# A corrupt or zeroed body with the right length and Content-Range passes every HTTP
+# check; GDAL's decoder fails on it. The plugin drops the blocks of the handle's last
+# reads when GDAL reports that failure, or reads the same tiles again (suspect.h), so
+# the next read fetches them once more. Each client is run alone (decode_reader.py):
+# the Python bindings with and without UseExceptions, and rasterio, which reset
+# GDAL's error state between calls differently.
+
+READER = Path(__file__).resolve().with_name("decode_reader.py")
+
+
+def _reader_line(proc, timeout):
+    """One line of the reader's stdout, or LabError past `timeout` s (never a hang)."""
+    deadline = time.monotonic() + timeout
+    buf = b""
+    fd = proc.stdout.fileno()
+    while not buf.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        r, _, _ = select.select([fd], [], [], max(0.0, min(left, 0.5)))
+        if r:
+            c = os.read(fd, 1)
+            if not c:
+                break
+            buf += c
+        elif left <= 0:
+            proc.kill()
+            raise lab_client.LabError("decode_reader.py gave no answer in time")
+    return buf.decode()
+
+
+def _decode_run(lab, cog, client, pattern, arm, endpoint="fp1", reads=3, arm_first=False,
+                timeout=120):
+    """Run decode_reader.py; `arm()` arms the fault once the object was opened (or
+    before anything with arm_first). Returns (one dict per read, log seq before arming)."""
+    env = lab_client.gdal_env(lab.env(endpoint), vsitune=True, extra=FAST)
+    args = [PY, str(READER), client, pattern, "--path", s3path(cog), "--local", cog["path"],
+            "--reads", str(reads)] + (["--arm-first"] if arm_first else [])
+    mark = last_seq(lab)
+    if arm_first:
+        arm()
+    proc = subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        if not arm_first:
+            line = _reader_line(proc, timeout)
+            assert '"opened"' in line, (line, proc.stderr.read()[-2000:])
+            mark = last_seq(lab)
+            arm()
+            proc.stdin.write(b"go\n")
+            proc.stdin.flush()
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    lines = [json.loads(x) for x in out.decode().splitlines() if x.strip()]
+    assert len(lines) == reads and proc.returncode == 0, (out, err.decode()[-3000:])
+    return lines, mark
+
+
+def _tile_gets(lab, key, since):
+    """The tile GETs (everything but the header) the server saw since `since`."""
+    return [e for e in lab.log(since=since) if e["key"] == key and e["kind"] == "GET_RANGE"
+            and not e["range"].startswith("bytes=0-")]
+
+
+def _span(entry):
+    first, last = entry["range"][len("bytes="):].split("-")
+    return int(first), int(last)
+
+
+def _assert_decode_error(read, key):
+    assert read["status"] == "error", read
+    assert key in read["error"] and "IReadBlock failed" in read["error"], read
+
+
+@pytest.mark.parametrize("pattern", ["same", "reopen"])
+@pytest.mark.parametrize("client", ["gdal", "gdal-noexc", "rasterio"])
+def test_corrupt_tile_fails_once_then_is_fetched_again(lab, small_cog, client, pattern):
+    key = small_cog["key"]
+    reads, mark = _decode_run(lab, small_cog, client, pattern, arm=lambda: lab.pfault(
+        "corrupt", key=key, request_kind="GET_RANGE", endpoint="fp1"))
+    _assert_decode_error(reads[0], key)
+    assert [r["status"] for r in reads[1:]] == ["ok", "ok"], reads
+    # One more GET of the same tiles, answered right; nothing else of them.
+    gets = _tile_gets(lab, key, mark)
+    assert [e["fault"] for e in gets] == ["p:corrupt", None], gets
+    (f0, l0), (f1, l1) = _span(gets[0]), _span(gets[1])
+    assert f0 <= f1 and l1 <= l0, gets
+    # The header block was among the handle's last reads: asked again at most once.
+    header = [e for e in lab.log(since=mark) if e["kind"] == "GET_RANGE"
+              and e["range"].startswith("bytes=0-")]
+    assert len(header) <= 1, header
+
+
+@pytest.mark.parametrize("client", ["gdal", "gdal-noexc", "rasterio"])
+def test_permanently_corrupt_tile_is_fetched_once_more_then_fails(lab, small_cog, client):
+    key = small_cog["key"]
+    try:
+        reads, mark = _decode_run(lab, small_cog, client, "reopen", arm=lambda: lab.pfault(
+            "corrupt", count=1000, key=key, request_kind="GET_RANGE", endpoint="fp1",
+            from_byte=65536))
+    finally:
+        lab.clear_faults()
+    for r in reads:
+        _assert_decode_error(r, key)
+    # One refetch; after it the failure is real: no loop, no more requests.
+    gets = _tile_gets(lab, key, mark)
+    assert [e["fault"] for e in gets] == ["p:corrupt", "p:corrupt"], gets
+
+
+@pytest.mark.parametrize("client", ["gdal", "rasterio"])
+def test_corrupt_header_fails_one_open_then_heals(lab, small_cog, client):
+    key = small_cog["key"]
+    reads, mark = _decode_run(lab, small_cog, client, "reopen", arm_first=True,
+                              arm=lambda: lab.pfault("corrupt", key=key,
+                                                     request_kind="GET_RANGE", endpoint="fp1"))
+    assert reads[0]["status"] == "error" and key in reads[0]["error"], reads
+    assert "not recognized as a supported file format" in reads[0]["error"], reads
+    assert [r["status"] for r in reads[1:]] == ["ok", "ok"], reads
+    header = [e for e in lab.log(since=mark) if e["key"] == key and e["kind"] == "GET_RANGE"
+              and e["range"].startswith("bytes=0-")]
+    assert [e["fault"] for e in header] == ["p:corrupt", None], header
+
+
+def test_flipped_bytes_over_h2_are_fetched_again(lab, small_cog):
+    key = small_cog["key"]
+    reads, mark = _decode_run(lab, small_cog, "gdal", "same", endpoint="fp2",
+                              arm=lambda: lab.pfault("flip", key=key, request_kind="GET_RANGE",
+                                                     endpoint="fp2"))
+    # GTiff may notice the damage on the COG's block leader and ask again within the
+    # first call (then that call already succeeds); otherwise its decoder fails it.
+    assert reads[0]["status"] in ("ok", "error"), reads
+    if reads[0]["status"] == "error":
+        _assert_decode_error(reads[0], key)
+    assert [r["status"] for r in reads[1:]] == ["ok", "ok"], reads
+    assert [e["fault"] for e in _tile_gets(lab, key, mark)] == ["p:flip", None]
+
+
+def test_c_tool_reads_the_pixel_right_the_second_time(lab, small_cog, gdal):
+    """gdallocationinfo queries one pixel twice in one process: the first query fails
+    on the corrupt tile, the second is fetched again (stock GDAL keeps failing)."""
+    key = small_cog["key"]
+    local = lab_client.run_tool(["gdallocationinfo", "-valonly", small_cog["path"], "1500",
+                                 "700"], env=dict(os.environ))[0].stdout.strip()
+    mark = last_seq(lab)
+    lab.pfault("corrupt", key=key, request_kind="GET_RANGE", endpoint="fp1",
+               from_byte=65536)
+    env = gdal.env(endpoint="fp1", vsitune=True, extra=FAST)
+    cp = subprocess.run(["gdallocationinfo", "-valonly", s3path(small_cog)],
+                        input="1500 700\n1500 700\n", env=env, capture_output=True,
+                        text=True, timeout=120)
+    assert cp.stdout.split() == [local], (cp.stdout, cp.stderr)
+    assert "IReadBlock failed" in cp.stderr and key in cp.stderr, cp.stderr
+    gets = _tile_gets(lab, key, mark)
+    assert [e["fault"] for e in gets] == ["p:corrupt", None], gets
+
+
+RAW_TWICE = r"""
+import ctypes, hashlib
+lib = ctypes.CDLL("libgdal.so.32")
+lib.VSIFOpenL.restype = ctypes.c_void_p
+lib.VSIFOpenL.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+lib.VSIFCloseL.argtypes = [ctypes.c_void_p]
+lib.VSIFReadMultiRangeL.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
+                                    ctypes.POINTER(ctypes.c_uint64),
+                                    ctypes.POINTER(ctypes.c_size_t), ctypes.c_void_p]
+fp = lib.VSIFOpenL(path.encode(), b"rb")
+want = open(local, "rb").read()
+got = []
+for _ in range(3):  # the same two ranges on the same handle, three times
+    bufs = [ctypes.create_string_buffer(n) for _, n in ranges]
+    ptrs = (ctypes.c_void_p * 2)(*[ctypes.cast(b, ctypes.c_void_p) for b in bufs])
+    offs = (ctypes.c_uint64 * 2)(*[o for o, _ in ranges])
+    lens = (ctypes.c_size_t * 2)(*[n for _, n in ranges])
+    assert lib.VSIFReadMultiRangeL(2, ptrs, offs, lens, ctypes.c_void_p(fp)) == 0
+    got.append(all(b.raw == want[o:o + n] for b, (o, n) in zip(bufs, ranges)))
+lib.VSIFCloseL(ctypes.c_void_p(fp))
+result = got
+"""
+
+
+def test_same_ranges_read_again_are_fetched_again_once(lab, small_cog):
+    """The re-read signal alone (no GDAL error at all: raw multi-range reads): the
+    zeroed bytes are handed over once (HTTP cannot tell), the identical second read
+    fetches them again, the third is served from the cache."""
+    key = small_cog["key"]
+    ranges = [[3400000, 40000], [3500000, 30000]]
+    with Worker(lab, endpoint="fp1", extra=FAST) as w:
+        w.call("ds = gdal.Open(path)\nds = None\nresult = 1", path=s3path(small_cog))
+        mark = last_seq(lab)
+        lab.pfault("corrupt", key=key, request_kind="GET_RANGE", endpoint="fp1")
+        got = w.call(RAW_TWICE, path=s3path(small_cog), local=small_cog["path"],
+                     ranges=ranges)
+    assert got == [False, True, True]
+    gets = _tile_gets(lab, key, mark)
+    assert [e["fault"] for e in gets] == ["p:corrupt", None], gets

@@ -375,6 +375,50 @@ static void test_drop_prefix(void **state)
     vt__cache_free(c);
 }
 
+/* vt__cache_drop forgets ready blocks of one key and index span: the next
+ * lookup of each fills anew; a pinned one stays readable by its holder;
+ * in-flight blocks, other indexes and other keys stay. */
+static void test_drop_blocks(void **state)
+{
+    vt_cache *c = vt__cache_new(16 * BS, BS);
+    const char *a = "b/a.tif\nE1", *b = "b/a.tif\nE2";
+    vt_block_role role;
+    vt_block *pinned, *inflight;
+    vt_cache_stats st;
+
+    (void)state;
+    for (uint64_t i = 0; i < 5; i++)
+        fill_new(c, a, i, BS);
+    fill_new(c, b, 2, BS);
+    pinned = vt__cache_lookup(c, a, 2, &role);
+    assert_int_equal(role, VT_ROLE_HIT);
+    inflight = vt__cache_lookup(c, a, 7, &role);
+    assert_int_equal(role, VT_ROLE_FILL);
+
+    assert_int_equal(vt__cache_drop(c, a, 1, 2), 2);  /* a:1, a:2 */
+    assert_int_equal(vt__cache_drop(c, a, 7, 1), 0);  /* in flight */
+    assert_int_equal(vt__cache_drop(c, a, 9, 3), 0);  /* absent */
+    st = stats(c);
+    assert_int_equal(st.retained_bytes, 4 * BS);      /* a:0, a:3, a:4, b:2 */
+    assert_int_equal(st.transient_bytes, BS);         /* the pinned a:2 */
+    assert_true(data_ok(pinned, a, 2, BS));
+
+    assert_int_equal(probe(c, a, 0, BS), VT_ROLE_HIT);
+    assert_int_equal(probe(c, a, 1, BS), VT_ROLE_FILL);
+    assert_int_equal(probe(c, a, 2, BS), VT_ROLE_FILL);  /* not the old one */
+    assert_int_equal(probe(c, a, 3, BS), VT_ROLE_HIT);
+    assert_int_equal(probe(c, b, 2, BS), VT_ROLE_HIT);
+    assert_int_equal(probe(c, a, 7, BS), VT_ROLE_WAIT);  /* still in flight */
+    fill_with(c, inflight, a, 7, BS);
+    vt__cache_release(c, inflight);
+    vt__cache_release(c, pinned);
+    st = stats(c);
+    assert_int_equal(st.transient_bytes, 0);
+    assert_int_equal(st.retained_bytes, 7 * BS);
+    assert_int_equal(st.blocks, 7);
+    vt__cache_free(c);
+}
+
 static void test_set_budget(void **state)
 {
     vt_cache *c = vt__cache_new(4 * BS, BS);
@@ -774,6 +818,7 @@ int main(void)
         cmocka_unit_test(test_transient_when_pinned),
         cmocka_unit_test(test_fail_wakes_waiters),
         cmocka_unit_test(test_drop_prefix),
+        cmocka_unit_test(test_drop_blocks),
         cmocka_unit_test(test_set_budget),
         cmocka_unit_test(test_budget_zero),
         cmocka_unit_test(test_random_workload),

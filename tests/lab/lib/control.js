@@ -13,7 +13,7 @@
 //                  "endpoint": E, "seconds": S}
 //   GET    /faults   DELETE /faults
 //   POST   /pfault {"kind": K, "count": N, "method": M, "key": S, "request_kind": K,
-//                   "endpoint": "fp1"|"fp2", "value": V}   (lib/faultproxy.js)
+//                   "endpoint": "fp1"|"fp2", "value": V, "from_byte": N}   (lib/faultproxy.js)
 //   DELETE /pfaults
 //   PUT    /object?bucket=B&key=K[&path=/abs/file]   body = object bytes (unless path)
 //   DELETE /object?bucket=B&key=K

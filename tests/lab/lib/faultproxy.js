@@ -9,7 +9,8 @@
 // there, under endpoint "fp1"/"fp2", with the proxy's fault in the log's `fault`
 // field as "p:<kind>"), the whole answer is read, and then, if a rule matches, the
 // answer the client gets is rewritten. A rule applies to the next `count` matching
-// requests (method, key substring, request kind, endpoint), as in faults.js.
+// requests (method, key substring, request kind, endpoint, and with `from_byte` only
+// range requests starting at or past that byte), as in faults.js.
 //
 // Kinds (`value` is a number some kinds take):
 //   range416    416 InvalidRange with "Content-Range: bytes */<real size>"
@@ -17,6 +18,8 @@
 //   nototal     206 whose Content-Range total is "*"
 //   lietotal    206 whose Content-Range total is `value` (a lie)
 //   corrupt     206, right length and Content-Range, every body byte zeroed
+//   flip        206, right length and Content-Range, every `value`-th body byte
+//               (default 997) inverted
 //   longbody    206 whose body is `value` (default 100) bytes longer than its range
 //   badrange    206 with "Content-Range: bytes garbage"
 //   reqtimeout  400 RequestTimeout (S3 XML)
@@ -33,7 +36,7 @@ const http2 = require('http2');
 const net = require('net');
 const fs = require('fs');
 
-const KINDS = new Set(['range416', 'empty200', 'nototal', 'lietotal', 'corrupt', 'longbody',
+const KINDS = new Set(['range416', 'empty200', 'nototal', 'lietotal', 'corrupt', 'flip', 'longbody',
   'badrange', 'reqtimeout', 'bigerror', 's503', 'throttle', 'trickle', 'refuse', 'rst', 'goaway',
   'noend']);
 const REASONS = { 200: 'OK', 206: 'Partial Content', 400: 'Bad Request', 416:
@@ -58,7 +61,13 @@ class ProxyFaults {
     }
     const count = spec.count === undefined ? 1 : Number(spec.count);
     if (!Number.isInteger(count) || count < 1) throw new Error('count must be an integer >= 1');
-    const rule = { kind: spec.kind, remaining: count, method: (spec.method || 'GET').toUpperCase(),
+    const fromByte = spec.from_byte === undefined || spec.from_byte === null ? null
+      : Number(spec.from_byte);
+    if (fromByte !== null && !(Number.isInteger(fromByte) && fromByte >= 0)) {
+      throw new Error('from_byte must be an integer >= 0');
+    }
+    const rule = { kind: spec.kind, remaining: count, from_byte: fromByte,
+      method: (spec.method || 'GET').toUpperCase(),
       key: spec.key || null, request_kind: spec.request_kind || null,
       endpoint: spec.endpoint || null,
       value: spec.value === undefined || spec.value === null ? null : Number(spec.value) };
@@ -66,13 +75,15 @@ class ProxyFaults {
     return rule;
   }
 
-  take(method, key, kind, endpoint) {
+  take(method, key, kind, endpoint, range) {
+    const m = /^bytes=(\d+)-/.exec(range || '');
     for (let i = 0; i < this.rules.length; i++) {
       const r = this.rules[i];
       if (r.method !== '*' && r.method !== method) continue;
       if (r.key !== null && !(key || '').includes(r.key)) continue;
       if (r.request_kind && r.request_kind !== kind) continue;
       if (r.endpoint && r.endpoint !== endpoint) continue;
+      if (r.from_byte !== null && !(m && Number(m[1]) >= r.from_byte)) continue;
       if (--r.remaining <= 0) this.rules.splice(i, 1);
       return r;
     }
@@ -148,6 +159,12 @@ function rewrite(ans, fault, method) {
       return { status: ans.status, headers: h, body: ans.body };
     case 'corrupt':
       return { status: ans.status, headers: h, body: Buffer.alloc(ans.body.length) };
+    case 'flip': {
+      const body = Buffer.from(ans.body);
+      const step = v === null ? 997 : Math.max(1, v);
+      for (let i = step - 1; i < body.length; i += step) body[i] ^= 0xff;
+      return { status: ans.status, headers: h, body };
+    }
     case 'longbody':
       return { status: ans.status, headers: h,
         body: Buffer.concat([ans.body, Buffer.alloc(v === null ? 100 : v, 0x41)]) };
@@ -212,7 +229,7 @@ function serveH1(sock, ctx) {
 
 async function handleH1(sock, ctx, method, path, headers) {
   const { key, kind } = classify(method, path, headers.range);
-  const fault = ctx.faults.take(method, key, kind, 'fp1');
+  const fault = ctx.faults.take(method, key, kind, 'fp1', headers.range);
   const ans = rewrite(await forward(ctx.verifierPorts.fp1, method, path, headers, fault),
     fault, method);
   if (ans.act === 'refuse') { sock.destroy(); return false; }
@@ -263,7 +280,7 @@ async function handleH2(stream, headers, ctx) {
   const method = headers[':method'];
   const path = headers[':path'];
   const { key, kind } = classify(method, path, headers.range);
-  const fault = ctx.faults.take(method, key, kind, 'fp2');
+  const fault = ctx.faults.take(method, key, kind, 'fp2', headers.range);
   let ans;
   try {
     ans = rewrite(await forward(ctx.verifierPorts.fp2, method, path,
