@@ -2,23 +2,37 @@
 # fuzz.sh: build the libFuzzer targets of tests/fuzz (clang, ASan+UBSan) and run each
 # for a bounded time on its committed corpus (tests/fuzz/corpus/<name>); new inputs
 # go to a scratch copy, never into the repository. Exit non-zero on any crash.
-# Environment: VT_FUZZ_SECONDS (per target, default 20), BUILD_DIR.
+# The plugin's and tunerd's core libraries are built once with the same
+# instrumentation (CMake, clang, VT_BUILD_TESTS=OFF) so every target calls the code
+# that ships, and the fuzzer sees its coverage.
+# Environment: VT_FUZZ_SECONDS (per target, default 10), VT_FUZZ_TARGETS (names,
+# default all), BUILD_DIR.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${BUILD_DIR:-$ROOT/build}/fuzz
-SECS=${VT_FUZZ_SECONDS:-20}
+SECS=${VT_FUZZ_SECONDS:-10}
 CC=${VT_FUZZ_CC:-clang}
 command -v "$CC" >/dev/null || { echo "fuzz: $CC not installed (scripts/setup.sh installs it)" >&2; exit 1; }
 mkdir -p "$OUT"
-FLAGS=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-       -D_GNU_SOURCE -I"$ROOT/vsiplugin")
-declare -A SRC=(
-  [content_range]="$ROOT/vsiplugin/engine_retry.c"
-  [retry_after]="$ROOT/vsiplugin/engine_retry.c"
-  [s3_error]="$ROOT/vsiplugin/xmlscan.c"
+SAN=(-fsanitize=address,undefined -fno-sanitize-recover=undefined)
+LIBS_DIR="$OUT/cmake"
+cmake -S "$ROOT" -B "$LIBS_DIR" -DCMAKE_C_COMPILER="$CC" -DCMAKE_BUILD_TYPE=None \
+  -DVT_BUILD_TESTS=OFF -DCMAKE_C_FLAGS="-g -O1 -fsanitize=fuzzer-no-link ${SAN[*]}" >/dev/null
+cmake --build "$LIBS_DIR" -j"$(nproc)" --target vtcore tunerdcore >/dev/null
+# shellcheck disable=SC2207
+SYSLIBS=($(pkg-config --libs gdal libcurl libcrypto) -lpthread -lm)
+declare -A LIB=(
+  [content_range]=vsiplugin/libvtcore.a [retry_after]=vsiplugin/libvtcore.a
+  [s3_error]=vsiplugin/libvtcore.a [creds_ini]=vsiplugin/libvtcore.a
+  [creds_doc]=vsiplugin/libvtcore.a [aws_profile]=vsiplugin/libvtcore.a
+  [tunerd_args]=tunerd/libtunerdcore.a [tunerd_profile]=tunerd/libtunerdcore.a
 )
-for name in content_range retry_after s3_error; do
-  "$CC" "${FLAGS[@]}" -o "$OUT/fuzz_$name" "$ROOT/tests/fuzz/fuzz_$name.c" ${SRC[$name]} -lm
+TARGETS=${VT_FUZZ_TARGETS:-content_range retry_after s3_error creds_ini creds_doc aws_profile tunerd_args tunerd_profile}
+for name in $TARGETS; do
+  [ -n "${LIB[$name]:-}" ] || { echo "fuzz: unknown target $name" >&2; exit 1; }
+  "$CC" -g -O1 -fsanitize=fuzzer "${SAN[@]}" -D_GNU_SOURCE -I"$ROOT/vsiplugin" -I"$ROOT/tunerd" \
+    $(pkg-config --cflags gdal) -o "$OUT/fuzz_$name" "$ROOT/tests/fuzz/fuzz_$name.c" \
+    "$LIBS_DIR/${LIB[$name]}" "${SYSLIBS[@]}"
   work="$OUT/corpus-$name"
   rm -rf "$work"; mkdir -p "$work"
   cp "$ROOT/tests/fuzz/corpus/$name/"* "$work/"

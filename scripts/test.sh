@@ -33,7 +33,7 @@ here() {
   (cd "$BUILD_DIR" && ctest --output-on-failure -j2 --output-junit "$BUILD_DIR/results/ctest.xml") || rc=1
   if [ "${VT_FUZZ:-1}" = 1 ]; then
     echo "== fuzzing (libFuzzer, bounded, committed corpus: scripts/fuzz.sh)"
-    VT_FUZZ_SECONDS=${VT_FUZZ_SECONDS:-20} "$ROOT/scripts/fuzz.sh" || rc=1
+    VT_FUZZ_SECONDS=${VT_FUZZ_SECONDS:-10} "$ROOT/scripts/fuzz.sh" || rc=1
   fi
   echo "== integration tests (pytest, against the lab)"
   export VT_BUILD_DIR="$BUILD_DIR"

@@ -356,7 +356,8 @@ char *vt__imds_first_role(const char *body, size_t len)
         if (e - s > 128)
             return NULL;
         for (const char *c = s; c < e; c++)
-            if (!isalnum((unsigned char)*c) && !strchr("+=,.@_-", *c))
+            if (!isalnum((unsigned char)*c) &&
+                (*c == '\0' || !strchr("+=,.@_-", *c))) /* strchr finds NUL */
                 return NULL;
         return strndup(s, (size_t)(e - s));
     }
