@@ -385,8 +385,9 @@ def test_c_tool_reads_the_pixel_right_the_second_time(lab, small_cog, gdal):
 
 
 RAW_TWICE = r"""
-import ctypes, hashlib
-lib = ctypes.CDLL("libgdal.so.32")
+import ctypes
+with open("/proc/self/maps") as maps:  # the libgdal osgeo loaded (soname per release)
+    lib = ctypes.CDLL(next(ln.split()[-1] for ln in maps if "/libgdal.so." in ln))
 lib.VSIFOpenL.restype = ctypes.c_void_p
 lib.VSIFOpenL.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
 lib.VSIFCloseL.argtypes = [ctypes.c_void_p]
