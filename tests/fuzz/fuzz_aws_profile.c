@@ -1,34 +1,19 @@
-/* fuzz_aws_profile.c: libFuzzer target for the AWS profile provider as it
- * runs (creds_profile.c): the profile name, ~/.aws/credentials and
- * ~/.aws/config come from the input, "NAME\0CREDENTIALS\0CONFIG" (missing
- * parts: AWS_PROFILE unset, file absent), the files through memfds that
- * AWS_SHARED_CREDENTIALS_FILE and AWS_CONFIG_FILE name. Checks the
- * provider's contract: found (1) means both keys, -1 an error message, no
- * keys otherwise; source keys only for a role with a source_profile; and
- * everything is freed (ASan's leak check). */
+/* fuzz_aws_profile.c: libFuzzer target for the AWS profile as GDAL reads it
+ * from the shared files (creds_profile.c vt__profile_parse): the profile
+ * name, ~/.aws/credentials and ~/.aws/config come from the input,
+ * "NAME\0CREDENTIALS\0CONFIG" (a missing part: "default", file absent), each
+ * file NUL-terminated as vt__creds_read_file gives it. With GDAL's warnings
+ * on (a key set differently in both files, a config file named but absent:
+ * quiet handler). Every field found is a non-empty copy of part of a file
+ * (an empty value reads as absent); role settings and region come only from
+ * the config file; everything is freed (ASan's leak check). */
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
-#include <cpl_conv.h>
+#include <cpl_error.h>
 
-#include "creds.h"
 #include "creds_int.h"
-
-static int fd_creds = -1, fd_config = -1;
-
-/* Replace the memfd's content; returns its /proc path in buf. */
-static const char *put(int fd, const char *data, size_t len, char *buf,
-                       size_t buflen)
-{
-    if (ftruncate(fd, 0) != 0 || (len && pwrite(fd, data, len, 0) != (ssize_t)len))
-        abort();
-    snprintf(buf, buflen, "/proc/self/fd/%d", fd);
-    return buf;
-}
 
 /* The next part of data[0, size) from *at up to a NUL or the end; NULL
  * when none is left (*at past the end). */
@@ -44,59 +29,70 @@ static const char *part(const char *data, size_t size, size_t *at, size_t *len)
     return s;
 }
 
+static char *text_of(const char *s, size_t n)
+{
+    char *t = malloc(n + 1);
+    if (!t)
+        abort();
+    memcpy(t, s, n);
+    t[n] = '\0';
+    return t;
+}
+
+static void check(const char *v, size_t max)
+{
+    if (v && (!*v || strlen(v) > max))
+        abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    static int quiet;
     const char *in = (const char *)data, *name, *ctext, *ftext;
-    size_t at = 0, nlen = 0, clen = 0, flen = 0;
-    char cpath[64], fpath[64], pname[128], notes[512], err[512], *region;
-    struct vt_profile_hint hint;
-    vt_creds out;
-    int rc;
+    size_t at = 0, nlen = 0, clen = 0, flen = 0, max;
+    struct vt_shared_files f;
+    struct vt_profile p;
+    char *pname;
 
-    if (fd_creds < 0) {
-        fd_creds = memfd_create("credentials", 0);
-        fd_config = memfd_create("config", 0);
-        if (fd_creds < 0 || fd_config < 0)
-            abort();
+    if (!quiet) {
+        CPLPushErrorHandler(CPLQuietErrorHandler);
+        quiet = 1;
     }
     name = part(in, size, &at, &nlen);
     ctext = part(in, size, &at, &clen);
     ftext = part(in, size, &at, &flen);
-    if (name && nlen > 0 && nlen < sizeof(pname)) {
-        memcpy(pname, name, nlen);
-        pname[nlen] = '\0';
-        CPLSetConfigOption("AWS_PROFILE", pname);
-    } else {
-        CPLSetConfigOption("AWS_PROFILE", NULL);
+    memset(&f, 0, sizeof(f));
+    strcpy(f.cred_path, "/fuzz/credentials");
+    strcpy(f.config_path, "/fuzz/config");
+    f.explicit_config = 1;
+    if (ctext) {
+        f.ctext = text_of(ctext, clen);
+        f.clen = clen;
     }
-    CPLSetConfigOption("AWS_SHARED_CREDENTIALS_FILE",
-                       ctext ? put(fd_creds, ctext, clen, cpath, sizeof(cpath))
-                             : "/nonexistent/credentials");
-    CPLSetConfigOption("AWS_CONFIG_FILE",
-                       ftext ? put(fd_config, ftext, flen, fpath, sizeof(fpath))
-                             : "/nonexistent/config");
+    if (ftext) {
+        f.ftext = text_of(ftext, flen);
+        f.flen = flen;
+    }
+    pname = name && nlen ? text_of(name, nlen) : text_of("default", 7);
 
-    memset(&hint, 0, sizeof(hint));
-    memset(&out, 0, sizeof(out));
-    notes[0] = err[0] = '\0';
-    rc = vt__creds_from_profile(&out, &hint, notes, sizeof(notes), err,
-                                sizeof(err));
-    if (rc == 1 && (!out.access_key || !*out.access_key || !out.secret_key ||
-                    !*out.secret_key))
+    vt__profile_parse(&f, pname, 1, &p);
+    max = clen > flen ? clen : flen;
+    check(p.access_key, max);
+    check(p.secret_key, max);
+    check(p.session_token, max);
+    check(p.region, flen);
+    check(p.role_arn, flen);
+    check(p.source_profile, flen);
+    check(p.external_id, flen);
+    check(p.mfa_serial, flen);
+    check(p.session_name, flen);
+    check(p.token_file, flen);
+    if (!ftext && (p.region || p.role_arn || p.source_profile || p.token_file))
         abort();
-    if (rc == -1 && err[0] == '\0')
+    if (!ctext && !ftext && (p.access_key || p.secret_key || p.session_token))
         abort();
-    if (rc != 1 && out.access_key)
-        abort();
-    if (hint.source.access_key && (!hint.role_arn || !hint.source_profile))
-        abort();
-    vt__creds_clear(&out);
-    vt__profile_hint_clear(&hint);
-
-    vt__creds_profile_region_reset(); /* the answer is cached per path */
-    region = vt__creds_profile_region();
-    if (region && (!*region || strlen(region) > size))
-        abort();
-    free(region);
+    vt__profile_clear(&p);
+    vt__shared_files_clear(&f);
+    free(pname);
     return 0;
 }
