@@ -69,7 +69,7 @@ int vt__suspect_within(const vt_suspect *s, size_t n, const uint64_t *off,
             continue;
         nonempty++;
         for (j = 0; j < s->n; j++)
-            if (s->multi[j] && off[i] >= s->off[j] && off[i] - s->off[j] <= s->len[j] &&
+            if (s->multi[j] && s->read[j] == s->reads && off[i] >= s->off[j] && off[i] - s->off[j] <= s->len[j] &&
                 len[i] <= s->len[j] - (off[i] - s->off[j]))
                 break;
         if (j == s->n)

@@ -17,10 +17,12 @@
  *   UseExceptions, rasterio) erase its counter, class and first byte only
  *   (CPLErrorReset in GDAL 3.6 to 3.13); the rest of the text stays in
  *   GDAL's buffer until the next error and is what is read then.
- * - Re-read: a multi-range read whose ranges all lie inside a multi-range
- *   read among the handle's last ones. GTiff asks again for the tiles of a
- *   window only when it failed to decode them (decoded tiles sit in GDAL's
- *   block cache), or when their COG leader or trailer did not match.
+ * - Re-read: a multi-range read whose ranges all lie inside the handle's
+ *   previous read, a multi-range one. GTiff asks again for the tiles of a
+ *   window only when they are not in GDAL's block cache: when it failed to
+ *   decode them, or found their COG leader or trailer wrong (and asks again
+ *   without them, at once). Only the read just before counts: a window read
+ *   after a strip that covered it, or after other reads, is normal.
  *
  * Either way the cache blocks of the handle's last VT_SUSPECT_READS reads are
  * dropped (the bytes that failed are not always in the very last one: after
@@ -90,8 +92,8 @@ int vt__suspect_blames(const char *text, int failure, const char *path);
  * left). Reads GDAL's error state only. */
 int vt__suspect_evidence(const vt_suspect *s, const char *path);
 
-/* 1 when every non-empty range (off[i], len[i]) lies inside one of the
- * ranges s keeps from multi-range reads. */
+/* 1 when every non-empty range (off[i], len[i]) lies inside a range of the
+ * last read s keeps, when that was a multi-range read. */
 int vt__suspect_within(const vt_suspect *s, size_t n, const uint64_t *off,
                        const size_t *len);
 
