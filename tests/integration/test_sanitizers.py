@@ -2,9 +2,10 @@
 inside real GDAL processes against the lab.
 
 Builds gdal_vsitune.so with -DVT_ASAN=ON in a build directory of its own, then runs
-a 16-thread open-per-window reader over HTTP/2 and a gdal_translate over HTTP/1.1
-with the sanitizer runtimes preloaded (GDAL and Python are not instrumented; the
-plugin is). Any report fails the test. Leak checking is off: GDAL and Python keep
+a 16-thread open-per-window reader over HTTP/2, a gdal_translate over HTTP/1.1,
+processes sharing one cache segment and readers meeting a corrupt tile (the
+decode-failure path, suspect.c) with the sanitizer runtimes preloaded (GDAL and Python are not instrumented; the plugin is).
+Any report fails the test. Leak checking is off: GDAL and Python keep
 process-lifetime allocations by design (valgrind found no definite leak of ours).
 """
 
@@ -95,3 +96,22 @@ def test_shared_cache_across_processes_is_clean(lab, small_cog, asan_plugin_dir)
         assert res["nerrors"] == 0, res["errors"]
         # the host's 9 MiB budget, not the per-process 64 MiB: the segment was used
         assert res["stats"]["cache"]["budget"] <= 9 << 20
+
+
+def test_decode_failure_path_is_clean(lab, small_cog, asan_plugin_dir):
+    """A corrupt tile answer, then reads that drop and fetch the tile again
+    (suspect.c reads GDAL's error text, past a reset): rasterio and the bindings
+    with exceptions, open-read-close three times."""
+    env = sanitized_env(lab, "fp1", asan_plugin_dir)
+    env["GDAL_HTTP_RETRY_DELAY"] = "0.05"
+    for client in ("gdal", "rasterio"):
+        lab.pfault("corrupt", key=small_cog["key"], request_kind="GET_RANGE",
+                   endpoint="fp1", from_byte=65536)
+        cp = subprocess.run(["/usr/bin/python3", str(READER.with_name("decode_reader.py")),
+                             client, "reopen", "--arm-first", "--path",
+                             f"/vsis3/lab/{small_cog['key']}", "--local", small_cog["path"]],
+                            env=env, capture_output=True, text=True, timeout=600)
+        assert_clean(cp)
+        statuses = [line.split('"status": "')[1].split('"')[0]
+                    for line in cp.stdout.splitlines()]
+        assert statuses == ["error", "ok", "ok"], cp.stdout
