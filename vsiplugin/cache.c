@@ -439,6 +439,13 @@ size_t vt__cache_drop(vt_cache *c, const char *key, uint64_t first,
 
     if (!c || !key)
         return 0;
+    if (c->shm) { /* shared: nothing of it is retained here */
+        uint8_t digest[32];
+        vt__shm_digest(key, digest);
+        for (uint64_t index = first; index - first < count; index++)
+            dropped += (size_t)vt__shmc_drop(c->shm, digest, index);
+        return dropped;
+    }
     pthread_mutex_lock(&c->mu);
     for (uint64_t index = first; index - first < count; index++) {
         uint64_t h = hash_key(key, index);

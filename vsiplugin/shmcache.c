@@ -411,6 +411,30 @@ void vt__shmc_abandon(vt_shm *s, const vt_shmc_ref *ref)
     vt__shmc_fail(s, ref, VT_EAGAIN, NULL);
 }
 
+int vt__shmc_drop(vt_shm *s, const uint8_t digest[32], uint64_t index)
+{
+    vt_shm_hdr *h = s->hdr;
+    vt_shm_desc *d;
+    int32_t i;
+    int dropped = 0;
+
+    if (vt__shm_lock(s, &h->blocks_mu, vt__shmcache_repair) != 0)
+        return 0;
+    i = find(s, digest, index);
+    d = i != NIL ? &s->desc[i] : NULL;
+    if (d && atomic_load(&d->state) == VT_D_READY) {
+        atomic_fetch_add(&d->gen, 1);    /* readers copying it now: stale */
+        vt__lirs_remove(&h->lirs, s->lirs, i, gone, s);
+        data_push(s, d->data);
+        d->data = NIL;
+        h->resident--;
+        desc_free(s, i);
+        dropped = 1;
+    }
+    vt__shm_unlock(&h->blocks_mu);
+    return dropped;
+}
+
 /* The error of a FAILED descriptor; 0 when it changed while we read. */
 static int read_failure(vt_shm *s, const vt_shmc_ref *ref, int *err,
                         char *msg, size_t msglen)

@@ -73,6 +73,12 @@ vt_shmc_role vt__shmc_wait(vt_shm *s, vt_shmc_ref *ref,
  * waiters' wait ends in FAILED with VT_EAGAIN, i.e. "fetch it yourself". */
 void vt__shmc_abandon(vt_shm *s, const vt_shmc_ref *ref);
 
+/* Forget the ready block `index` of digest (a reader found its bytes wrong:
+ * suspect.h): the next lookup in any process fetches it again; copies in
+ * progress see its generation change. Blocks being filled are left alone.
+ * Returns 1 when a block was dropped. */
+int vt__shmc_drop(vt_shm *s, const uint8_t digest[32], uint64_t index);
+
 /* Segment creation (shmseg.c): empty index, free lists, LIRS. */
 void vt__shmcache_init(vt_shm *s);
 

@@ -257,10 +257,10 @@ def _reader_line(proc, timeout):
 
 
 def _decode_run(lab, cog, client, pattern, arm, endpoint="fp1", reads=3, arm_first=False,
-                timeout=120):
+                timeout=120, extra=None):
     """Run decode_reader.py; `arm()` arms the fault once the object was opened (or
     before anything with arm_first). Returns (one dict per read, log seq before arming)."""
-    env = lab_client.gdal_env(lab.env(endpoint), vsitune=True, extra=FAST)
+    env = lab_client.gdal_env(lab.env(endpoint), vsitune=True, extra={**FAST, **(extra or {})})
     args = [PY, str(READER), client, pattern, "--path", s3path(cog), "--local", cog["path"],
             "--reads", str(reads)] + (["--arm-first"] if arm_first else [])
     mark = last_seq(lab)
@@ -319,6 +319,24 @@ def test_corrupt_tile_fails_once_then_is_fetched_again(lab, small_cog, client, p
     header = [e for e in lab.log(since=mark) if e["kind"] == "GET_RANGE"
               and e["range"].startswith("bytes=0-")]
     assert len(header) <= 1, header
+
+
+def test_corrupt_tile_leaves_the_shared_cache(lab, small_cog):
+    """With VSITUNE_SHARED_CACHE=YES the bytes live in the host's segment, not in the
+    process: the drop reaches the segment (vt__shmc_drop), or every process of the
+    host would keep failing."""
+    key, pool = small_cog["key"], f"rely{os.getpid()}"
+    try:
+        reads, mark = _decode_run(lab, small_cog, "gdal", "reopen", extra={
+            "VSITUNE_SHARED_CACHE": "YES", "VSITUNE_SHARED_CACHE_NAME": pool},
+            arm=lambda: lab.pfault("corrupt", key=key, request_kind="GET_RANGE",
+                                   endpoint="fp1", from_byte=65536))
+    finally:
+        for seg in Path("/dev/shm").glob(f"vsitune-*-{pool}"):
+            seg.unlink()
+    _assert_decode_error(reads[0], key)
+    assert [r["status"] for r in reads[1:]] == ["ok", "ok"], reads
+    assert [e["fault"] for e in _tile_gets(lab, key, mark)] == ["p:corrupt", None]
 
 
 @pytest.mark.parametrize("client", ["gdal", "gdal-noexc", "rasterio"])

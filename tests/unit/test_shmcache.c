@@ -257,6 +257,39 @@ static void test_fill_wait_hit(void **state)
     vt__shm_close(a);
 }
 
+/* vt__shmc_drop (a reader found a block's bytes wrong): the block leaves the
+ * segment for every process, its slot is reused, a block being filled and a
+ * missing one are left alone. */
+static void test_drop(void **state)
+{
+    vt_shm *a = open_seg(16u << 20, BS), *b = open_seg(16u << 20, BS);
+    static unsigned char buf[BS];
+    uint8_t d[32];
+    size_t len;
+    vt_shmc_ref ra;
+
+    assert_non_null(a);
+    assert_non_null(b);
+    digest_of(3, d);
+    assert_int_equal(touch(a, d, 0), VT_SHMC_FILL);
+    assert_int_equal(touch(a, d, 1), VT_SHMC_FILL);
+    assert_int_equal(touch(b, d, 0), VT_SHMC_HIT);
+    assert_int_equal(vt__shmc_drop(b, d, 0), 1);
+    assert_int_equal(vt__shmc_drop(b, d, 0), 0);        /* gone already */
+    assert_int_equal(vt__shmc_drop(b, d, 9), 0);        /* never there */
+    check_structure(a);
+    assert_int_equal(touch(a, d, 1), VT_SHMC_HIT);      /* others stay */
+    assert_int_equal(touch(a, d, 0), VT_SHMC_FILL);     /* fetched again */
+    assert_int_equal(touch(b, d, 0), VT_SHMC_HIT);
+    assert_int_equal(vt__shmc_lookup(a, d, 2, buf, &len, &ra), VT_SHMC_FILL);
+    assert_int_equal(vt__shmc_drop(b, d, 2), 0);        /* being filled */
+    fill(a, &ra, d, 2);
+    assert_int_equal(touch(b, d, 2), VT_SHMC_HIT);
+    check_structure(b);
+    vt__shm_close(b);
+    vt__shm_close(a);
+}
+
 /* A slow filler: the waiter's bound expires and it fetches privately. */
 static void test_wait_is_bounded(void **state)
 {
@@ -621,6 +654,7 @@ int main(void)
         cmocka_unit_test(test_fit),
         cmocka_unit_test_setup_teardown(test_create_attach_permissions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fill_wait_hit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_is_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_filler_killed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_owner_killed, setup, teardown),
