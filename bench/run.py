@@ -101,10 +101,15 @@ def parse_args(argv):
     ap.add_argument("--root", action="append", default=[], metavar="SUITE",
                     help="scenario 9: also measure the GDAL of this scripts/debroot.sh root "
                     "(e.g. sid; its plugin built by `VT_TEST_GDALS=SUITE scripts/test.sh`)")
+    ap.add_argument("--keep-others", action="store_true",
+                    help="with --only: keep the other scenarios of the existing results file "
+                    "(each scenario records the commit and date it was measured at)")
     ap.add_argument("--snapshot", action="store_true",
                     help="measure the committed code: build the plugin and tunerd from "
                     "`git archive HEAD` in a directory of their own (ignores --build-dir)")
     a = ap.parse_args(argv)
+    if a.keep_others and not a.only:
+        ap.error("--keep-others needs --only")
     known = {n for n, _, _ in SCENARIOS}
     a.only = [s.strip() for s in a.only.split(",") if s.strip()]
     bad = [s for s in a.only if s not in known]
@@ -172,6 +177,21 @@ def main(argv=None):
                  "plugin_sha256": common.sha256(plugin)},
         "scenarios": {},
     }
+    kept = {}
+    if a.keep_others and a.out.is_file():
+        # Scenarios not run now keep their results (and say when they were
+        # measured); the page is rendered from the merged file.
+        old = json.loads(a.out.read_text())
+        ran = {name for num, name, _ in SCENARIOS if num in a.only}
+        for name, res in old.get("scenarios", {}).items():
+            if name not in ran:
+                res.setdefault("measured", {"commit": old["meta"].get("commit"),
+                                            "date": old["meta"].get("date")})
+                kept[name] = res
+        results["meta"]["kept_from"] = {"commit": old["meta"].get("commit"),
+                                        "date": old["meta"].get("date"),
+                                        "scenarios": sorted(kept)}
+        results["scenarios"].update(kept)
     import fixtures  # tests/lab/fixtures.py (on sys.path through common)
     prog.note(f"generating/finding fixture '{p['fixture']}' and starting the lab")
     lab = common.lab_client.Lab()
@@ -199,6 +219,8 @@ def main(argv=None):
                 res = {"error": f"{type(e).__name__}: {e}"}
                 prog.note(f"scenario {num} {name} failed: {res['error']}")
             res["duration_s"] = time.monotonic() - t0
+            res["measured"] = {"commit": results["meta"]["commit"],
+                               "date": results["meta"]["date"]}
             results["scenarios"][name] = res
             prog.note(f"scenario {num} {name} done in {res['duration_s']:.0f} s")
             _write(a.out, results, t_start)  # keep what we have if interrupted later
