@@ -516,6 +516,43 @@ static void test_scan_print_clean(void **state)
     free(buf);
 }
 
+/* The shared cache's section: parsed, and printed once per segment from the
+ * newest record that names it, whatever the number of processes. */
+static void test_shared_section(void **state)
+{
+    static const char shared[] =
+        ", \"shared\": {\"path\": \"/dev/shm/vsitune-0-default\", \"size\": 268435456, "
+        "\"data_bytes\": 264175616, \"used_bytes\": 20971520, \"reserved_bytes\": 25165824, "
+        "\"attached\": 3, \"objects\": 2, \"hits\": 90, \"misses\": 10, \"waits\": 0, "
+        "\"wait_timeouts\": 0, \"evictions\": 4, \"takeovers\": 1, \"repairs\": 0}}\n";
+    vt_stats_rec a, b, c;
+    const vt_stats_rec *recs[3] = {&a, &b, &c};
+    char err[256], out[4096], text[8192];
+    FILE *f;
+
+    (void)state;
+    snprintf(text, sizeof text, "%.*s%s", (int)(strrchr(doc, '}') - doc), doc, shared);
+    assert_int_equal(parse(text, &a, err, sizeof err), 0);
+    assert_int_equal(a.shared.present, 1);
+    assert_string_equal(a.shared.path, "/dev/shm/vsitune-0-default");
+    assert_int_equal(a.shared.attached, 3);
+    assert_int_equal(a.shared.hits, 90);
+    b = a;
+    b.time += 5;
+    b.shared.hits = 95;             /* newer: this one is printed */
+    assert_int_equal(parse(doc, &c, err, sizeof err), 0);
+    assert_int_equal(c.shared.present, 0);
+    f = fmemopen(out, sizeof out, "w");
+    assert_non_null(f);
+    vt_stats_print_shared(f, recs, 3);
+    fclose(f);
+    assert_non_null(strstr(out, "# shared cache /dev/shm/vsitune-0-default: 256.0 MiB"));
+    assert_non_null(strstr(out, "hit 90.5%"));   /* (95 + 0) / (95 + 0 + 10) */
+    assert_non_null(strstr(out, "3 process(es) attached"));
+    assert_null(strstr(strstr(out, "# shared") + 1, "# shared")); /* once */
+    expect_error(edit("\"cache\"", "\"shared\": {\"path\": 3}, \"cache\""), "expected");
+}
+
 static void test_watch_columns(void **state)
 {
     vt_watch_proc p[2] = {
@@ -551,6 +588,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_state_rule, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scan_print_clean, setup, teardown),
         cmocka_unit_test(test_watch_columns),
+        cmocka_unit_test(test_shared_section),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
