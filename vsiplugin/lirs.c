@@ -175,15 +175,15 @@ void vt__lirs_admit(vt_lirs *l, vt_lirs_node *n, int32_t i, int was_ghost,
     }
 }
 
-int32_t vt__lirs_victim(const vt_lirs *l, const vt_lirs_node *n,
+int32_t vt__lirs_victim(const vt_lirs *l, const vt_lirs_node *n, int lir_too,
                         int (*accept)(void *ctx, int32_t node), void *ctx)
 {
     int32_t i;
     for (i = l->q_head; i != NIL; i = n[i].q_next)
         if (!accept || accept(ctx, i))
             return i;
-    /* Q is empty only while blocks being filled hold the room that resident
-     * HIR blocks would: fall back to the least recent LIR node. */
+    if (!lir_too)
+        return NIL;
     for (i = l->s_bottom; i != NIL; i = n[i].s_next)
         if (n[i].status == VT_LIRS_LIR && (!accept || accept(ctx, i)))
             return i;
@@ -241,6 +241,25 @@ void vt__lirs_remove(vt_lirs *l, vt_lirs_node *n, int32_t i,
     }
     n[i].status = VT_LIRS_NONE;
     prune(l, n, gone, ctx);
+}
+
+void vt__lirs_note_ghost(vt_lirs *l, vt_lirs_node *n, int32_t i,
+                         vt_lirs_gone_fn gone, void *ctx)
+{
+    n[i].s_prev = n[i].s_next = n[i].q_prev = n[i].q_next = NIL;
+    n[i].in_s = 0;
+    if (l->ghost_cap == 0) {
+        n[i].status = VT_LIRS_NONE;
+        if (gone)
+            gone(ctx, i);
+        return;
+    }
+    s_push_top(l, n, i);
+    n[i].status = VT_LIRS_GHOST;
+    l->nghost++;
+    q_push_tail(n, &l->g_head, &l->g_tail, i);
+    while (l->nghost > l->ghost_cap && l->g_head != i)
+        drop_ghost(l, n, l->g_head, gone, ctx);
 }
 
 int32_t vt__lirs_oldest_ghost(const vt_lirs *l)

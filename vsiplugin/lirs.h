@@ -73,10 +73,19 @@ int vt__lirs_take_ghost(vt_lirs *l, vt_lirs_node *n, int32_t i);
 void vt__lirs_admit(vt_lirs *l, vt_lirs_node *n, int32_t i, int was_ghost,
                     vt_lirs_gone_fn gone, void *ctx);
 
-/* The resident node to evict next, or -1 when none is resident. accept(ctx,
- * i) may refuse a node (it is busy): the next one is tried. */
-int32_t vt__lirs_victim(const vt_lirs *l, const vt_lirs_node *n,
+/* The resident node to evict next: the oldest resident HIR node, or -1.
+ * accept(ctx, i) may refuse a node (it is busy): the next one is tried.
+ * With lir_too, when no HIR node can go, the least recent LIR node: only for
+ * a block that has shown reuse (a ghost coming back), never for a block
+ * seen once, or a scan would push the LIR set out (blocks being fetched
+ * hold slots outside the policy, so Q can be empty under load). */
+int32_t vt__lirs_victim(const vt_lirs *l, const vt_lirs_node *n, int lir_too,
                         int (*accept)(void *ctx, int32_t node), void *ctx);
+
+/* Node i (status NONE) was missed and will not be kept (no room): remember
+ * its recency as a ghost, so a reuse soon after makes it LIR. */
+void vt__lirs_note_ghost(vt_lirs *l, vt_lirs_node *n, int32_t i,
+                         vt_lirs_gone_fn gone, void *ctx);
 
 /* Evict resident node i: it stays as a ghost while in S (reported through
  * `gone` later), or is let go now (returns 1: the caller frees it). */

@@ -130,11 +130,12 @@ static int evictable(void *ctx, int32_t i)
     return atomic_load(&s->desc[i].state) == VT_D_READY;
 }
 
-/* Evict the LIRS victim; returns its data slot or NIL. */
-static int32_t evict_one(vt_shm *s)
+/* Evict the LIRS victim (an LIR block only when lir_too); returns its data
+ * slot or NIL. */
+static int32_t evict_one(vt_shm *s, int lir_too)
 {
     vt_shm_hdr *h = s->hdr;
-    int32_t v = vt__lirs_victim(&h->lirs, s->lirs, evictable, s), slot;
+    int32_t v = vt__lirs_victim(&h->lirs, s->lirs, lir_too, evictable, s), slot;
     vt_shm_desc *d;
 
     if (v == NIL)
@@ -153,9 +154,9 @@ static int32_t evict_one(vt_shm *s)
 }
 
 /* A data slot for a new fill: a free one, a never used one (reserving the
- * next chunk of the file first), else the LIRS victim's. NIL when every
- * slot is being filled. */
-static int32_t data_alloc(vt_shm *s)
+ * next chunk of the file first), else the LIRS victim's (see evict_one).
+ * NIL when nothing may go: then the block is not kept. */
+static int32_t data_alloc(vt_shm *s, int lir_too)
 {
     vt_shm_hdr *h = s->hdr;
     int32_t slot = h->free_data;
@@ -182,7 +183,7 @@ static int32_t data_alloc(vt_shm *s)
     }
     if (h->data_used < h->data_cap)
         return (int32_t)h->data_used++;
-    return evict_one(s);
+    return evict_one(s, lir_too);
 }
 
 /* A free descriptor: from the free list, else let go of the oldest ghost,
@@ -331,13 +332,15 @@ vt_shmc_role vt__shmc_lookup(vt_shm *s, const uint8_t digest[32],
             hash_insert(s, i);
             atomic_store(&d->state, VT_D_GHOST); /* named, no data yet */
         }
-        slot = data_alloc(s);
+        /* Only a block that came back while LIRS still remembered it may
+         * push an LIR block out; one seen once takes a resident HIR slot or
+         * is not kept (LIRS remembers it as a ghost), so a scan or many
+         * fetches in flight never wash out the LIR set. */
+        slot = data_alloc(s, was_ghost);
         if (slot == NIL) {
-            /* Every slot is being filled: fetch it privately. The named
-             * descriptor stays (a ghost out of LIRS is simply freed). */
             if (atomic_load(&d->state) == VT_D_GHOST &&
                 s->lirs[i].status == VT_LIRS_NONE)
-                desc_free(s, i);
+                vt__lirs_note_ghost(&h->lirs, s->lirs, i, gone, s);
             vt__shm_unlock(&h->blocks_mu);
             return VT_SHMC_PRIVATE;
         }

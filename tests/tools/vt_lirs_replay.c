@@ -61,7 +61,7 @@ int main(void)
             if (n >= 0)
                 ghost = vt__lirs_take_ghost(&l, nodes, n);
             if (resident >= cap) {
-                int32_t v = vt__lirs_victim(&l, nodes, NULL, NULL);
+                int32_t v = vt__lirs_victim(&l, nodes, 1, NULL, NULL);
                 if (vt__lirs_evict(&l, nodes, v, gone, NULL))
                     gone(NULL, v);
                 resident--;

@@ -81,7 +81,7 @@ static int access_block(int32_t i)
     }
     ghost = vt__lirs_take_ghost(&L, N, i);
     if (resident >= cap) {
-        int32_t v = vt__lirs_victim(&L, N, NULL, NULL);
+        int32_t v = vt__lirs_victim(&L, N, 1, NULL, NULL);
         assert_true(v >= 0);
         vt__lirs_evict(&L, N, v, gone, NULL);
         resident--;
@@ -132,7 +132,7 @@ static void test_short_reuse_promotes(void **state)
     access_block(3);                  /* reused while in S: LIR */
     assert_int_equal(N[3].status, VT_LIRS_LIR);
     assert_int_equal(N[0].status, VT_LIRS_HIR); /* the bottom was demoted */
-    assert_int_equal(vt__lirs_victim(&L, N, NULL, NULL), 0);
+    assert_int_equal(vt__lirs_victim(&L, N, 1, NULL, NULL), 0);
 }
 
 /* Ghosts beyond the cap are let go (reported), and removal keeps the bottom

@@ -405,6 +405,53 @@ static void test_repeated_scan_keeps_a_share(void **state)
     vt__shm_close(a);
 }
 
+/* Fetches in flight hold slots outside LIRS: new blocks claimed while the
+ * resident-HIR room is taken are not kept (PRIVATE), never at the cost of
+ * the LIR set; a block that comes back (a ghost) may push LIR out. */
+static void test_fills_in_flight_never_wash_out_lir(void **state)
+{
+    vt_shm *a = open_seg(8u << 20, 256 * 1024);
+    static unsigned char buf[256 * 1024];
+    uint8_t d[32], e[32];
+    vt_shmc_ref refs[40];
+    vt_shmc_role roles[40];
+    uint32_t slots, i, lir, private_n = 0;
+    size_t len;
+
+    assert_non_null(a);
+    slots = a->hdr->nslots;
+    digest_of(9, d);
+    digest_of(10, e);
+    for (i = 0; i < slots; i++)
+        assert_int_equal(touch(a, d, i), VT_SHMC_FILL);
+    lir = a->hdr->lirs.nlir;
+    assert_true(lir >= slots * 8 / 10);
+    /* 20 new blocks claimed at once, none filled yet (20 fetches in flight) */
+    for (i = 0; i < 20; i++) {
+        roles[i] = vt__shmc_lookup(a, e, i, buf, &len, &refs[i]);
+        assert_true(roles[i] == VT_SHMC_FILL || roles[i] == VT_SHMC_PRIVATE);
+        private_n += roles[i] == VT_SHMC_PRIVATE;
+    }
+    assert_true(private_n >= 20 - (slots - lir));
+    for (i = 0; i < 20; i++)
+        if (roles[i] == VT_SHMC_FILL)
+            fill(a, &refs[i], e, i);
+    assert_int_equal(a->hdr->lirs.nlir, lir);
+    for (i = 0; i < slots; i++)          /* the LIR set is all still there */
+        if (a->lirs[i].status == VT_LIRS_LIR)
+            assert_int_equal(touch(a, d, a->desc[i].index), VT_SHMC_HIT);
+    /* one of the blocks not kept comes back soon: it is a ghost now, and
+     * may take an LIR block's room */
+    for (i = 0; i < 20; i++)
+        if (roles[i] == VT_SHMC_PRIVATE)
+            break;
+    assert_true(i < 20);
+    assert_int_equal(touch(a, e, i), VT_SHMC_FILL);
+    assert_int_equal(touch(a, e, i), VT_SHMC_HIT);
+    check_structure(a);
+    vt__shm_close(a);
+}
+
 static void test_metadata(void **state)
 {
     vt_shm *a = open_seg(16u << 20, BS), *b = open_seg(16u << 20, BS);
@@ -659,6 +706,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_filler_killed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_owner_killed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_repeated_scan_keeps_a_share, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fills_in_flight_never_wash_out_lir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metadata, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fork_child, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_and_foreign, setup, teardown),
