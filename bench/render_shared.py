@@ -14,6 +14,13 @@ def _pss(p):
     return f(_mib(p["pss"]), 0, " MiB") if p else "–"
 
 
+def _shm(p):
+    """The shared segment's pages in the workers' PSS, and in /dev/shm."""
+    if not p or p.get("segment_bytes") is None:
+        return "–"
+    return f"{f(_mib(p['pss_shmem']), 0)} / {f(_mib(p['segment_bytes']), 0)} MiB"
+
+
 def _label(res, r):
     return res["labels"].get(r["contender"], r["contender"])
 
@@ -29,13 +36,13 @@ def sec_dask(r):
         if budget:
             name += f", {f(_mib(int(budget)), 0)} MiB ({run['budget']})"
         if not run["ok"]:
-            rows.append([name, "failed: " + run.get("error", "")[:120]] + [""] * 7)
+            rows.append([name, "failed: " + run.get("error", "")[:120]] + [""] * 8)
             continue
         rows.append([name, run["pass1"]["get"], run["pass2"]["get"],
                      f(run["pass2_gets_pct_of_pass1"], 1, "%"),
                      f(_mib(run["pass1"]["bytes"]), 1), f(_mib(run["pass2"]["bytes"]), 1),
                      f"{f(run['pass1_wall_s'], 1)} / {f(run['pass2_wall_s'], 1)}",
-                     _pss(run["pss_after_pass2"]),
+                     _pss(run["pss_after_pass2"]), _shm(run["pss_after_pass2"]),
                      run.get("wrong_chunks", "–")])
     return (f"## 10. Dask: the same region twice, {res['workers']} worker processes\n\n"
             f"A `dask.distributed` LocalCluster ({res['workers']} worker processes, one thread "
@@ -46,7 +53,8 @@ def sec_dask(r):
             "the workers' total after the second pass (a page shared by N processes counts 1/N "
             "in each).\n\n" +
             table(["contender", "pass 1 GETs", "pass 2 GETs", "pass 2 / pass 1", "pass 1 MiB",
-                   "pass 2 MiB", "wall s (pass 1 / 2)", "PSS", "wrong chunks"], rows))
+                   "pass 2 MiB", "wall s (pass 1 / 2)", "PSS", "segment: in PSS / in /dev/shm",
+                   "wrong chunks"], rows))
 
 
 def sec_tile_workers(r):
@@ -56,21 +64,28 @@ def sec_tile_workers(r):
     rows = []
     for run in res["runs"]:
         name = f"{_label(res, run)}, {run['workers']} worker{'s' if run['workers'] > 1 else ''}"
+        if run.get("extra", {}).get("VSITUNE_SHARED_CACHE_SIZE"):
+            name += f" ({run['extra']['VSITUNE_SHARED_CACHE_SIZE']}B for the host)"
         if not run["ok"] and run.get("tiles_per_s") is None:
-            rows.append([name, "failed: " + (run.get("error") or "")[:120]] + [""] * 6)
+            rows.append([name, "failed: " + (run.get("error") or "")[:120]] + [""] * 7)
             continue
         rows.append([name, run["requests"]["total"], f(_mib(run["requests"]["bytes"]), 1),
                      f(run["tiles_per_s"], 1), f(run["p50_ms"], 0), f(run["p99_ms"], 0),
-                     _pss(run["pss"]), f"{run['errors']} / {run['wrong_tiles']}"])
+                     _pss(run["pss"]), _shm(run["pss"]),
+                     f"{run['errors']} / {run['wrong_tiles']}"])
     return ("## 11. Tile server: a TiTiler-shaped app under uvicorn\n\n"
             f"A FastAPI app (bench/probes/tile_app.py: open the scene with rasterio, read the "
             f"window a web-map tile covers, resampled to 256x256 from the matching overview) "
             f"under uvicorn serves {res['tiles']} random tiles of {res['scenes']} scenes (the "
             f"same seeded sequence for every row) at concurrency {res['concurrency']}; "
             f"{res['rtt_ms']} ms RTT, {res['protocol']}. Requests are everything the lab saw; "
-            "PSS is the workers' total at the end.\n\n" +
+            "PSS is the workers' total at the end; the shared segment's pages are counted in "
+            "it once (its share of PSS, next to what the segment holds in /dev/shm), where "
+            "per-process caches are counted once per worker. The per-process cache's default "
+            "budget is 64 MiB per process, the shared cache's 256 MiB for the host (4 x 64); "
+            "the row with 64 MiB gives the host one process's budget.\n\n" +
             table(["contender", "S3 requests", "MiB", "tiles/s", "p50 ms", "p99 ms", "PSS",
-                   "errors / wrong"], rows))
+                   "segment: in PSS / in /dev/shm", "errors / wrong"], rows))
 
 
 def sec_pool5(r):
@@ -80,14 +95,15 @@ def sec_pool5(r):
     rows = []
     for run in res["runs"]:
         if not run["ok"]:
-            rows.append([_label(res, run), "failed: " + (run.get("error") or "")[:120]] + [""] * 4)
+            rows.append([_label(res, run), "failed: " + (run.get("error") or "")[:120]] + [""] * 5)
             continue
         rows.append([_label(res, run), run["requests"]["total"],
                      f(_mib(run["requests"]["bytes"]), 1), f(run["windows_per_s"], 1),
-                     _pss(run["pss"]), run.get("wrong_windows", "–")])
+                     _pss(run["pss"]), _shm(run["pss"]), run.get("wrong_windows", "–")])
     return (f"## 12. Seed 000's process pool: fork, {res['workers']} workers\n\n"
             f"bench/probes/pool.py (seed 000's handler): the parent opens the COG, then a "
             f"ProcessPoolExecutor (fork) of {res['workers']} workers reads every 512x512 window "
             f"({res['windows']}), each task opening the file; {res['rtt_ms']} ms RTT, "
             f"{res['protocol']}. PSS: the parent and its workers at the end.\n\n" +
-            table(["contender", "requests", "MiB", "windows/s", "PSS", "wrong windows"], rows))
+            table(["contender", "requests", "MiB", "windows/s", "PSS",
+                   "segment: in PSS / in /dev/shm", "wrong windows"], rows))

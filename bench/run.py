@@ -52,7 +52,7 @@ FULL = {
     "dask_workers": 4, "dask_region": 8192, "dask_chunk": 1024, "dask_x0": 1024,
     "dask_y0": 1024, "dask_timeout": 900,
     "tile_scenes": 4, "tile_count": 2000, "tile_concurrency": 16, "tile_workers": 4,
-    "tile_timeout": 900,
+    "tile_timeout": 900, "tile_one_budget_mb": 64,
     "pool5_workers": 5, "pool5_cols": 0, "pool5_rows": 0, "pool5_timeout": 900,
 }
 QUICK = dict(FULL, **{

@@ -174,19 +174,23 @@ def _scenes(ctx):
 def tile_workers(ctx):
     p, prog, lab = ctx.p, ctx.progress, ctx.lab
     scenes = _scenes(ctx)
-    variants = [("stock", p["tile_workers"]), ("vsitune", p["tile_workers"]),
-                ("shared", p["tile_workers"]), ("vsitune", 1), ("shared", 1)]
+    one = f"{p['tile_one_budget_mb']}M"   # one per-process budget, for the host
+    variants = [("stock", p["tile_workers"], {}), ("vsitune", p["tile_workers"], {}),
+                ("shared", p["tile_workers"], {}),
+                ("shared", p["tile_workers"], {"VSITUNE_SHARED_CACHE_SIZE": one}),
+                ("vsitune", 1, {}), ("shared", 1, {})]
     prog.start("11 tile workers", len(variants))
     runs = []
-    for contender, workers in variants:
+    for contender, workers, extra in variants:
         lab.reset()
         lab.set_delay(p["shared_rtt_ms"] // 2, p["shared_protocol"])
-        env = _env(ctx, contender)
+        env = _env(ctx, contender, extra)
         argv = [PYTHON, PROBES / "tile_load.py", ctx.local_path, ",".join(scenes),
                 "--workers", workers, "--tiles", p["tile_count"],
                 "--concurrency", p["tile_concurrency"], "--seed", 11]
         r = common.run_child(argv, env, timeout=p["tile_timeout"])
-        run = {"contender": contender, "workers": workers, "ok": r.ok, "error": r.error(),
+        run = {"contender": contender, "workers": workers, "extra": extra, "ok": r.ok,
+               "error": r.error(),
                "wall_s": r.wall, "requests": _requests(lab.log()),
                "connections": lab.connections(p["shared_protocol"])["accepted"]}
         if r.result:

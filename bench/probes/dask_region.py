@@ -65,7 +65,9 @@ def main():
             m = region.coarsen(x=a.chunk, y=a.chunk, boundary="trim").mean().compute()
             wall = time.monotonic() - t0
             pids = list(client.run(os.getpid).values())
-            passes.append({"wall_s": wall, "pss": pss.total(pids)})
+            mem = pss.total(pids)
+            mem["segment_bytes"] = pss.segment_bytes()
+            passes.append({"wall_s": wall, "pss": mem})
             means = [float(v) for v in m.values.ravel()]
             if n == 0:
                 print(json.dumps({"phase": "pass1", "wall_s": wall}), flush=True)

@@ -72,6 +72,7 @@ def main():
         # page shared by N processes 1/N in each: a shared cache counts once).
         procs = [os.getpid()] + list(getattr(pool, "_processes", None) or {})
         mem = pss.total(procs)
+        mem["segment_bytes"] = pss.segment_bytes()
     print(json.dumps({"result": {
         "executor": a.executor, "workers": a.workers, "windows": len(tasks),
         "elapsed_s": elapsed, "windows_per_s": len(tasks) / elapsed,

@@ -36,6 +36,26 @@ def total(pids):
     return t
 
 
+def segment_bytes():
+    """Bytes the shared cache's segment holds in /dev/shm right now (allocated
+    pages), for this process's pool (VSITUNE_SHARED_CACHE_NAME); None without
+    one. This is the cache's real memory, whoever maps it."""
+    import glob
+    import os
+    pool = os.environ.get("VSITUNE_SHARED_CACHE_NAME")
+    if os.environ.get("VSITUNE_SHARED_CACHE", "").upper() not in ("YES", "ON", "TRUE", "1") \
+            or not pool:
+        return None
+    total = 0
+    for p in glob.glob(f"{os.environ.get('VSITUNE_SHM_DIR', '/dev/shm')}/"
+                       f"vsitune-{os.geteuid()}-{pool}"):
+        try:
+            total += os.stat(p).st_blocks * 512
+        except OSError:
+            pass
+    return total
+
+
 def children(pid):
     """Direct children of pid (from /proc/PID/task/*/children)."""
     import os

@@ -136,6 +136,7 @@ def main():
             t.join()
         wall = time.monotonic() - t0
         mem = pss.total(pss.children(srv.pid) if a.workers > 1 else [srv.pid])
+        mem["segment_bytes"] = pss.segment_bytes()
     finally:
         srv.send_signal(signal.SIGTERM)
         try:
