@@ -21,10 +21,10 @@
 #include "object.h"
 #include "planner.h"
 #include "policy.h"
-#include "router.h"
 #include "s3.h"
 #include "stats.h"
 #include "suspect.h"
+#include "takeover.h"
 
 /* Why the last open on this thread failed (see vt__handler_open_error). */
 static _Thread_local char t_open_error[VT_GDAL_MSG_CAP];
@@ -150,14 +150,14 @@ static void *cb_open(void *ud, const char *path, const char *access)
     vt_err err;
 
     (void)ud;
-    if (strpbrk(access, "wa+")) { /* the router sends these to GDAL's */
+    if (strpbrk(access, "wa+")) { /* takeover.cpp sends these to GDAL's */
         errno = EACCES;
         return NULL;
     }
     err = vt__object_open(path, &o, &status, errbuf, sizeof(errbuf));
     if (err != VT_OK) {
         /* Not a CPLError: GDALOpen tries stat after a failed open, and may
-         * still succeed (a transient error). The router hands this text to
+         * still succeed (a transient error). takeover.cpp hands this text to
          * VSIError, which GDALOpen turns into the CPLError it reports when
          * the whole open fails. */
         CPLDebug("VSITUNE", "open: %s", errbuf);

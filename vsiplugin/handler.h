@@ -3,7 +3,7 @@
  * handler.c is the GDAL boundary of the read path: it turns GDAL's calls
  * (stat, open, read, read_multi_range, seek, tell, eof, close, siblings)
  * into object.c calls, and vt_err values into CPLError messages and errno.
- * Everything that is not a read goes to GDAL's own S3 handler (router.cpp). */
+ * Everything that is not a read goes to GDAL's own S3 handler (takeover.cpp). */
 #ifndef VT_HANDLER_H
 #define VT_HANDLER_H
 

@@ -643,24 +643,7 @@ const char *vt__object_cache_key(const vt_object *o) { return o->cache_key; }
 
 void vt__object_clear_all(void)
 {
-    vt_object *dead = NULL;
-    size_t i;
-    pthread_mutex_lock(&table_mu);
-    for (i = 0; i < TABLE_BUCKETS; i++) {
-        vt_object *o = table[i], *next;
-        for (; o; o = next) {
-            next = o->next;
-            if (o->loading)
-                continue;
-            table_remove(o);
-            if (o->refs == 0) {
-                o->next = dead;
-                dead = o;
-            }
-        }
-    }
-    pthread_mutex_unlock(&table_mu);
-    free_list(dead);
+    vt__object_forget_prefix("");
     if (vt__cache_shared(g_cache))
         vt__shmm_forget_all(vt__cache_shared(g_cache));
 }
@@ -1057,6 +1040,29 @@ out:
     free(idx);
     free(p);
     return err;
+}
+
+void vt__object_forget_prefix(const char *prefix)
+{
+    vt_object *dead = NULL;
+    size_t i, n = strlen(prefix);
+    pthread_mutex_lock(&table_mu);
+    for (i = 0; i < TABLE_BUCKETS; i++) {
+        vt_object *o = table[i], *next;
+        for (; o; o = next) {
+            next = o->next;
+            if (o->loading || strncmp(o->path, prefix, n) != 0)
+                continue;
+            table_remove(o);
+            if (o->refs == 0) {
+                o->next = dead;
+                dead = o;
+            }
+        }
+    }
+    pthread_mutex_unlock(&table_mu);
+    free_list(dead);
+    vt__cache_drop_prefix(vt__object_cache(), prefix);
 }
 
 void vt__object_forget(const char *path)

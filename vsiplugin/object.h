@@ -72,7 +72,12 @@ vt_err vt__object_note_end(vt_object *o, char *errbuf, size_t errlen);
  * or renamed through GDAL's own handler). Open handles keep their copy. */
 void vt__object_forget(const char *path);
 
-/* Forget all metadata (tests; VSICurlClearCache-like). */
+/* Forget the metadata and the cached blocks of every object whose path
+ * starts with prefix ("bucket/dir"): VSICurlPartialClearCache, Sync and
+ * RmdirRecursive through GDAL's own handler. */
+void vt__object_forget_prefix(const char *prefix);
+
+/* Forget all metadata and every cached block (VSICurlClearCache). */
 void vt__object_clear_all(void);
 
 /* What the first answer about an object (the header GET) says. */

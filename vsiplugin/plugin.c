@@ -18,13 +18,14 @@
 #include "engine.h"
 #include "handler.h"
 #include "policy.h"
-#include "router.h"
+#include "driver.h"
+#include "takeover.h"
 #include "stats.h"
 
 #define VT_DRIVER_NAME "VSITUNE"
 
 /* GDAL's C++ plugin handler ABI (VSIFilesystemHandler's vtable, used by
- * router.cpp) is that of the headers we were built against. */
+ * takeover.cpp) is that of the headers we were built against. */
 #define VT_BUILT_MAJOR GDAL_VERSION_MAJOR
 #define VT_BUILT_MINOR GDAL_VERSION_MINOR
 
@@ -40,6 +41,7 @@ void GDALRegister_vsitune(void)
     static int done;
     int runtime = atoi(GDALVersionInfo("VERSION_NUM"));
     const char *prefix;
+    int takeover;
     VSIFilesystemPluginCallbacksStruct *cb;
 
     if (done || GDALGetDriverByName(VT_DRIVER_NAME) != NULL)
@@ -54,19 +56,17 @@ void GDALRegister_vsitune(void)
                  GDALVersionInfo("RELEASE_NAME"));
         return;
     }
-    prefix = vt__cfg_bool(NULL, "VSITUNE_TAKEOVER", 1) ? "/vsis3/" : "/vsitune/";
-    vt__cfg_set_prefix(prefix); /* path-specific options are under it */
+    takeover = vt__cfg_bool(NULL, "VSITUNE_TAKEOVER", 1);
     cb = VSIAllocFilesystemPluginCallbacksStruct();
     if (cb == NULL)
         return;
     vt__handler_fill_callbacks(cb);
-    if (vt__router_install(prefix, cb) != 0) {
-        VSIFreeFilesystemPluginCallbacksStruct(cb);
-        return;
-    }
+    if (vt__takeover_install(cb, takeover) != 0)
+        takeover = 0; /* /vsis3/ stays GDAL's; /vsitune/ may still work */
     VSIFreeFilesystemPluginCallbacksStruct(cb); /* GDAL keeps a copy */
-
-    vt__router_register_driver(VT_DRIVER_NAME, prefix, VT_VERSION, unload);
+    prefix = takeover ? "/vsis3/" : VT_READER_PREFIX;
+    vt__cfg_set_prefix(prefix); /* path-specific options are under it */
+    vt__driver_register(VT_DRIVER_NAME, prefix, VT_VERSION, unload);
     vt__stats_install_exit_dump();
     CPLDebug("VSITUNE", "vsitune %s active on %s (GDAL %s)", VT_VERSION,
              prefix, GDALVersionInfo("RELEASE_NAME"));

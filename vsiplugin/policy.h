@@ -32,7 +32,7 @@ int vt__policy_is_dir_like(const char *path);
 
 /* 1 when vsitune may run under the GDAL whose GDAL_VERSION_NUM is
  * `runtime` (e.g. 3060200): the same major.minor as the headers it was built
- * against (router.cpp depends on GDAL's C++ ABI), and at least 3.6. */
+ * against (takeover.cpp depends on GDAL's C++ ABI), and at least 3.6. */
 int vt__policy_gdal_supported(int runtime, int built_major, int built_minor);
 
 #endif

@@ -1,0 +1,49 @@
+/* takeover.h: how vsitune takes over reads of /vsis3/ (takeover.cpp).
+ *
+ * GDAL's own /vsis3/ handler stays installed on /vsis3/, with its type, its
+ * state and all its methods, because GDAL finds it there and dynamic_casts
+ * it (VSICurlClearCache, VSICurlPartialClearCache, Sync's server-side copy
+ * and multipart uploads, CopyFile) and, from 3.11, owns it by shared_ptr.
+ * vsitune's reader (the VSI plugin handler built from handler.c's callbacks)
+ * is installed on "/vsitune/". With the takeover, the vtable pointer of GDAL's
+ * handler object is replaced by a copy in which a few slots lead to vsitune:
+ * read opens, stat and the sibling question go to the reader; writes,
+ * deletes, renames, Sync and copies run GDAL's own code and then make vsitune
+ * forget the names; ClearCache and PartialClearCache run GDAL's own code and
+ * then clear vsitune's metadata and blocks too. Everything else (listings,
+ * metadata, signed URLs, ...) is GDAL's own code untouched. */
+#ifndef VT_TAKEOVER_H
+#define VT_TAKEOVER_H
+
+#include <cpl_vsi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The reader's prefix: always installed, read-only. */
+#define VT_READER_PREFIX "/vsitune/"
+
+/* Install the reader on VT_READER_PREFIX from cb and, when takeover is set,
+ * redirect GDAL's own /vsis3/ handler as described above. Idempotent.
+ * Returns 0 on success, -1 with a CPLError when GDAL's own /vsis3/ handler
+ * is not there (GDAL built without curl) or does not have the expected ABI;
+ * /vsis3/ is then left untouched. */
+int vt__takeover_install(const VSIFilesystemPluginCallbacksStruct *cb,
+                         int takeover);
+
+/* GDAL's own /vsis3/ code, for what vsitune does not answer itself. path is
+ * "bucket/key" (no prefix). vt__stock_stat runs GDAL's own Stat (its HEAD,
+ * its directory detection); vt__stock_read_dir its listing. */
+int vt__stock_stat(const char *path, VSIStatBufL *st, int flags);
+char **vt__stock_read_dir(const char *path, int max_files);
+
+/* 1 while the calling thread is inside GDAL's own code for a write, delete,
+ * rename, Sync or copy: GDAL's stats of its own names then go to GDAL. */
+int vt__takeover_delegating(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
