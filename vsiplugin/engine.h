@@ -55,6 +55,7 @@ typedef struct vt_http_resp {
     char *etag;                  /* ETag header value with quotes, or NULL */
     char *bucket_region;         /* x-amz-bucket-region header, or NULL */
     char *retry_after;           /* Retry-After header, or NULL */
+    long long last_modified;     /* Last-Modified as Unix time (0: absent) */
     int has_content_range;       /* Content-Range was present and parsed */
     uint64_t range_first;        /* Content-Range: bytes first-last/total */
     uint64_t range_last;

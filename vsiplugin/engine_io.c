@@ -95,6 +95,10 @@ static void complete(struct vt_eng_xfer *x, vt_err err, int http_version)
     r->bucket_region = x->region;
     r->retry_after = x->retry_after;
     x->etag = x->region = x->retry_after = NULL;
+    if (x->last_modified) {
+        time_t lm = curl_getdate(x->last_modified, NULL);
+        r->last_modified = lm > 0 ? (long long)lm : 0;
+    }
     if (x->content_range &&
         vt__parse_content_range(x->content_range, &cr) == VT_OK) {
         r->has_content_range = cr.has_range;

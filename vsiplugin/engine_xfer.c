@@ -95,7 +95,9 @@ void vt__eng_reset_attempt(struct vt_eng_xfer *x)
     free(x->region);
     free(x->retry_after);
     free(x->content_range);
+    free(x->last_modified);
     x->etag = x->region = x->retry_after = x->content_range = NULL;
+    x->last_modified = NULL;
     x->errbuf[0] = '\0';
     x->body_done_at = 0;
     x->ended_early = 0;
@@ -138,6 +140,8 @@ size_t vt__eng_on_header(char *buf, size_t size, size_t n, void *ud)
         slot = &x->retry_after;
     else if (name_len == 13 && ieq_n(buf, "content-range", 13))
         slot = &x->content_range;
+    else if (name_len == 13 && ieq_n(buf, "last-modified", 13))
+        slot = &x->last_modified;
     else if (name_len == 14 && ieq_n(buf, "content-length", 14)) {
         char tmp[32];
         if (vlen && vlen < sizeof(tmp)) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <cpl_conv.h>
 #include <cpl_error.h>
@@ -19,6 +20,7 @@
 #include "config.h"
 #include "gdal_error.h"
 #include "object.h"
+#include "listing.h"
 #include "planner.h"
 #include "policy.h"
 #include "s3.h"
@@ -68,37 +70,81 @@ static int errno_for(vt_err err)
     }
 }
 
-/* 1 when path's extension is allowed (VSITUNE_ALLOWED_EXTENSIONS, else
- * CPL_VSIL_CURL_ALLOWED_EXTENSIONS, else the built-in list), read for path. */
-static int extension_allowed(const char *path)
+/* Stock GDAL's IsAllowedFilename, on the name GDAL asked for. */
+static int allowed(const char *path)
 {
-    char *v = vt__cfg_dup(path, "VSITUNE_ALLOWED_EXTENSIONS");
-    int r;
-    if (!v)
-        v = vt__cfg_dup(path, "CPL_VSIL_CURL_ALLOWED_EXTENSIONS");
-    r = vt__policy_ext_in(path, v ? v : VT_DEFAULT_ALLOWED_EXTENSIONS);
-    free(v);
-    return r;
+    char name[4096];
+    char *file = vt__cfg_dup_raw(path, "CPL_VSIL_CURL_ALLOWED_FILENAME");
+    char *exts = vt__cfg_dup_raw(path, "CPL_VSIL_CURL_ALLOWED_EXTENSIONS");
+    int ok;
+    snprintf(name, sizeof(name), "/vsis3/%s", path);
+    ok = vt__policy_allowed_name(name, file, exts);
+    free(file);
+    free(exts);
+    return ok;
+}
+
+/* Fill st as GDAL's /vsis3/ does: S_IFREG or S_IFDIR without permission
+ * bits, the size, Last-Modified as st_mtime. */
+static void fill_stat(VSIStatBufL *st, int is_dir, uint64_t size,
+                      long long mtime)
+{
+    memset(st, 0, sizeof(*st));
+    st->st_mode = is_dir ? S_IFDIR : S_IFREG;
+    st->st_size = is_dir ? 0 : (GIntBig)size;
+    st->st_mtime = is_dir ? 0 : (time_t)mtime;
+}
+
+/* A name that is not an object may be a "directory" (a prefix of keys
+ * without a trailing slash: a Zarr store, a shapefile folder): GDAL's own
+ * Stat then lists it; so does vsitune, through GDAL's own listing (cached
+ * by GDAL's handler as it caches its own). */
+static int stat_as_directory(const char *path, VSIStatBufL *st)
+{
+    char **names = vt__stock_read_dir(path, 100);
+    if (!names)
+        return -1;
+    CSLDestroy(names);
+    fill_stat(st, 1, 0, 0);
+    return 0;
 }
 
 static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
 {
     vt_object *o = NULL;
+    vt_list_entry e;
     long status = 0;
     char errbuf[1024];
     vt_err err;
+    int known;
 
     (void)ud;
+    if (!allowed(path)) {
+        errno = ENOENT;
+        return -1;
+    }
     if (vt__policy_is_dir_like(path))
         return vt__stock_stat(path, st, flags); /* a directory: GDAL's */
-    if (!extension_allowed(path)) {
-        if (!vt__cfg_bool(path, "VSITUNE_SIDECARS", 0)) {
-            CPLDebug("VSITUNE", "stat %s: extension not allowed, no request",
-                     path);
+    if (flags & VSI_STAT_CACHE_ONLY) {
+        uint64_t size;
+        long long mtime;
+        if (!vt__object_peek(path, &size, &mtime)) {
             errno = ENOENT;
             return -1;
         }
-        return vt__stock_stat(path, st, flags);
+        fill_stat(st, 0, size, mtime);
+        return 0;
+    }
+    known = vt__listing_lookup(path, &e);
+    if (known == 0) {
+        CPLDebug("VSITUNE", "stat %s: not in its stem listing, no request",
+                 path);
+        errno = ENOENT;
+        return -1;
+    }
+    if (known == 1) {
+        fill_stat(st, e.is_dir, e.size, e.mtime);
+        return 0;
     }
     err = vt__object_open(path, &o, &status, errbuf, sizeof(errbuf));
     if (err != VT_OK) {
@@ -107,12 +153,12 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
          * open around it then succeeds (a transient error a retry fixed).
          * A failing open reports the reason (see cb_open). */
         CPLDebug("VSITUNE", "stat: %s", errbuf);
+        if (stat_as_directory(path, st) == 0)
+            return 0;
         errno = errno_for(err);
         return -1;
     }
-    memset(st, 0, sizeof(*st));
-    st->st_size = (GIntBig)vt__object_size(o);
-    st->st_mode = S_IFREG | 0444;
+    fill_stat(st, 0, vt__object_size(o), vt__object_mtime(o));
     vt__object_release(o);
     return 0;
 }
@@ -152,6 +198,11 @@ static void *cb_open(void *ud, const char *path, const char *access)
     (void)ud;
     if (strpbrk(access, "wa+")) { /* takeover.cpp sends these to GDAL's */
         errno = EACCES;
+        return NULL;
+    }
+    t_open_error[0] = '\0';
+    if (!allowed(path)) { /* as GDAL: no request, no error message */
+        errno = ENOENT;
         return NULL;
     }
     err = vt__object_open(path, &o, &status, errbuf, sizeof(errbuf));
@@ -291,24 +342,86 @@ static int cb_close(void *f)
     return 0;
 }
 
-/* "No siblings" for self-contained formats: GDAL then neither lists the
- * prefix nor probes for .aux.xml/.ovr/.msk/... sidecars. NULL (GDAL's usual
- * behaviour) when the user opted in to sidecars or for multi-file formats. */
+enum sibling_mode { SIBLINGS_AUTO, SIBLINGS_NONE, SIBLINGS_GDAL };
+
+/* Who answers the sibling question for path (see cb_sibling_files). */
+static enum sibling_mode sibling_mode(const char *path)
+{
+    char *sidecars = vt__cfg_dup(path, "VSITUNE_SIDECARS");
+    char *readdir = vt__cfg_dup(path, "GDAL_DISABLE_READDIR_ON_OPEN");
+    enum sibling_mode m = SIBLINGS_AUTO;
+    if (readdir && EQUAL(readdir, "EMPTY_DIR"))
+        m = SIBLINGS_NONE;
+    else if (readdir && CPLTestBool(readdir))
+        m = SIBLINGS_GDAL;
+    else if (sidecars && !EQUAL(sidecars, "AUTO"))
+        m = CPLTestBool(sidecars) ? SIBLINGS_GDAL : SIBLINGS_NONE;
+    free(sidecars);
+    free(readdir);
+    return m;
+}
+
+/* GDAL's question "which files lie beside this one?" (GDALOpenInfo asks it
+ * when a driver looks for .aux.xml, .ovr, .msk, world files, .prj, ...).
+ * NULL lets GDAL list the directory itself (stock behaviour).
+ *  VSITUNE_SIDECARS=YES: NULL, always.
+ *  VSITUNE_SIDECARS=NO: "none", always, without a request.
+ *  default (automatic): "none" for a COG (by its header, already in
+ *    memory), else the names of one stem-scoped listing (listing.h); NULL
+ *    when that page was cut (more than 1000 keys share the stem) or failed.
+ * GDAL_DISABLE_READDIR_ON_OPEN=EMPTY_DIR (GDAL's own option) means "none",
+ * and YES/TRUE means GDAL probes each candidate: NULL. */
 static char **cb_sibling_files(void *ud, const char *path)
 {
-    char *list;
-    int none;
+    vt_object *o = NULL;
+    vt_listing *l = NULL;
+    long status;
+    char errbuf[1024];
+    char **out = NULL;
+    size_t i, n;
+
     (void)ud;
-    if (vt__cfg_bool(path, "VSITUNE_SIDECARS", 0))
+    switch (sibling_mode(path)) {
+    case SIBLINGS_NONE:
+        vt__stats_avoided(VT_AVOIDED_LIST);
+        return (char **)CPLCalloc(1, sizeof(char *));
+    case SIBLINGS_GDAL: return NULL;
+    default: break;
+    }
+    if (vt__object_open(path, &o, &status, errbuf, sizeof(errbuf)) == VT_OK) {
+        unsigned char head[1024];
+        size_t hn = vt__object_size(o) < sizeof(head)
+                        ? (size_t)vt__object_size(o)
+                        : sizeof(head);
+        uint64_t zero = 0;
+        void *dst = head;
+        int cog = hn > 0 &&
+                  vt__object_read(o, 1, &dst, &zero, &hn, 0, errbuf,
+                                  sizeof(errbuf)) == VT_OK &&
+                  vt__policy_is_cog(head, hn);
+        vt__object_release(o);
+        if (cog) {
+            CPLDebug("VSITUNE", "siblings of %s: a COG, none looked for", path);
+            vt__stats_avoided(VT_AVOIDED_LIST);
+            return (char **)CPLCalloc(1, sizeof(char *));
+        }
+    }
+    if (vt__listing_get(path, &l, errbuf, sizeof(errbuf)) != VT_OK) {
+        CPLDebug("VSITUNE", "siblings of %s: %s; GDAL lists", path, errbuf);
         return NULL;
-    list = vt__cfg_dup(path, "VSITUNE_NO_SIBLING_EXTENSIONS");
-    none = vt__policy_ext_in(path,
-                             list ? list : VT_DEFAULT_NO_SIBLING_EXTENSIONS);
-    free(list);
-    if (!none)
+    }
+    if (vt__listing_truncated(l)) {
+        CPLDebug("VSITUNE", "siblings of %s: over 1000 keys share its stem; "
+                 "GDAL lists", path);
+        vt__listing_release(l);
         return NULL;
-    vt__stats_avoided(VT_AVOIDED_LIST);
-    return (char **)CPLCalloc(1, sizeof(char *));
+    }
+    n = vt__listing_count(l);
+    out = (char **)CPLCalloc(n + 1, sizeof(char *));
+    for (i = 0; i < n; i++)
+        out[i] = CPLStrdup(vt__listing_entry(l, i)->name);
+    vt__listing_release(l);
+    return out;
 }
 
 static char **cb_read_dir(void *ud, const char *path, int max_files)

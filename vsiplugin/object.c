@@ -17,6 +17,7 @@
 #include "config.h"
 #include "engine.h"
 #include "ident.h"
+#include "listing.h"
 #include "planner.h"
 #include "s3.h"
 #include "shmmeta.h"
@@ -28,14 +29,18 @@
 #define TABLE_MAX_ENTRIES 8192
 
 struct vt_object {
-    char *path;           /* "bucket/key": the table key */
+    char *id;             /* endpoint + "\n" + path: the table key, so that
+                             objects of different endpoints never mix */
+    char *path;           /* "bucket/key" */
     char *bucket;
     char *key;
-    char *cache_key;      /* "<name>\n<etag>": block cache identity */
-    char *ident;          /* the shared caches' name for it (ident.h), or
-                             NULL (then <name> is "bucket/key") */
+    char *cache_key;      /* (ident, else id) + "\n" + etag: block cache
+                             identity */
+    char *ident;          /* the shared caches' name for it (ident.h: endpoint,
+                             path, credential identity), or NULL */
     char *etag;           /* as the server sent it, or "" */
     uint64_t size;
+    long long mtime;      /* Last-Modified (0: unknown) */
     time_t loaded_at;
     char *missing;        /* a remembered 404: why (the message), or NULL */
     int size_seen;        /* the first answer held every byte (its size is
@@ -135,6 +140,7 @@ static void object_free(vt_object *o)
 {
     if (!o)
         return;
+    free(o->id);
     free(o->path);
     free(o->bucket);
     free(o->key);
@@ -148,7 +154,7 @@ static void object_free(vt_object *o)
 /* table_mu held. Unlink o from its chain. */
 static void table_remove(vt_object *o)
 {
-    vt_object **pp = &table[hash_str(o->path)];
+    vt_object **pp = &table[hash_str(o->id)];
     while (*pp && *pp != o)
         pp = &(*pp)->next;
     if (*pp) {
@@ -370,6 +376,7 @@ static vt_err confirm_head(vt_object *o, const vt_http_resp *first,
         goto out;
     }
     o->size = h.total_size;
+    o->mtime = h.last_modified;
     o->etag = strdup(h.etag ? h.etag : "");
     if (!o->etag) {
         err = VT_ENOMEM;
@@ -417,6 +424,7 @@ static vt_err load_header(vt_object *o, long *http_status, char *errbuf,
     v = vt__object_judge_first(&r, hsize, &size, why, sizeof(why));
     if (v == VT_FIRST_OK || v == VT_FIRST_EMPTY) {
         o->size = size;
+        o->mtime = r.last_modified;
         o->etag = strdup(r.etag ? r.etag : "");
         use_bytes = v == VT_FIRST_OK;
         vt__stats_avoided(VT_AVOIDED_HEAD); /* the size came with the header */
@@ -426,14 +434,14 @@ static vt_err load_header(vt_object *o, long *http_status, char *errbuf,
         if (err != VT_OK)
             goto out;
     }
-    klen = strlen(o->ident ? o->ident : o->path) +
+    klen = strlen(o->ident ? o->ident : o->id) +
            strlen(o->etag ? o->etag : "") + 2;
     o->cache_key = malloc(klen);
     if (!o->etag || !o->cache_key) {
         err = VT_ENOMEM;
         goto out;
     }
-    snprintf(o->cache_key, klen, "%s\n%s", o->ident ? o->ident : o->path,
+    snprintf(o->cache_key, klen, "%s\n%s", o->ident ? o->ident : o->id,
              o->etag);
     o->loaded_at = time(NULL);
     if (o->size > 0 && use_bytes)
@@ -527,32 +535,76 @@ out:
     free(ident);
 }
 
+/* GDAL's CPL_VSIL_CURL_NON_CACHED: ':'-separated name prefixes whose data
+ * must not be reused from an earlier open (stock GDAL's AllowCachedDataFor). */
+static int non_cached(const char *path)
+{
+    char *all = vt__cfg_dup(NULL, "CPL_VSIL_CURL_NON_CACHED"), *list = all;
+    char name[4096];
+    int hit = 0;
+    if (!all)
+        return 0;
+    snprintf(name, sizeof(name), "/vsis3/%s", path);
+    while (*list && !hit) {
+        char *colon = strchr(list, ':');
+        size_t n = colon ? (size_t)(colon - list) : strlen(list);
+        hit = n > 0 && strncmp(name, list, n) == 0;
+        if (!colon)
+            break;
+        list = colon + 1;
+    }
+    free(all);
+    return hit;
+}
+
+/* The table key of path: endpoint identity + "\n" + path. malloc'd. */
+static char *object_id(const char *path)
+{
+    char *ep = vt__s3_endpoint_base(path), *id = NULL;
+    size_t n;
+    if (!ep)
+        return NULL;
+    n = strlen(ep) + strlen(path) + 2;
+    id = malloc(n);
+    if (id)
+        snprintf(id, n, "%s\n%s", ep, path);
+    free(ep);
+    return id;
+}
+
 vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
                        char *errbuf, size_t errlen)
 {
-    unsigned h = hash_str(path);
+    char *id = object_id(path);
+    unsigned h;
     long ttl = (long)vt__cfg_size(path, "VSITUNE_METADATA_TTL",
                                   VT_DEFAULT_META_TTL, 0, 1u << 30);
     long neg_ttl = (long)vt__cfg_size(path, "VSITUNE_NEGATIVE_TTL",
                                       VT_DEFAULT_NEGATIVE_TTL, 0, 1u << 30);
     vt_object *o = NULL, *dead = NULL;
     vt_err err = VT_OK;
-    int remembered = 0;
+    int remembered = 0, fresh_only = non_cached(path);
 
     *out = NULL;
     *http_status = 0;
     errbuf[0] = '\0';
+    if (!id) {
+        snprintf(errbuf, errlen, "vsitune: cannot address s3://%s", path);
+        return VT_EINVAL;
+    }
+    h = hash_str(id);
     pthread_once(&atfork_once, install_atfork);
     pthread_mutex_lock(&table_mu);
     for (;;) {
         for (o = table[h]; o; o = o->next)
-            if (strcmp(o->path, path) == 0)
+            if (strcmp(o->id, id) == 0)
                 break;
         if (o && o->loading) {
             pthread_cond_wait(&table_cv, &table_mu);
             continue;
         }
-        if (o && time(NULL) - o->loaded_at >= (o->missing ? neg_ttl : ttl)) {
+        if (o && (fresh_only ||
+                  time(NULL) - o->loaded_at >= (o->missing ? neg_ttl : ttl))) {
             table_remove(o);          /* stale: handles keep their copy */
             if (o->refs == 0) {
                 o->next = dead;
@@ -568,6 +620,7 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
         snprintf(errbuf, errlen, "%s", o->missing);
         pthread_mutex_unlock(&table_mu);
         free_list(dead);
+        free(id);
         *http_status = 404;
         return VT_ENOTFOUND;
     }
@@ -575,14 +628,20 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
         o->refs++;
         pthread_mutex_unlock(&table_mu);
         free_list(dead);
+        free(id);
         *out = o;
         return VT_OK;
     }
     o = calloc(1, sizeof(*o));
+    if (o) {
+        o->id = id; /* o owns it from here */
+        id = NULL;
+    }
     if (!o || !(o->path = strdup(path)) ||
         vt__s3_split(path, &o->bucket, &o->key) != VT_OK) {
         pthread_mutex_unlock(&table_mu);
         free_list(dead);
+        free(id);
         object_free(o);
         snprintf(errbuf, errlen, "vsitune: invalid path %s", path);
         return VT_EINVAL;
@@ -623,6 +682,29 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
     return VT_OK;
 }
 
+int vt__object_peek(const char *path, uint64_t *size, long long *mtime)
+{
+    char *id = object_id(path);
+    long ttl = (long)vt__cfg_size(path, "VSITUNE_METADATA_TTL",
+                                  VT_DEFAULT_META_TTL, 0, 1u << 30);
+    vt_object *o;
+    int found = 0;
+    if (!id)
+        return 0;
+    pthread_mutex_lock(&table_mu);
+    for (o = table[hash_str(id)]; o; o = o->next)
+        if (strcmp(o->id, id) == 0 && !o->loading && !o->missing &&
+            time(NULL) - o->loaded_at < ttl && !non_cached(path)) {
+            *size = o->size;
+            *mtime = o->mtime;
+            found = 1;
+            break;
+        }
+    pthread_mutex_unlock(&table_mu);
+    free(id);
+    return found;
+}
+
 void vt__object_release(vt_object *o)
 {
     int gone;
@@ -636,6 +718,7 @@ void vt__object_release(vt_object *o)
 }
 
 uint64_t vt__object_size(const vt_object *o) { return o->size; }
+long long vt__object_mtime(const vt_object *o) { return o->mtime; }
 const char *vt__object_etag(const vt_object *o) { return o->etag; }
 
 const char *vt__object_path(const vt_object *o) { return o->path; }
@@ -1042,18 +1125,36 @@ out:
     return err;
 }
 
-void vt__object_forget_prefix(const char *prefix)
+/* Forget every object whose path matches (exactly, or as a prefix), its
+ * listing and its cached blocks; a loading object is left to its loader. */
+static void forget_where(const char *arg, int as_prefix)
 {
-    vt_object *dead = NULL;
-    size_t i, n = strlen(prefix);
+    vt_object *dead = NULL, *o;
+    size_t i, n = strlen(arg), nkeys = 0, cap = 0;
+    char **keys = NULL;
+    vt_cache *c = vt__object_cache();
+
     pthread_mutex_lock(&table_mu);
     for (i = 0; i < TABLE_BUCKETS; i++) {
-        vt_object *o = table[i], *next;
-        for (; o; o = next) {
+        vt_object *next;
+        for (o = table[i]; o; o = next) {
             next = o->next;
-            if (o->loading || strncmp(o->path, prefix, n) != 0)
+            if (o->loading || (as_prefix ? strncmp(o->path, arg, n) != 0
+                                         : strcmp(o->path, arg) != 0))
                 continue;
             table_remove(o);
+            if (o->cache_key) {
+                if (nkeys == cap) {
+                    size_t nc = cap ? cap * 2 : 8;
+                    char **nk = realloc(keys, nc * sizeof(*nk));
+                    if (nk) {
+                        keys = nk;
+                        cap = nc;
+                    }
+                }
+                if (nkeys < cap && (keys[nkeys] = strdup(o->cache_key)))
+                    nkeys++;
+            }
             if (o->refs == 0) {
                 o->next = dead;
                 dead = o;
@@ -1062,25 +1163,26 @@ void vt__object_forget_prefix(const char *prefix)
     }
     pthread_mutex_unlock(&table_mu);
     free_list(dead);
-    vt__cache_drop_prefix(vt__object_cache(), prefix);
+    for (i = 0; i < nkeys; i++) {
+        vt__cache_drop_prefix(c, keys[i]);
+        free(keys[i]);
+    }
+    free(keys);
+    if (as_prefix)
+        vt__listing_forget_prefix(arg);
+    else
+        vt__listing_forget(arg);
+}
+
+void vt__object_forget_prefix(const char *prefix)
+{
+    forget_where(prefix, 1);
+    if (*prefix == '\0') /* everything: blocks of objects no longer known too */
+        vt__cache_drop_prefix(vt__object_cache(), "");
 }
 
 void vt__object_forget(const char *path)
 {
-    vt_object *o, *dead = NULL;
-    pthread_mutex_lock(&table_mu);
-    for (o = table[hash_str(path)]; o; o = o->next)
-        if (strcmp(o->path, path) == 0 && !o->loading)
-            break;
-    if (o) {
-        table_remove(o);
-        if (o->refs == 0)
-            dead = o;
-    }
-    pthread_mutex_unlock(&table_mu);
-    if (dead) {
-        dead->next = NULL;
-        free_list(dead);
-    }
+    forget_where(path, 0);
     forget_shared(path);
 }

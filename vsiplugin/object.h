@@ -35,7 +35,13 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
 
 void vt__object_release(vt_object *o);
 
+/* What the table already knows of path, without a request: 1 and the
+ * size and Last-Modified when a fresh entry for it exists (not a remembered
+ * 404), else 0 (VSI_STAT_CACHE_ONLY). */
+int vt__object_peek(const char *path, uint64_t *size, long long *mtime);
+
 uint64_t vt__object_size(const vt_object *o);
+long long vt__object_mtime(const vt_object *o); /* Last-Modified, 0: unknown */
 const char *vt__object_etag(const vt_object *o);
 
 /* "bucket/key" as opened: the path its options are read for (config.h).

@@ -1,30 +1,29 @@
-/* policy.h: what vsitune answers without asking the server.
+/* policy.h: what vsitune decides from names, options and header bytes.
  *
- * GDAL's open path probes for sidecars (.aux.xml, .ovr, .msk, .IMD, ...)
- * and lists the prefix to find them. For a self-contained format (a COG)
- * none exist, so vsitune answers the sibling question with "no siblings"
- * and answers stat() of a name whose extension is not allowed with "not
- * found", both without a request. Pure: options come in as strings. */
+ * Pure: options come in as strings, bytes as buffers. GDAL's own rules are
+ * reproduced exactly where vsitune must answer as stock GDAL does
+ * (CPL_VSIL_CURL_ALLOWED_FILENAME / _EXTENSIONS); the one rule of its own is
+ * the COG test that lets a COG be opened without any sidecar lookup. */
 #ifndef VT_POLICY_H
 #define VT_POLICY_H
 
-/* Default allowed extensions (VSITUNE_ALLOWED_EXTENSIONS overrides, then
- * GDAL's CPL_VSIL_CURL_ALLOWED_EXTENSIONS when the user set it). */
-#define VT_DEFAULT_ALLOWED_EXTENSIONS                                         \
-    ".tif,.tiff,.gtiff,.cog,.vrt,.ovr,.jp2,.j2k,.jpx,.nc,.h5,.hdf5,.hdf,"    \
-    ".he5,.grib,.grib2,.grb,.grb2,.img,.gpkg,.fgb,.parquet,.geoparquet,"     \
-    ".json,.geojson,.pmtiles,.mbtiles,.png,.jpg,.jpeg,.webp,.zip,.gz,.tar,"  \
-    ".mrf,.idx,.lrc,.ntf,.nitf,.kea,.xyz,.asc,.zarr,.csv"
+#include <stddef.h>
 
-/* Formats whose datasets are one object: no sidecar lookup is needed. */
-#define VT_DEFAULT_NO_SIBLING_EXTENSIONS                                      \
-    ".tif,.tiff,.gtiff,.cog,.vrt,.jp2,.j2k,.jpx,.nc,.h5,.hdf5,.he5,.gpkg,"   \
-    ".fgb,.parquet,.geoparquet,.json,.geojson,.pmtiles,.mbtiles,.zarr,.grib2,.grb2"
+/* Stock GDAL's IsAllowedFilename: with allowed_filename set (option
+ * CPL_VSIL_CURL_ALLOWED_FILENAME) only that exact name exists; with
+ * allowed_exts set (CPL_VSIL_CURL_ALLOWED_EXTENSIONS, separated by ',' or
+ * ' '; "{noext}" for a last component without '.') only names ending so
+ * (case-insensitively, any "?query" ignored); otherwise every name. name is
+ * the full GDAL name ("/vsis3/b/k.tif"). */
+int vt__policy_allowed_name(const char *name, const char *allowed_filename,
+                            const char *allowed_exts);
 
-/* 1 when name ends (case-insensitively) with one of the comma-separated
- * extensions of list. A list entry "{noext}" matches a last path component
- * without a dot, as in GDAL. An empty or NULL list allows everything. */
-int vt__policy_ext_in(const char *name, const char *list);
+/* 1 when buf (the first n bytes of a file) is a TIFF or BigTIFF whose GDAL
+ * structural metadata says COG layout: LAYOUT=IFDS_BEFORE_DATA,
+ * BLOCK_ORDER=ROW_MAJOR, BLOCK_LEADER=SIZE_AS_UINT4,
+ * BLOCK_TRAILER=LAST_4_BYTES_REPEATED and not KNOWN_INCOMPATIBLE_EDITION=YES
+ * (what GDAL reports as LAYOUT=COG). */
+int vt__policy_is_cog(const unsigned char *buf, size_t n);
 
 /* 1 when the name is a directory-like path ("bucket", "bucket/",
  * "bucket/prefix/"): such stats are delegated, never answered here. */

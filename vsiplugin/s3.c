@@ -167,11 +167,13 @@ static char *path_of(const char *bucket, const char *key)
 }
 
 /* Build for an explicit route (vt__s3_get retries with the route a
- * redirect gave). method: "GET" or "HEAD" (signed as such). */
+ * redirect gave). method: "GET" or "HEAD" (signed as such); query: the
+ * canonical query string (sorted, encoded), or NULL. */
 static vt_err build_in(const char *method, const char *bucket,
-                       const char *key, uint64_t off, uint64_t len,
-                       const char *if_match, const struct vt_s3_route *rt,
-                       vt_s3_request *out, char *errbuf, size_t errlen)
+                       const char *key, const char *query, uint64_t off,
+                       uint64_t len, const char *if_match,
+                       const struct vt_s3_route *rt, vt_s3_request *out,
+                       char *errbuf, size_t errlen)
 {
     vt_err err;
     vt_creds cr = {0};
@@ -265,7 +267,7 @@ static vt_err build_in(const char *method, const char *bucket,
         vt_sigv4_input in = {
             .method = method,
             .path = a->path,
-            .query = NULL,
+            .query = query,
             .headers = to_sign,
             .payload_hash = EMPTY_SHA256,
             .amz_date = date,
@@ -285,7 +287,14 @@ static vt_err build_in(const char *method, const char *bucket,
     }
     if (err)
         goto out;
-    out->url = strdup(a->url);
+    if (query && *query) {
+        size_t ul = strlen(a->url) + strlen(query) + 2;
+        out->url = malloc(ul);
+        if (out->url)
+            snprintf(out->url, ul, "%s?%s", a->url, query);
+    } else {
+        out->url = strdup(a->url);
+    }
     if (!out->url) {
         err = VT_ENOMEM;
         goto out;
@@ -340,8 +349,8 @@ vt_err vt__s3_build_get(const char *bucket, const char *key, uint64_t off,
     err = begin(bucket, key, &rt, errbuf, errlen);
     if (err)
         return err;
-    return build_in("GET", bucket, key, off, len, if_match, &rt, out, errbuf,
-                    errlen);
+    return build_in("GET", bucket, key, NULL, off, len, if_match, &rt, out,
+                    errbuf, errlen);
 }
 
 /* ---- answers ---------------------------------------------------------- */
@@ -568,9 +577,9 @@ int vt__s3_last_failure(const char *bucket, const char *key,
  * and is the caller's to clear. Blocks the calling thread (any thread);
  * s3_route.c's lock is taken briefly. */
 static vt_err s3_perform(const char *method, const char *bucket,
-                         const char *key, uint64_t off, uint64_t len,
-                         const char *if_match, vt_http_resp *resp,
-                         char *errbuf, size_t errlen)
+                         const char *key, const char *query, uint64_t off,
+                         uint64_t len, const char *if_match, size_t max_body,
+                         vt_http_resp *resp, char *errbuf, size_t errlen)
 {
     vt_err err = VT_OK;
     vt_s3_request rq = {0};
@@ -583,12 +592,14 @@ static vt_err s3_perform(const char *method, const char *bucket,
     if (err)
         return err;
     for (int hop = 0; hop < MAX_HOPS; hop++) {
-        err = build_in(method, bucket, key, off, len, if_match, &rt, &rq,
-                       errbuf, errlen);
+        err = build_in(method, bucket, key, query, off, len, if_match, &rt,
+                       &rq, errbuf, errlen);
         if (err) {
             fail_record(bucket, key, err, NULL, NULL, errbuf);
             return err;
         }
+        if (max_body)
+            rq.req.max_body = max_body;
         snprintf(url, sizeof(url), "%s", rq.url);
         err = vt__engine_perform(&rq.req, resp);
         vt__s3_request_clear(&rq);
@@ -625,13 +636,42 @@ vt_err vt__s3_get(const char *bucket, const char *key, uint64_t off,
                   uint64_t len, const char *if_match, vt_http_resp *resp,
                   char *errbuf, size_t errlen)
 {
-    return s3_perform("GET", bucket, key, off, len, if_match, resp, errbuf,
-                      errlen);
+    return s3_perform("GET", bucket, key, NULL, off, len, if_match, 0, resp,
+                      errbuf, errlen);
 }
 
 vt_err vt__s3_head(const char *bucket, const char *key, vt_http_resp *resp,
                    char *errbuf, size_t errlen)
 {
     /* A HEAD has no body: redirects are followed on x-amz-bucket-region. */
-    return s3_perform("HEAD", bucket, key, 0, 0, NULL, resp, errbuf, errlen);
+    return s3_perform("HEAD", bucket, key, NULL, 0, 0, NULL, 0, resp, errbuf,
+                      errlen);
+}
+
+vt_err vt__s3_list(const char *bucket, const char *prefix, vt_http_resp *resp,
+                   char *errbuf, size_t errlen)
+{
+    /* ListObjects (v1, as GDAL lists): one page, keys under prefix, with
+     * "directories" folded at the next '/'. Parameters sorted by name, as
+     * SigV4's canonical query wants them. */
+    char *enc = vt__uri_encode(prefix, 0);
+    char *query = NULL;
+    vt_err err;
+    size_t ql;
+
+    memset(resp, 0, sizeof(*resp));
+    if (!enc)
+        return VT_ENOMEM;
+    ql = strlen(enc) + 64;
+    query = malloc(ql);
+    if (!query) {
+        free(enc);
+        return VT_ENOMEM;
+    }
+    snprintf(query, ql, "delimiter=%%2F&max-keys=1000&prefix=%s", enc);
+    err = s3_perform("GET", bucket, "", query, 0, 0, NULL, 8u << 20, resp,
+                     errbuf, errlen);
+    free(enc);
+    free(query);
+    return err;
 }

@@ -161,3 +161,31 @@ char *vt__xml_tag(const char *body, size_t len, const char *tag)
     out[j] = '\0';
     return out;
 }
+
+const char *vt__xml_next(const char *body, size_t len, const char *tag,
+                         size_t *inner_len, const char **next)
+{
+    char open[72], close[72];
+    size_t tlen;
+    const char *o, *c;
+
+    if (!body || !tag || (tlen = strlen(tag)) == 0 || tlen > 64)
+        return NULL;
+    open[0] = '<';
+    memcpy(open + 1, tag, tlen);
+    open[tlen + 1] = '>';
+    close[0] = '<';
+    close[1] = '/';
+    memcpy(close + 2, tag, tlen);
+    close[2 + tlen] = '>';
+    o = find(body, len, open, tlen + 2);
+    if (!o)
+        return NULL;
+    o += tlen + 2;
+    c = find(o, (size_t)(body + len - o), close, tlen + 3);
+    if (!c)
+        return NULL;
+    *inner_len = (size_t)(c - o);
+    *next = c + tlen + 3;
+    return o;
+}

@@ -17,4 +17,12 @@
  * longer than VT_XML_MAX_VALUE or on OOM. */
 char *vt__xml_tag(const char *body, size_t len, const char *tag);
 
+/* The next <tag>...</tag> element at or after body (no attributes on the
+ * start tag, no nesting of the same tag): returns a pointer to its inner
+ * text and sets *inner_len, and *next to just past its end tag; NULL when
+ * there is none (or it is unclosed). For repeated elements of a list
+ * answer (<Contents>, <CommonPrefixes>). */
+const char *vt__xml_next(const char *body, size_t len, const char *tag,
+                         size_t *inner_len, const char **next);
+
 #endif

@@ -1,9 +1,9 @@
 """test_vsitune_policy.py: what vsitune asks the server, and what it answers itself.
 
 Issue 3's "open without waste" and S3 semantics, from the lab's log: a region
-redirect is retried once and remembered; stat of a name whose extension is not
-allowed costs no request (configurable, GDAL's own option honoured); the sidecar
-opt-in brings stock GDAL's listing back; TLS trust follows GDAL's options.
+redirect is retried once and remembered; GDAL's CPL_VSIL_CURL_ALLOWED_EXTENSIONS
+is honoured as stock GDAL honours it; the sidecar opt-in brings stock GDAL's
+listing back; TLS trust follows GDAL's options.
 """
 
 import lab_client
@@ -25,23 +25,21 @@ def test_wrong_region_is_retried_once_and_remembered(lab, small_cog, sigcheck):
 
 
 def test_allowed_extensions_option(lab, small_cog):
+    """GDAL's CPL_VSIL_CURL_ALLOWED_EXTENSIONS: any other name neither stats nor
+    opens, with no request (as stock GDAL); unset, every name is asked for."""
     lab.put_object("lab", "ext/data.bin", b"x" * 100000)
-    code = "result = [None if st is None else st.size for st in map(gdal.VSIStatL, paths)]"
+    code = ("result = [None if st is None else st.size for st in map(gdal.VSIStatL, paths)]"
+            " + [gdal.VSIFOpenL(p, 'rb') is None for p in paths]")
     paths = [s3path(small_cog), "/vsis3/lab/ext/data.bin"]
-    with Worker(lab, extra={"VSITUNE_ALLOWED_EXTENSIONS": ".bin"}) as w:
-        got = w.call(code, paths=paths)
-    assert got == [None, 100000]
-    assert [e["key"] for e in lab.log()] == ["ext/data.bin"]
-    lab.reset()
     with Worker(lab, extra={"CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".bin"}) as w:
         got = w.call(code, paths=paths)
-    assert got == [None, 100000]
+    assert got == [None, 100000, True, False]
     assert [e["key"] for e in lab.log()] == ["ext/data.bin"]
     lab.reset()
-    with Worker(lab) as w:  # defaults: .tif yes, .bin no
+    with Worker(lab) as w:  # unset: every name exists if the server says so
         got = w.call(code, paths=paths)
-    assert got == [small_cog["size"], None]
-    assert [e["key"] for e in lab.log()] == [small_cog["key"]]
+    assert got == [small_cog["size"], 100000, False, False]
+    assert sorted(e["key"] for e in lab.log()) == sorted([small_cog["key"], "ext/data.bin"])
 
 
 def test_sidecars_opt_in_lists_like_stock(lab, gdal, small_cog):

@@ -1,42 +1,89 @@
-/* test_policy.c: extension and directory policy (policy.c), and size
+/* test_policy.c: GDAL's allowed-name rule, the COG test, directory-like
+ * names (policy.c), and size
  * parsing (config.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "config.h"
 #include "policy.h"
 
-static void test_ext_in(void **state)
+static void test_allowed_name(void **state)
 {
     (void)state;
-    assert_true(vt__policy_ext_in("b/scenes/x.tif", ".tif,.tiff"));
-    assert_true(vt__policy_ext_in("b/scenes/X.TIF", ".tif,.tiff"));
-    assert_true(vt__policy_ext_in("b/x.tiff", " .tif , .tiff "));
-    assert_false(vt__policy_ext_in("b/x.tif.aux.xml", ".tif,.tiff"));
-    assert_false(vt__policy_ext_in("b/x.tif.msk", ".tif,.tiff"));
-    assert_false(vt__policy_ext_in("b/x.IMD", ".tif,.tiff"));
-    assert_true(vt__policy_ext_in("b/x.tif.ovr", ".tif,.ovr"));
-    assert_false(vt__policy_ext_in("b/B04", ".tif"));
-    assert_true(vt__policy_ext_in("b/B04", ".tif,{noext}"));
-    assert_false(vt__policy_ext_in("b/dir.d/B04.jp2", ".tif,{noext}"));
-    assert_true(vt__policy_ext_in("b/anything", ""));
-    assert_true(vt__policy_ext_in("b/anything", NULL));
+    /* nothing set: every name exists as far as the option goes */
+    assert_true(vt__policy_allowed_name("/vsis3/b/x.bin", NULL, NULL));
+    /* CPL_VSIL_CURL_ALLOWED_FILENAME: that exact name only */
+    assert_true(vt__policy_allowed_name("/vsis3/b/x.tif", "/vsis3/b/x.tif", ".bin"));
+    assert_false(vt__policy_allowed_name("/vsis3/b/y.tif", "/vsis3/b/x.tif", NULL));
+    /* CPL_VSIL_CURL_ALLOWED_EXTENSIONS: ',' or ' ' separated, any case */
+    assert_true(vt__policy_allowed_name("/vsis3/b/s/x.tif", NULL, ".tif,.tiff"));
+    assert_true(vt__policy_allowed_name("/vsis3/b/s/X.TIF", NULL, ".tif .tiff"));
+    assert_true(vt__policy_allowed_name("/vsis3/b/x.tiff", NULL, " .tif , .tiff "));
+    assert_false(vt__policy_allowed_name("/vsis3/b/x.tif.aux.xml", NULL, ".tif"));
+    assert_true(vt__policy_allowed_name("/vsis3/b/x.tif?a=b", NULL, ".tif"));
+    assert_false(vt__policy_allowed_name("/vsis3/b/x.tif", NULL, "x.tif/x.tif"));
+    /* the name must be longer than the extension */
+    assert_false(vt__policy_allowed_name(".tif", NULL, ".tif"));
+    assert_false(vt__policy_allowed_name("/vsis3/b/B04", NULL, ".tif"));
+    assert_true(vt__policy_allowed_name("/vsis3/b/B04", NULL, ".tif,{noext}"));
+    assert_true(vt__policy_allowed_name("/vsis3/b/B04", NULL, "{NOEXT}"));
+    assert_false(vt__policy_allowed_name("/vsis3/b/d.d/B04.jp2", NULL, "{noext}"));
+    assert_true(vt__policy_allowed_name("/vsis3/b/d.d/B04", NULL, "{noext}"));
+    /* an empty list allows nothing, as in GDAL */
+    assert_false(vt__policy_allowed_name("/vsis3/b/x.tif", NULL, ""));
 }
 
-static void test_defaults(void **state)
+/* A TIFF header with GDAL's structural metadata block. */
+static size_t ghost(unsigned char *buf, size_t cap, int bigtiff,
+                    const char *md)
 {
+    size_t off = bigtiff ? 16 : 8, n;
+    memset(buf, 0, cap);
+    memcpy(buf, bigtiff ? "II+\0" : "II*\0", 4);
+    n = (size_t)snprintf((char *)buf + off, cap - off,
+                         "GDAL_STRUCTURAL_METADATA_SIZE=%06zu bytes\n%s",
+                         strlen(md), md);
+    return off + n;
+}
+
+static void test_is_cog(void **state)
+{
+    static const char cog[] = "LAYOUT=IFDS_BEFORE_DATA\nBLOCK_ORDER=ROW_MAJOR\n"
+                              "BLOCK_LEADER=SIZE_AS_UINT4\n"
+                              "BLOCK_TRAILER=LAST_4_BYTES_REPEATED\n"
+                              "KNOWN_INCOMPATIBLE_EDITION=NO\n ";
+    static const char edited[] = "LAYOUT=IFDS_BEFORE_DATA\nBLOCK_ORDER=ROW_MAJOR\n"
+                                 "BLOCK_LEADER=SIZE_AS_UINT4\n"
+                                 "BLOCK_TRAILER=LAST_4_BYTES_REPEATED\n"
+                                 "KNOWN_INCOMPATIBLE_EDITION=YES\n";
+    static const char ifds_only[] = "LAYOUT=IFDS_BEFORE_DATA\n";
+    unsigned char buf[512];
+    size_t n;
     (void)state;
-    assert_true(vt__policy_ext_in("b/k.tif", VT_DEFAULT_ALLOWED_EXTENSIONS));
-    assert_true(vt__policy_ext_in("b/k.vrt", VT_DEFAULT_ALLOWED_EXTENSIONS));
-    assert_false(vt__policy_ext_in("b/k.tif.aux.xml", VT_DEFAULT_ALLOWED_EXTENSIONS));
-    assert_false(vt__policy_ext_in("b/k.tif.msk", VT_DEFAULT_ALLOWED_EXTENSIONS));
-    assert_false(vt__policy_ext_in("b/k_rpc.txt", VT_DEFAULT_ALLOWED_EXTENSIONS));
-    assert_false(vt__policy_ext_in("b/k.RPB", VT_DEFAULT_ALLOWED_EXTENSIONS));
-    assert_true(vt__policy_ext_in("b/k.tif", VT_DEFAULT_NO_SIBLING_EXTENSIONS));
-    assert_false(vt__policy_ext_in("b/k.shp", VT_DEFAULT_NO_SIBLING_EXTENSIONS));
+    n = ghost(buf, sizeof(buf), 0, cog);
+    assert_true(vt__policy_is_cog(buf, n));
+    n = ghost(buf, sizeof(buf), 1, cog);
+    assert_true(vt__policy_is_cog(buf, n));
+    buf[0] = 'M'; /* "MI": not a TIFF */
+    assert_false(vt__policy_is_cog(buf, n));
+    n = ghost(buf, sizeof(buf), 0, edited);
+    assert_false(vt__policy_is_cog(buf, n));
+    n = ghost(buf, sizeof(buf), 0, ifds_only);
+    assert_false(vt__policy_is_cog(buf, n));
+    n = ghost(buf, sizeof(buf), 0, cog);
+    assert_false(vt__policy_is_cog(buf, 40)); /* cut before the metadata */
+    memcpy(buf + 8, "GDAL_STRUCTURAL_METADATA_SIZE=00x140", 36);
+    assert_false(vt__policy_is_cog(buf, n));
+    /* a plain TIFF: IFD offset right after the header */
+    memset(buf, 0, sizeof(buf));
+    memcpy(buf, "II*\0\x08\0\0\0", 8);
+    assert_false(vt__policy_is_cog(buf, sizeof(buf)));
+    assert_false(vt__policy_is_cog(buf, 3));
 }
 
 static void test_dir_like(void **state)
@@ -83,8 +130,8 @@ static void test_gdal_supported(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ext_in),
-        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_allowed_name),
+        cmocka_unit_test(test_is_cog),
         cmocka_unit_test(test_dir_like),
         cmocka_unit_test(test_parse_size),
         cmocka_unit_test(test_gdal_supported),

@@ -1,0 +1,386 @@
+/* listing.c: stem-scoped listings (see listing.h).
+ *
+ * A small table (at most MAX_LISTINGS, oldest unreferenced dropped first) of
+ * immutable listings keyed by endpoint + "bucket/dir/stem". `mu` guards the
+ * table, refcounts and loading flags; it is a leaf lock (registered with
+ * forksafe), never held across the LIST. */
+#include "listing.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "engine.h"
+#include "forksafe.h"
+#include "s3.h"
+
+#define MAX_LISTINGS 256
+
+struct vt_listing {
+    char *id;          /* endpoint + "\n" + "bucket/dir/stem" */
+    char *path;        /* "bucket/dir/stem" */
+    size_t dir_len;    /* length of "bucket/dir/" within path */
+    vt_list_page page;
+    time_t at;
+    pid_t loader;      /* mu: process whose thread is listing (0: loaded) */
+    int refs;          /* mu */
+    int in_table;      /* mu */
+    vt_listing *next;  /* mu */
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static vt_listing *table;
+static size_t table_count;
+
+size_t vt__listing_stem_len(const char *base)
+{
+    size_t i;
+    for (i = 1; base[0] && base[i]; i++)
+        if (base[i] == '.' || base[i] == '_')
+            return i;
+    return base[0] == '.' || base[0] == '_' ? 0 : i;
+}
+
+static void listing_free(vt_listing *l)
+{
+    if (!l)
+        return;
+    free(l->id);
+    free(l->path);
+    vt__list_page_clear(&l->page);
+    free(l);
+}
+
+/* mu held. */
+static void unlink_listing(vt_listing *l)
+{
+    vt_listing **pp = &table;
+    while (*pp && *pp != l)
+        pp = &(*pp)->next;
+    if (*pp) {
+        *pp = l->next;
+        table_count--;
+    }
+    l->in_table = 0;
+}
+
+/* mu held: unlink l; returns it when nobody holds it (to free unlocked). */
+static vt_listing *drop(vt_listing *l)
+{
+    unlink_listing(l);
+    return l->refs == 0 ? l : NULL;
+}
+
+static long ttl(const char *path)
+{
+    return (long)vt__cfg_size(path, "VSITUNE_METADATA_TTL",
+                              VT_DEFAULT_META_TTL, 0, 1u << 30);
+}
+
+/* Split "bucket/dir/name" into the stem path ("bucket/dir/stem") and the
+ * directory length; NULL on a path without a key. malloc'd. */
+static char *stem_path(const char *path, size_t *dir_len)
+{
+    const char *slash = strchr(path, '/'), *base;
+    size_t n;
+    char *out;
+    if (!slash || !slash[1])
+        return NULL;
+    base = strrchr(path, '/') + 1;
+    *dir_len = (size_t)(base - path);
+    n = *dir_len + vt__listing_stem_len(base);
+    out = malloc(n + 1);
+    if (out) {
+        memcpy(out, path, n);
+        out[n] = '\0';
+    }
+    return out;
+}
+
+/* The endpoint identity of path's bucket (vt__s3_endpoint_base); 0 on
+ * error. */
+static int endpoint_of(const char *path, char *ep, size_t eplen)
+{
+    char *base = vt__s3_endpoint_base(path);
+    int ok = base && (size_t)snprintf(ep, eplen, "%s", base) < eplen;
+    free(base);
+    return ok;
+}
+
+static vt_err fetch(vt_listing *l, char *errbuf, size_t errlen)
+{
+    char *bucket = NULL, *prefix = NULL;
+    const char *slash = strchr(l->path, '/');
+    vt_http_resp r;
+    vt_err err;
+    size_t bl = (size_t)(slash - l->path);
+
+    bucket = strndup(l->path, bl);
+    prefix = strdup(slash + 1);
+    if (!bucket || !prefix) {
+        free(bucket);
+        free(prefix);
+        return VT_ENOMEM;
+    }
+    err = vt__s3_list(bucket, prefix, &r, errbuf, errlen);
+    if (err == VT_OK) {
+        char dir[4096];
+        snprintf(dir, sizeof(dir), "%.*s", (int)(l->dir_len - bl - 1),
+                 l->path + bl + 1);
+        err = vt__s3_parse_list((const char *)r.body, r.body_len, dir, &l->page);
+        if (err != VT_OK)
+            snprintf(errbuf, errlen, "s3://%s/?prefix=%s: not a ListBucketResult",
+                     bucket, prefix);
+    }
+    vt__http_resp_clear(&r);
+    free(bucket);
+    free(prefix);
+    return err;
+}
+
+static void trim_locked(vt_listing **dead)
+{
+    while (table_count >= MAX_LISTINGS) {
+        vt_listing *l, *oldest = NULL;
+        for (l = table; l; l = l->next)
+            if (l->refs == 0 && !l->loader && (!oldest || l->at < oldest->at))
+                oldest = l;
+        if (!oldest)
+            return;
+        unlink_listing(oldest);
+        oldest->next = *dead;
+        *dead = oldest;
+    }
+}
+
+static void free_chain(vt_listing *l)
+{
+    while (l) {
+        vt_listing *n = l->next;
+        listing_free(l);
+        l = n;
+    }
+}
+
+vt_err vt__listing_get(const char *path, vt_listing **out, char *errbuf,
+                       size_t errlen)
+{
+    char ep[1024], *sp = NULL, *id = NULL;
+    size_t dir_len = 0, idl;
+    vt_listing *l = NULL, *dead = NULL;
+    vt_err err;
+    long t = ttl(path);
+
+    *out = NULL;
+    errbuf[0] = '\0';
+    sp = stem_path(path, &dir_len);
+    if (!sp) {
+        snprintf(errbuf, errlen, "vsitune: no key in %s", path);
+        return VT_EINVAL;
+    }
+    if (!endpoint_of(path, ep, sizeof(ep))) {
+        free(sp);
+        snprintf(errbuf, errlen, "vsitune: cannot address s3://%s", path);
+        return VT_EINVAL;
+    }
+    idl = strlen(ep) + strlen(sp) + 2;
+    id = malloc(idl);
+    if (!id) {
+        free(sp);
+        return VT_ENOMEM;
+    }
+    snprintf(id, idl, "%s\n%s", ep, sp);
+
+    vt__forksafe_register(&mu);
+    pthread_mutex_lock(&mu);
+    for (;;) {
+        for (l = table; l; l = l->next)
+            if (strcmp(l->id, id) == 0)
+                break;
+        if (l && l->loader && l->loader != getpid()) {
+            l = drop(l); /* its loader was in the parent of this fork */
+            if (l) {
+                l->next = dead;
+                dead = l;
+            }
+            l = NULL;
+            break;
+        }
+        if (l && l->loader) {
+            pthread_cond_wait(&cv, &mu);
+            continue;
+        }
+        if (l && time(NULL) - l->at >= t) {
+            vt_listing *d = drop(l);
+            if (d) {
+                d->next = dead;
+                dead = d;
+            }
+            l = NULL;
+        }
+        break;
+    }
+    if (l) {
+        l->refs++;
+        pthread_mutex_unlock(&mu);
+        free_chain(dead);
+        free(id);
+        free(sp);
+        *out = l;
+        return VT_OK;
+    }
+    l = calloc(1, sizeof(*l));
+    if (!l) {
+        pthread_mutex_unlock(&mu);
+        free_chain(dead);
+        free(id);
+        free(sp);
+        return VT_ENOMEM;
+    }
+    l->id = id;
+    l->path = sp;
+    l->dir_len = dir_len;
+    l->loader = getpid();
+    l->refs = 1;
+    l->in_table = 1;
+    l->next = table;
+    table = l;
+    table_count++;
+    pthread_mutex_unlock(&mu);
+    free_chain(dead);
+
+    err = fetch(l, errbuf, errlen);
+
+    dead = NULL;
+    pthread_mutex_lock(&mu);
+    l->loader = 0;
+    l->at = time(NULL);
+    if (err != VT_OK) {
+        if (l->in_table)
+            unlink_listing(l); /* a failure is never remembered */
+        l->refs--;
+    }
+    trim_locked(&dead);
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+    free_chain(dead);
+    if (err != VT_OK) {
+        listing_free(l);
+        return err;
+    }
+    *out = l;
+    return VT_OK;
+}
+
+void vt__listing_release(vt_listing *l)
+{
+    int gone;
+    if (!l)
+        return;
+    pthread_mutex_lock(&mu);
+    gone = --l->refs == 0 && !l->in_table;
+    pthread_mutex_unlock(&mu);
+    if (gone)
+        listing_free(l);
+}
+
+size_t vt__listing_count(const vt_listing *l) { return l->page.n; }
+
+const vt_list_entry *vt__listing_entry(const vt_listing *l, size_t i)
+{
+    return i < l->page.n ? &l->page.e[i] : NULL;
+}
+
+int vt__listing_truncated(const vt_listing *l) { return l->page.truncated; }
+
+/* l covers path: same "bucket/dir/" and the basename starts with the stem. */
+static int covers(const vt_listing *l, const char *path)
+{
+    const char *base = strrchr(path, '/');
+    size_t plen = strlen(l->path);
+    if (!base || (size_t)(base + 1 - path) != l->dir_len)
+        return 0;
+    return strncmp(path, l->path, plen) == 0;
+}
+
+int vt__listing_lookup(const char *path, vt_list_entry *out)
+{
+    vt_listing *l;
+    int ret = -1;
+    long t = ttl(path);
+    time_t now = time(NULL);
+    const char *base = strrchr(path, '/');
+
+    char ep[1024];
+    size_t epl;
+
+    if (!base || !endpoint_of(path, ep, sizeof(ep)))
+        return -1;
+    base++;
+    epl = strlen(ep);
+    pthread_mutex_lock(&mu);
+    for (l = table; l; l = l->next) {
+        size_t i;
+        if (l->loader || l->page.truncated || now - l->at >= t ||
+            strncmp(l->id, ep, epl) != 0 || l->id[epl] != '\n' ||
+            !covers(l, path))
+            continue;
+        ret = 0;
+        for (i = 0; i < l->page.n; i++)
+            if (strcmp(l->page.e[i].name, base) == 0) {
+                memset(out, 0, sizeof(*out));
+                out->size = l->page.e[i].size;
+                out->mtime = l->page.e[i].mtime;
+                out->is_dir = l->page.e[i].is_dir;
+                ret = 1;
+                break;
+            }
+        break;
+    }
+    pthread_mutex_unlock(&mu);
+    return ret;
+}
+
+static void forget_where(int (*match)(const vt_listing *, const char *),
+                         const char *arg)
+{
+    vt_listing *l, *next, *dead = NULL;
+    pthread_mutex_lock(&mu);
+    for (l = table; l; l = next) {
+        next = l->next;
+        if (!l->loader && match(l, arg)) {
+            vt_listing *d = drop(l);
+            if (d) {
+                d->next = dead;
+                dead = d;
+            }
+        }
+    }
+    pthread_mutex_unlock(&mu);
+    free_chain(dead);
+}
+
+static int match_covers(const vt_listing *l, const char *path)
+{
+    return covers(l, path);
+}
+
+static int match_prefix(const vt_listing *l, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    /* listings under the prefix, or whose directory contains it */
+    return strncmp(l->path, prefix, n) == 0 ||
+           (l->dir_len <= n && strncmp(l->path, prefix, l->dir_len) == 0);
+}
+
+void vt__listing_forget(const char *path) { forget_where(match_covers, path); }
+
+void vt__listing_forget_prefix(const char *prefix)
+{
+    forget_where(match_prefix, prefix);
+}

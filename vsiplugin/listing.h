@@ -1,0 +1,51 @@
+/* listing.h: stem-scoped listings, for GDAL's sibling question and stats.
+ *
+ * When GDAL asks which files lie beside a dataset (to find .aux.xml, .ovr,
+ * .msk, world files, .prj, ...), stock GDAL lists the whole directory. For a
+ * file that may have sidecars, vsitune lists only the keys that start with
+ * the file's stem (its name up to the first '.' or '_': "x" for "x.tif",
+ * covering x.tif.ovr, x.tfw, x_rpc.txt, x.aux.xml), one page of up to 1000,
+ * and remembers the answer for VSITUNE_METADATA_TTL. A later stat() of a
+ * name the listing covers is answered from it without a request.
+ *
+ * Thread-safe: one leaf mutex, never held across I/O; concurrent requests
+ * for the same listing issue one LIST. */
+#ifndef VT_LISTING_H
+#define VT_LISTING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "s3list.h"
+
+typedef struct vt_listing vt_listing;
+
+/* The stem of a file name ("x" for "dir/x.tif.ovr"): the length of its
+ * basename's leading part before the first '.' or '_' (at least 1 unless the
+ * name starts with one of them). Pure. */
+size_t vt__listing_stem_len(const char *basename);
+
+/* The listing covering path "bucket/dir/name": from memory if fresh, else
+ * one LIST. On success *out holds a reference (vt__listing_release). */
+vt_err vt__listing_get(const char *path, vt_listing **out, char *errbuf,
+                       size_t errlen);
+void vt__listing_release(vt_listing *l);
+
+/* Entries (names relative to the directory) and whether the page was cut. */
+size_t vt__listing_count(const vt_listing *l);
+const vt_list_entry *vt__listing_entry(const vt_listing *l, size_t i);
+int vt__listing_truncated(const vt_listing *l);
+
+/* What a fresh, complete listing already in memory says of path, without a
+ * request: 1 present (*out filled: size, mtime, is_dir; name/etag NULL),
+ * 0 absent, -1 no listing covers it. */
+int vt__listing_lookup(const char *path, vt_list_entry *out);
+
+/* Forget the listings that cover path, or everything under prefix
+ * ("" for all): the name was written, deleted or renamed, or GDAL's caches
+ * were cleared. */
+void vt__listing_forget(const char *path);
+void vt__listing_forget_prefix(const char *prefix);
+
+#endif
