@@ -104,6 +104,10 @@ static int stat_as_directory(const char *path, VSIStatBufL *st)
     char **names = vt__stock_read_dir(path, 100);
     if (!names)
         return -1;
+    /* A whole directory (GDAL caches it only then too): GDAL's probes of
+     * names inside it are then answered without a request. */
+    if (CSLCount(names) < 100)
+        vt__listing_remember_dir(path, names);
     CSLDestroy(names);
     fill_stat(st, 1, 0, 0);
     return 0;
@@ -187,6 +191,28 @@ static int report_as_gdal(const char *path)
     return found;
 }
 
+/* Stock GDAL's Open does not check that an object exists when it would
+ * have listed the directory but does not for this name: a last component
+ * without '.', or an extension starting with "zip" (and listings are not
+ * disabled). It then returns a handle on an empty file even for a missing
+ * key, and GDALOpen reports "not recognized as a supported file format". */
+static int stock_opens_unchecked(const char *path)
+{
+    const char *base = strrchr(path, '/'), *dot;
+    const char *readdir = NULL; /* read with its path in a later commit */
+    vt_list_entry e;
+    if ((readdir && (EQUAL(readdir, "EMPTY_DIR") || CPLTestBool(readdir))) ||
+        vt__object_non_cached(path))
+        return 0;
+    /* GDAL checks a listing of the directory it already holds first; so do
+     * we, with the listings we hold (stock's answer depends on its cache). */
+    if (vt__listing_lookup(path, &e) == 0)
+        return 0;
+    base = base ? base + 1 : path;
+    dot = strrchr(base, '.');
+    return dot == NULL || strncmp(dot + 1, "zip", 3) == 0;
+}
+
 static void *cb_open(void *ud, const char *path, const char *access)
 {
     vt_handle *h;
@@ -212,11 +238,26 @@ static void *cb_open(void *ud, const char *path, const char *access)
          * VSIError, which GDALOpen turns into the CPLError it reports when
          * the whole open fails. */
         CPLDebug("VSITUNE", "open: %s", errbuf);
+        errno = errno_for(err);
+        /* A missing key is not an error GDAL reports from the file system:
+         * stock GDAL finds it absent and GDALOpen says "does not exist in
+         * the file system" (CPLE_OpenFailed). A missing bucket, a denial,
+         * a server or network failure are reported with their cause. */
+        if (status == 404 && !strstr(errbuf, "NoSuchBucket")) {
+            if (!stock_opens_unchecked(path))
+                return NULL;
+            /* Stock GDAL gives an empty handle here: mimic it. */
+            CPLDebug("VSITUNE", "open %s: missing, an empty handle as GDAL's",
+                     path);
+            h = calloc(1, sizeof(*h));
+            if (!h)
+                errno = ENOMEM;
+            return h;
+        }
         if (!report_as_gdal(path)) {
             t_open_error_class = cple_for(status, errbuf);
             snprintf(t_open_error, sizeof(t_open_error), "%s", errbuf);
         }
-        errno = errno_for(err);
         return NULL;
     }
     t_open_error[0] = '\0';
@@ -230,6 +271,13 @@ static void *cb_open(void *ud, const char *path, const char *access)
     return h;
 }
 
+/* A handle's object size; a handle without object is stock GDAL's empty
+ * handle on a missing name (see stock_opens_unchecked). */
+static uint64_t handle_size(const vt_handle *h)
+{
+    return h->obj ? vt__object_size(h->obj) : 0;
+}
+
 static vsi_l_offset cb_tell(void *f)
 {
     return ((vt_handle *)f)->pos;
@@ -238,7 +286,7 @@ static vsi_l_offset cb_tell(void *f)
 static int cb_seek(void *f, vsi_l_offset off, int whence)
 {
     vt_handle *h = f;
-    uint64_t size = vt__object_size(h->obj);
+    uint64_t size = handle_size(h);
     if (whence == SEEK_SET)
         h->pos = off;
     else if (whence == SEEK_CUR)
@@ -256,7 +304,7 @@ static int cb_seek(void *f, vsi_l_offset off, int whence)
 static size_t cb_read(void *f, void *buf, size_t size, size_t count)
 {
     vt_handle *h = f;
-    uint64_t osize = vt__object_size(h->obj);
+    uint64_t osize = handle_size(h);
     size_t want, got;
     char errbuf[1024];
     vt_err err;
@@ -268,6 +316,10 @@ static size_t cb_read(void *f, void *buf, size_t size, size_t count)
         return 0;
     }
     want = size * count;
+    if (!h->obj) { /* stock GDAL's empty handle on a missing name */
+        h->eof = 1;
+        return 0;
+    }
     if (h->pos + want > osize &&
         (err = vt__object_note_end(h->obj, errbuf, sizeof(errbuf))) != VT_OK) {
         CPLError(CE_Failure, cple_for(0, errbuf), "%s", errbuf);
@@ -310,6 +362,17 @@ static int cb_read_multi_range(void *f, int n, void **data,
         return -1;
     for (i = 0; i < n; i++)
         o64[i] = offs[i];
+    if (!h->obj) { /* the empty handle: only empty ranges lie inside */
+        for (i = 0; i < n; i++)
+            if (sizes[i] > 0) {
+                CPLError(CE_Failure, CPLE_FileIO,
+                         "vsitune: multi-range read past the end of an empty "
+                         "file");
+                goto out;
+            }
+        ret = 0;
+        goto out;
+    }
     /* vt__object_read refuses ranges past the end, naming bucket and key;
      * GDAL's striped and scan reads grow the handle's readahead there too. */
     vt__suspect_before_read(&h->sus, h->obj, 1, (size_t)n, o64, sizes);

@@ -21,9 +21,9 @@
 
 typedef struct vt_listing vt_listing;
 
-/* The stem of a file name ("x" for "dir/x.tif.ovr"): the length of its
- * basename's leading part before the first '.' or '_' (at least 1 unless the
- * name starts with one of them). Pure. */
+/* The stem of a file's basename ("x" for "x.tif.ovr"): the length of its
+ * leading part before the first '.' or '_' after the first character (the
+ * whole name when there is none). Pure. */
 size_t vt__listing_stem_len(const char *basename);
 
 /* The listing covering path "bucket/dir/name": from memory if fresh, else
@@ -39,8 +39,16 @@ int vt__listing_truncated(const vt_listing *l);
 
 /* What a fresh, complete listing already in memory says of path, without a
  * request: 1 present (*out filled: size, mtime, is_dir; name/etag NULL),
- * 0 absent, -1 no listing covers it. */
+ * 0 absent, -1 no listing covers it or it is present with an unknown size
+ * (a names-only listing). */
 int vt__listing_lookup(const char *path, vt_list_entry *out);
+
+/* Remember the complete list of names in directory dirpath ("bucket/dir",
+ * e.g. what GDAL's own listing answered when vsitune asked whether a name
+ * is a directory), so that GDAL's probes of names inside it are answered
+ * "absent" without a request, as stock GDAL answers them from its listing
+ * cache. names: NULL-terminated. */
+void vt__listing_remember_dir(const char *dirpath, char *const *names);
 
 /* Forget the listings that cover path, or everything under prefix
  * ("" for all): the name was written, deleted or renamed, or GDAL's caches

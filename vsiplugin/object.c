@@ -537,7 +537,7 @@ out:
 
 /* GDAL's CPL_VSIL_CURL_NON_CACHED: ':'-separated name prefixes whose data
  * must not be reused from an earlier open (stock GDAL's AllowCachedDataFor). */
-static int non_cached(const char *path)
+int vt__object_non_cached(const char *path)
 {
     char *all = vt__cfg_dup(NULL, "CPL_VSIL_CURL_NON_CACHED"), *list = all;
     char name[4096];
@@ -583,7 +583,7 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
                                       VT_DEFAULT_NEGATIVE_TTL, 0, 1u << 30);
     vt_object *o = NULL, *dead = NULL;
     vt_err err = VT_OK;
-    int remembered = 0, fresh_only = non_cached(path);
+    int remembered = 0, fresh_only = vt__object_non_cached(path);
 
     *out = NULL;
     *http_status = 0;
@@ -694,7 +694,7 @@ int vt__object_peek(const char *path, uint64_t *size, long long *mtime)
     pthread_mutex_lock(&table_mu);
     for (o = table[hash_str(id)]; o; o = o->next)
         if (strcmp(o->id, id) == 0 && !o->loading && !o->missing &&
-            time(NULL) - o->loaded_at < ttl && !non_cached(path)) {
+            time(NULL) - o->loaded_at < ttl && !vt__object_non_cached(path)) {
             *size = o->size;
             *mtime = o->mtime;
             found = 1;

@@ -35,6 +35,10 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
 
 void vt__object_release(vt_object *o);
 
+/* 1 when GDAL's CPL_VSIL_CURL_NON_CACHED names path ("bucket/key"): every
+ * open then re-validates the object with the server. */
+int vt__object_non_cached(const char *path);
+
 /* What the table already knows of path, without a request: 1 and the
  * size and Last-Modified when a fresh entry for it exists (not a remembered
  * 404), else 0 (VSI_STAT_CACHE_ONLY). */

@@ -18,6 +18,7 @@ typedef struct vt_list_entry {
     long long mtime;    /* LastModified as Unix time (0: absent/unparsable) */
     char *etag;         /* with its quotes, or NULL */
     int is_dir;         /* from <CommonPrefixes> */
+    int names_only;     /* from a names-only listing: size/mtime unknown */
 } vt_list_entry;
 
 typedef struct vt_list_page {

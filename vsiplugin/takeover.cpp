@@ -295,10 +295,14 @@ class Hooks
             VT_OPEN_RESULT h =
                 g_reader->Open(rn.c_str(), access, set_error, options);
             if (!h && set_error) {
+                /* Replaces the plugin handler's "<name>: strerror" text; no
+                 * error at all for a missing key, as stock GDAL. */
                 int cls = 0;
                 const char *why = vt__handler_open_error(&cls);
                 if (why)
                     VSIError(vsie_for(cls), "%s", why);
+                else
+                    VSIErrorReset();
             }
             return h;
         }
