@@ -199,10 +199,11 @@ static int report_as_gdal(const char *path)
 static int stock_opens_unchecked(const char *path)
 {
     const char *base = strrchr(path, '/'), *dot;
-    const char *readdir = NULL; /* read with its path in a later commit */
+    char *readdir = vt__cfg_dup(path, "GDAL_DISABLE_READDIR_ON_OPEN");
+    int skip = readdir && (EQUAL(readdir, "EMPTY_DIR") || CPLTestBool(readdir));
     vt_list_entry e;
-    if ((readdir && (EQUAL(readdir, "EMPTY_DIR") || CPLTestBool(readdir))) ||
-        vt__object_non_cached(path))
+    free(readdir);
+    if (skip || vt__object_non_cached(path))
         return 0;
     /* GDAL checks a listing of the directory it already holds first; so do
      * we, with the listings we hold (stock's answer depends on its cache). */
