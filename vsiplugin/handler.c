@@ -84,6 +84,20 @@ static int allowed(const char *path)
     return ok;
 }
 
+/* For a name under GDAL's CPL_VSIL_CURL_NON_CACHED, GDAL's handler drops
+ * what it cached of the name and of its directory's listing each time it is
+ * done with it (a stat, a closed handle); vsitune does the same to GDAL's
+ * caches, so that GDAL's own listings stay as fresh as they would be. */
+static void done_with(const char *path)
+{
+    const char *slash;
+    char dir[4096];
+    if (!vt__object_non_cached(path) || !(slash = strrchr(path, '/')))
+        return;
+    snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+    vt__stock_partial_clear(dir);
+}
+
 /* Fill st as GDAL's /vsis3/ does: S_IFREG or S_IFDIR without permission
  * bits, the size, Last-Modified as st_mtime. */
 static void fill_stat(VSIStatBufL *st, int is_dir, uint64_t size,
@@ -95,20 +109,32 @@ static void fill_stat(VSIStatBufL *st, int is_dir, uint64_t size,
     st->st_mtime = is_dir ? 0 : (time_t)mtime;
 }
 
+/* 1 when path names a "directory" (keys under path/): from a listing we
+ * hold, else GDAL's own listing (which GDAL's handler then caches). */
+static int is_directory(const char *path)
+{
+    vt_list_entry e;
+    char **names;
+    int known = vt__listing_lookup(path, &e);
+    if (known >= 0)
+        return known == 1 && e.is_dir;
+    names = vt__stock_read_dir(path, 100);
+    if (!names)
+        return 0;
+    if (CSLCount(names) < 100)
+        vt__listing_remember_dir(path, names);
+    CSLDestroy(names);
+    return 1;
+}
+
 /* A name that is not an object may be a "directory" (a prefix of keys
  * without a trailing slash: a Zarr store, a shapefile folder): GDAL's own
  * Stat then lists it; so does vsitune, through GDAL's own listing (cached
  * by GDAL's handler as it caches its own). */
 static int stat_as_directory(const char *path, VSIStatBufL *st)
 {
-    char **names = vt__stock_read_dir(path, 100);
-    if (!names)
+    if (!is_directory(path))
         return -1;
-    /* A whole directory (GDAL caches it only then too): GDAL's probes of
-     * names inside it are then answered without a request. */
-    if (CSLCount(names) < 100)
-        vt__listing_remember_dir(path, names);
-    CSLDestroy(names);
     fill_stat(st, 1, 0, 0);
     return 0;
 }
@@ -139,6 +165,12 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
         fill_stat(st, 0, size, mtime);
         return 0;
     }
+    /* What GDAL's own handler already knows (from a listing the user made):
+     * GDAL answers from it without a request, and so do we. */
+    if (vt__stock_stat(path, st, VSI_STAT_CACHE_ONLY) == 0) {
+        done_with(path);
+        return 0;
+    }
     known = vt__listing_lookup(path, &e);
     if (known == 0) {
         CPLDebug("VSITUNE", "stat %s: not in its stem listing, no request",
@@ -157,6 +189,7 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
          * open around it then succeeds (a transient error a retry fixed).
          * A failing open reports the reason (see cb_open). */
         CPLDebug("VSITUNE", "stat: %s", errbuf);
+        done_with(path);
         if (stat_as_directory(path, st) == 0)
             return 0;
         errno = errno_for(err);
@@ -164,6 +197,7 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
     }
     fill_stat(st, 0, vt__object_size(o), vt__object_mtime(o));
     vt__object_release(o);
+    done_with(path);
     return 0;
 }
 
@@ -245,7 +279,7 @@ static void *cb_open(void *ud, const char *path, const char *access)
          * the file system" (CPLE_OpenFailed). A missing bucket, a denial,
          * a server or network failure are reported with their cause. */
         if (status == 404 && !strstr(errbuf, "NoSuchBucket")) {
-            if (!stock_opens_unchecked(path))
+            if (!stock_opens_unchecked(path) && !is_directory(path))
                 return NULL;
             /* Stock GDAL gives an empty handle here: mimic it. */
             CPLDebug("VSITUNE", "open %s: missing, an empty handle as GDAL's",
@@ -399,7 +433,10 @@ static int cb_close(void *f)
 {
     vt_handle *h = f;
     if (h) {
-        vt__suspect_close(&h->sus, h->obj);
+        if (h->obj) {
+            vt__suspect_close(&h->sus, h->obj);
+            done_with(vt__object_path(h->obj));
+        }
         vt__object_release(h->obj);
         free(h);
     }

@@ -605,6 +605,16 @@ extern "C" int vt__stock_stat(const char *path, VSIStatBufL *st, int flags)
                g_orig[slot]))(name.c_str(), st, flags);
 }
 
+extern "C" void vt__stock_partial_clear(const char *path)
+{
+    if (g_stock == nullptr || g_slot_partial == SIZE_MAX)
+        return;
+    std::string name = std::string(kStockPrefix) + path;
+    typedef void (Hooks::*PartialFn)(const char *);
+    (reinterpret_cast<Hooks *>(g_stock)->*pmf_at<PartialFn>(
+         g_orig[g_slot_partial]))(name.c_str());
+}
+
 extern "C" char **vt__stock_read_dir(const char *path, int max_files)
 {
     if (g_stock == nullptr)

@@ -38,6 +38,11 @@ int vt__takeover_install(const VSIFilesystemPluginCallbacksStruct *cb,
 int vt__stock_stat(const char *path, VSIStatBufL *st, int flags);
 char **vt__stock_read_dir(const char *path, int max_files);
 
+/* GDAL's own PartialClearCache("/vsis3/" + path): what GDAL's handler caches
+ * of names starting with path (file properties, listings, data) is dropped.
+ * No-op when the takeover found no such slot. */
+void vt__stock_partial_clear(const char *path);
+
 /* 1 while the calling thread is inside GDAL's own code for a write, delete,
  * rename, Sync or copy: GDAL's stats of its own names then go to GDAL. */
 int vt__takeover_delegating(void);
