@@ -12,7 +12,7 @@ server's own bytes.
 import pytest
 
 import lab_client
-from parity import Side, assert_ok, assert_same, last_seq, records, summarise, xfail
+from parity import Side, assert_ok, assert_same, last_seq, records, summarise
 
 PREFIX = "parity-rw"
 
@@ -59,15 +59,11 @@ CONTROLS = {
     "noncached": ([], {"CPL_VSIL_CURL_NON_CACHED": f"/vsis3/lab/{PREFIX}/noncached/"}),
 }
 
-_STALE = ("after the overwrite the plugin serves the old object (its metadata TTL) and GDAL's "
-          "delegate keeps its stale listing, where stock GDAL answers fresh")
-
-
 @pytest.mark.parametrize("control", [
     pytest.param("none"),
-    pytest.param("clear", marks=xfail("VSICurlClearCache() has no effect: " + _STALE)),
-    pytest.param("partial", marks=xfail("VSICurlPartialClearCache() has no effect: " + _STALE)),
-    pytest.param("noncached", marks=xfail("CPL_VSIL_CURL_NON_CACHED has no effect: " + _STALE)),
+    pytest.param("clear"),
+    pytest.param("partial"),
+    pytest.param("noncached"),
 ])
 def test_overwrite_between_reads(lab, versions, control):
     actions, env = CONTROLS[control]
@@ -118,11 +114,6 @@ def test_two_endpoints_one_process(lab, versions):
         assert_same(answers["stock"], answers["vsitune"], "AWS_S3_ENDPOINT switched")
     finally:
         other.stop()
-
-
-test_two_endpoints_one_process = xfail(
-    "the object identity ignores the endpoint: after switching AWS_S3_ENDPOINT the first "
-    "server's bytes come back with no request")(test_two_endpoints_one_process)
 
 
 def test_gdal_writes_then_reads(lab, versions):

@@ -30,47 +30,14 @@ RASTER = ["cog", "cog_aux", "cog_rgb", "striped", "tiled_ovr", "world_tfw", "wor
           "zip_world", "tar_ovr", "targz_asc", "gzip_asc"]
 VECTOR = ["shp", "tab", "gpkg", "gml", "xlsx", "ods", "geojson", "fgb", "csv", "zip_shp", "shp_dir"]
 
-# What differs today, per case (strict xfail: remove the entry when the case passes).
-_WORLD = ("world file ignored (no sibling listing, VSIStatL of it says not found): no "
-          "geotransform, gdalwarp fails")
-_AUX = ".aux.xml ignored: dataset/band metadata and GetFileList differ"
-_NOTDIR = ("a prefix without trailing slash is not a directory: the Zarr open fails with "
-           "CPLE 13 'HTTP 404 NoSuchKey'")
-_STATEXT = "VSIStatL of an existing object outside the extension allow-list says not found"
-RASTER_XFAIL = {
-    "tiled_ovr": "external .ovr not found: no overviews, GetFileList lacks it, -outsize and "
-                 "gdalwarp -ts give different pixels",
-    "world_tfw": _WORLD, "world_wld": _WORLD, "world_tifw": _WORLD, "world_j2w": _WORLD,
-    "world_pgw": _STATEXT + " (.pgw)",
-    "pam": "PAM-only .aux.xml ignored: no CRS, geotransform, nodata, metadata, statistics; "
-           "gdalwarp fails; VSIStatL of the .aux.xml says not found",
-    "msk": ".msk ignored: no per-dataset mask, gdalwarp pixels differ",
-    "vrt_ovr": ".vrt.ovr ignored: no overviews, -outsize and gdalwarp give different pixels",
-    "aaigrid": ".prj ignored: no CRS, gdalwarp output differs; " + _STATEXT + " (.prj)",
-    "srtm": _STATEXT + " (.hgt), so the open fails",
-    "envi": _AUX + "; band description differs; " + _STATEXT + " (.hdr)",
-    "ehdr": _AUX + "; " + _STATEXT + " (.bil, .hdr, .prj)",
-    "hfa": _AUX,
-    "idrisi": _STATEXT + " (.rst, .rdc), so the open fails",
-    "rpc": "_rpc.txt ignored: no RPC metadata, gdalwarp fails",
-    "zarrv2": _NOTDIR + "; " + _STATEXT + " (Zarr keys)",
-    "zarrv3": _NOTDIR + "; " + _STATEXT + " (Zarr keys)",
-}
-GDALINFO_XFAIL = {k: v for k, v in RASTER_XFAIL.items() if k != "world_pgw"}
-VECTOR_XFAIL = {
-    "shp": _STATEXT + " (.shp, .shx, .dbf, .prj, .cpg)",
-    "tab": _STATEXT + " (.tab, .map, .id, .dat): the open fails with CPLE 3 'stat() failed'",
-    "gml": ".xsd ignored: field widths differ, GetFileList is empty; " + _STATEXT,
-    "xlsx": _STATEXT + " (.xlsx), so the open fails",
-    "ods": _STATEXT + " (.ods), so the open fails",
-    "shp_dir": "a prefix without trailing slash is not a directory: the open fails",
-    "csv": _STATEXT + " (.csvt, .prj)",
-}
-OGRINFO_XFAIL = {k: v for k, v in VECTOR_XFAIL.items() if k not in ("shp", "csv")}
-RASTERIO_XFAIL = {k: RASTER_XFAIL[k] for k in ("tiled_ovr", "world_tfw", "pam", "msk", "vrt_ovr",
-                                               "aaigrid", "zarrv2")}
-ZARR_XFAIL = {"zarrv2": _NOTDIR, "zarrv3": "a prefix without trailing slash is not a "
-              "directory: the multidimensional open fails"}
+# What differs today, per case (strict xfail with what differs; remove the entry when the
+# case passes). Empty: every case gives stock GDAL's output.
+RASTER_XFAIL = {}
+GDALINFO_XFAIL = {}
+VECTOR_XFAIL = {}
+OGRINFO_XFAIL = {}
+RASTERIO_XFAIL = {}
+ZARR_XFAIL = {}
 
 # COG + .aux.xml: the plugin skips sidecar lookups for a COG by design (issue 9); with
 # VSITUNE_SIDECARS=YES it must read the .aux.xml exactly as stock GDAL does.

@@ -7,7 +7,7 @@ its own (strict xfail) test and a fix shows up exactly where it lands.
 
 import pytest
 
-from parity import assert_ok, assert_same, both, uploaded, xfail
+from parity import assert_ok, assert_same, both, uploaded
 
 ROOT = "/vsis3/lab/parity"
 
@@ -31,14 +31,7 @@ def _field(answers, field):
     return {p: (None if st is None else st[field]) for p, st in answers.items()}
 
 
-@pytest.mark.parametrize("field", [
-    pytest.param("exists", marks=xfail("VSIStatL says not found for keys outside the "
-                                       "extension allow-list (.shp .tab .hgt .rst .xlsx .ods "
-                                       ".tfw .aux.xml .ovr .msk .prj Zarr chunks ...)")),
-    pytest.param("size", marks=xfail("follows from exists: not-found keys have no size")),
-    pytest.param("mode", marks=xfail("st_mode is S_IFREG|0444 where GDAL gives S_IFREG")),
-    pytest.param("mtime", marks=xfail("st_mtime is 0 where GDAL gives Last-Modified")),
-])
+@pytest.mark.parametrize("field", ["exists", "size", "mode", "mtime"])
 def test_stat_every_key(stats, field):
     stock, vt = stats
     if field == "exists":
@@ -55,17 +48,8 @@ DIRS = ["/vsis3/", "/vsis3/lab", "/vsis3/lab/", ROOT, ROOT + "/", f"{ROOT}/cog",
         f"{ROOT}/zarrv3/cube.zarr/data/root", f"{ROOT}/shp", f"{ROOT}/nope", f"{ROOT}/nope/",
         f"{ROOT}/co", f"{ROOT}/cog/scen", "/vsis3/nosuchbucket", "/vsis3/nosuchbucket/x"]
 
-_DIRSTAT = ("a prefix without trailing slash is not a directory: VSIStatL says not found "
-            "(no request) where GDAL lists and answers S_IFDIR")
-
-
-@pytest.mark.parametrize("path", [
-    pytest.param(p, id=p.replace("/vsis3/", "") or "root",
-                 marks=[xfail(_DIRSTAT)] if p in (f"{ROOT}/cog", f"{ROOT}/zarrv2/cube.zarr",
-                                                  f"{ROOT}/zarrv2/cube.zarr/cube", ROOT,
-                                                  f"{ROOT}/zarrv3/cube.zarr/data/root",
-                                                  f"{ROOT}/shp") else [])
-    for p in DIRS])
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.replace("/vsis3/", "") or "root")
+                                  for p in DIRS])
 def test_stat_prefix(lab, keys, path):
     probes = [{"op": "stat", "path": path},
               {"op": "stat", "path": path, "flags": ["nature"]},
@@ -111,25 +95,17 @@ def test_read_bytes(lab, keys, key):
     assert_same(stock, vt, f"read {key}")
 
 
-_FOPEN_DIR = "VSIFOpenL of a directory: GDAL returns a handle that reads 0 bytes, the plugin NULL"
-
-
 @pytest.mark.parametrize("path", [
-    pytest.param(f"{ROOT}/zarrv2/cube.zarr", id="zarr-dir", marks=xfail(_FOPEN_DIR)),
-    pytest.param(f"{ROOT}/cog", id="dir", marks=xfail(_FOPEN_DIR)),
-    pytest.param(f"{ROOT}/cog/", id="dir-slash", marks=xfail(_FOPEN_DIR))])
+    pytest.param(f"{ROOT}/zarrv2/cube.zarr", id="zarr-dir"),
+    pytest.param(f"{ROOT}/cog", id="dir"),
+    pytest.param(f"{ROOT}/cog/", id="dir-slash")])
 def test_fopen_directory(lab, keys, path):
     """What VSIFOpenL of a directory-like path gives."""
     stock, vt = both(lab, "vsi", f"fopen {path}", [{"op": "read", "path": path}])
     assert_same(stock, vt, f"VSIFOpenL {path}")
 
 
-_ALLOWED = ("CPL_VSIL_CURL_ALLOWED_EXTENSIONS restricts VSIStatL but not VSIFOpenL/GDALOpen "
-            "(GDAL refuses both); a world file refused by it fails the open loudly in GDAL")
-
-
-@pytest.mark.parametrize("allowed", [pytest.param(a, marks=xfail(_ALLOWED))
-                                     for a in (".tif", ".tif,.tfw", "{noext}")])
+@pytest.mark.parametrize("allowed", [".tif", ".tif,.tfw", "{noext}"])
 def test_allowed_extensions(lab, keys, allowed):
     """CPL_VSIL_CURL_ALLOWED_EXTENSIONS: stock GDAL refuses stat and open of anything else."""
     paths = [f"{ROOT}/{k}" for k in ("cog/scene.tif", "world_tfw/scene.tif", "world_tfw/scene.tfw",

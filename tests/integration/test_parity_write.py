@@ -19,7 +19,7 @@ import urllib.parse
 
 import pytest
 
-from parity import Side, assert_same, last_seq, records, summarise, tool, uploaded, xfail
+from parity import Side, assert_same, last_seq, records, summarise, tool, uploaded
 
 PREFIX = "parity-w"
 SIDES = ("stock", "vsitune")
@@ -96,11 +96,6 @@ def _sync_side(lab, vsitune, tree, tmp_path):
     return normalise(out, side)
 
 
-_SYNC = ("gdal.Sync to /vsis3/ drops the x-amz-* options and the parallel multipart upload "
-         "(CHUNK_SIZE): GDAL casts the target's handler to its S3 class, the router is not one")
-
-
-@xfail(_SYNC)
 def test_sync(lab, tree, tmp_path):
     stock = _sync_side(lab, False, tree, tmp_path)
     vt = _sync_side(lab, True, tree, tmp_path)
@@ -121,12 +116,7 @@ STATS_CASES = {"tiled": "tiled_ovr/scene.tif", "cog": "cog/scene.tif",
 STOCK_ENV = {"cog-by-design": {"GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR"}}
 VT_ENV = {"cog": {"VSITUNE_SIDECARS": "YES"}}
 
-_STATS = ("the .aux.xml that -stats wrote is not read back (no sibling listing): the second run "
-          "recomputes and uploads it again, and GetFileList lacks it")
-
-
-@pytest.mark.parametrize("name", [pytest.param("tiled", marks=xfail(_STATS)), "cog",
-                                  "cog-by-design"])
+@pytest.mark.parametrize("name", ["tiled", "cog", "cog-by-design"])
 def test_gdalinfo_stats_writes_and_reads_back_aux_xml(lab, name):
     """gdalinfo -stats twice: the first run uploads an .aux.xml, the second reads it back
     (and uploads nothing). "cog": with VSITUNE_SIDECARS=YES the plugin does as stock GDAL;
