@@ -225,27 +225,50 @@ static int report_as_gdal(const char *path)
     return found;
 }
 
-/* Stock GDAL's Open does not check that an object exists when it would
- * have listed the directory but does not for this name: a last component
- * without '.', or an extension starting with "zip" (and listings are not
- * disabled). It then returns a handle on an empty file even for a missing
- * key, and GDALOpen reports "not recognized as a supported file format". */
-static int stock_opens_unchecked(const char *path)
+/* What stock GDAL's Open does with a name the server says is missing
+ * (GDAL 3.6 to 3.13, cpl_vsil_curl.cpp and cpl_vsil_s3.cpp), so that the
+ * handle, the error class and the message GDALOpen reports are the same:
+ * - listings disabled (GDAL_DISABLE_READDIR_ON_OPEN, CPL_VSIL_CURL_NON_CACHED):
+ *   it checks the object and reports S3's error;
+ * - a last component without '.', or an extension starting with "zip": it
+ *   does not check, and returns a handle on an empty file, unless a listing
+ *   of the directory it holds says the name is absent;
+ * - any other name: it lists the directory. Listed (not empty): a name in it
+ *   (a "directory") gets an empty handle, any other nothing and no error
+ *   (GDALOpen: "does not exist in the file system"); not listed (an empty
+ *   or unlistable directory): it checks the object and reports S3's error. */
+enum missing { MISSING_REPORT, MISSING_SILENT, MISSING_EMPTY_HANDLE };
+
+static enum missing stock_on_missing(const char *path)
 {
-    const char *base = strrchr(path, '/'), *dot;
+    const char *slash = strrchr(path, '/'), *base, *dot;
     char *readdir = vt__cfg_dup(path, "GDAL_DISABLE_READDIR_ON_OPEN");
     int skip = readdir && (EQUAL(readdir, "EMPTY_DIR") || CPLTestBool(readdir));
     vt_list_entry e;
+    vt_listing *l = NULL;
+    char dir[4096], errbuf[1024];
+    enum missing m;
+
     free(readdir);
-    if (skip || vt__object_non_cached(path))
-        return 0;
-    /* GDAL checks a listing of the directory it already holds first; so do
-     * we, with the listings we hold (stock's answer depends on its cache). */
-    if (vt__listing_lookup(path, &e) == 0)
-        return 0;
-    base = base ? base + 1 : path;
+    if (skip || vt__object_non_cached(path) || !slash)
+        return MISSING_REPORT;
+    base = slash + 1;
     dot = strrchr(base, '.');
-    return dot == NULL || strncmp(dot + 1, "zip", 3) == 0;
+    if (dot == NULL || strncmp(dot + 1, "zip", 3) == 0)
+        return vt__listing_lookup(path, &e) == 0 ? MISSING_SILENT
+                                                 : MISSING_EMPTY_HANDLE;
+    snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+    if (vt__listing_get_dir(dir, &l, errbuf, sizeof(errbuf)) != VT_OK ||
+        vt__listing_count(l) == 0)
+        m = MISSING_REPORT;
+    else if (vt__listing_find(l, base, &e))
+        m = MISSING_EMPTY_HANDLE;
+    else if (vt__listing_truncated(l)) /* GDAL would read every page */
+        m = is_directory(path) ? MISSING_EMPTY_HANDLE : MISSING_SILENT;
+    else
+        m = MISSING_SILENT;
+    vt__listing_release(l);
+    return m;
 }
 
 static void *cb_open(void *ud, const char *path, const char *access)
@@ -274,14 +297,14 @@ static void *cb_open(void *ud, const char *path, const char *access)
          * the whole open fails. */
         CPLDebug("VSITUNE", "open: %s", errbuf);
         errno = errno_for(err);
-        /* A missing key is not an error GDAL reports from the file system:
-         * stock GDAL finds it absent and GDALOpen says "does not exist in
-         * the file system" (CPLE_OpenFailed). A missing bucket, a denial,
-         * a server or network failure are reported with their cause. */
+        /* A missing key: as stock GDAL (stock_on_missing). A missing bucket,
+         * a denial, a server or network failure: reported with their cause. */
         if (status == 404 && !strstr(errbuf, "NoSuchBucket")) {
-            if (!stock_opens_unchecked(path) && !is_directory(path))
-                return NULL;
-            /* Stock GDAL gives an empty handle here: mimic it. */
+            switch (stock_on_missing(path)) {
+            case MISSING_SILENT: return NULL;
+            case MISSING_REPORT: goto report;
+            case MISSING_EMPTY_HANDLE: break;
+            }
             CPLDebug("VSITUNE", "open %s: missing, an empty handle as GDAL's",
                      path);
             h = calloc(1, sizeof(*h));
@@ -289,6 +312,7 @@ static void *cb_open(void *ud, const char *path, const char *access)
                 errno = ENOMEM;
             return h;
         }
+    report:
         if (!report_as_gdal(path)) {
             t_open_error_class = cple_for(status, errbuf);
             snprintf(t_open_error, sizeof(t_open_error), "%s", errbuf);

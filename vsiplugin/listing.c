@@ -169,22 +169,17 @@ static void free_chain(vt_listing *l)
     }
 }
 
-vt_err vt__listing_get(const char *path, vt_listing **out, char *errbuf,
-                       size_t errlen)
+/* Find or fetch the listing of keys starting with sp ("bucket/dir/stem",
+ * whose "bucket/dir/" part is dir_len long); takes sp (malloc'd). */
+static vt_err listing_get_at(const char *path, char *sp, size_t dir_len,
+                             vt_listing **out, char *errbuf, size_t errlen)
 {
-    char ep[1024], *sp = NULL, *id = NULL;
-    size_t dir_len = 0, idl;
+    char ep[1024], *id = NULL;
+    size_t idl;
     vt_listing *l = NULL, *dead = NULL;
     vt_err err;
     long t = ttl(path);
 
-    *out = NULL;
-    errbuf[0] = '\0';
-    sp = stem_path(path, &dir_len);
-    if (!sp) {
-        snprintf(errbuf, errlen, "vsitune: no key in %s", path);
-        return VT_EINVAL;
-    }
     if (!endpoint_of(path, ep, sizeof(ep))) {
         free(sp);
         snprintf(errbuf, errlen, "vsitune: cannot address s3://%s", path);
@@ -279,6 +274,50 @@ vt_err vt__listing_get(const char *path, vt_listing **out, char *errbuf,
     return VT_OK;
 }
 
+vt_err vt__listing_get(const char *path, vt_listing **out, char *errbuf,
+                       size_t errlen)
+{
+    size_t dir_len = 0;
+    char *sp;
+    *out = NULL;
+    errbuf[0] = '\0';
+    sp = stem_path(path, &dir_len);
+    if (!sp) {
+        snprintf(errbuf, errlen, "vsitune: no key in %s", path);
+        return VT_EINVAL;
+    }
+    return listing_get_at(path, sp, dir_len, out, errbuf, errlen);
+}
+
+vt_err vt__listing_get_dir(const char *dirpath, vt_listing **out,
+                           char *errbuf, size_t errlen)
+{
+    size_t n = strlen(dirpath);
+    char *sp = malloc(n + 2);
+    *out = NULL;
+    errbuf[0] = '\0';
+    if (!sp)
+        return VT_ENOMEM;
+    snprintf(sp, n + 2, "%s/", dirpath);
+    return listing_get_at(dirpath, sp, n + 1, out, errbuf, errlen);
+}
+
+int vt__listing_find(const vt_listing *l, const char *name,
+                     vt_list_entry *out)
+{
+    size_t i;
+    for (i = 0; i < l->page.n; i++)
+        if (strcmp(l->page.e[i].name, name) == 0) {
+            memset(out, 0, sizeof(*out));
+            out->size = l->page.e[i].size;
+            out->mtime = l->page.e[i].mtime;
+            out->is_dir = l->page.e[i].is_dir;
+            out->names_only = l->page.e[i].names_only;
+            return 1;
+        }
+    return 0;
+}
+
 void vt__listing_release(vt_listing *l)
 {
     int gone;
@@ -362,7 +401,7 @@ void vt__listing_remember_dir(const char *dirpath, char *const *names)
     if (!l)
         return;
     l->path = malloc(pl + 2);
-    idl = strlen(ep) + pl + 3;
+    idl = strlen(ep) + pl + 4;
     l->id = malloc(idl);
     l->page.e = calloc(n ? n : 1, sizeof(*l->page.e));
     if (!l->path || !l->id || !l->page.e) {
@@ -370,7 +409,9 @@ void vt__listing_remember_dir(const char *dirpath, char *const *names)
         return;
     }
     snprintf(l->path, pl + 2, "%s/", dirpath);
-    snprintf(l->id, idl, "%s\n%s", ep, l->path);
+    /* not the id of a fetched listing of the same directory: this one has
+     * names only, and vt__listing_get_dir must not return it */
+    snprintf(l->id, idl, "%s\n%s\n", ep, l->path);
     l->dir_len = pl + 1;
     for (i = 0; i < n; i++) {
         if (strcmp(names[i], ".") == 0 || strchr(names[i], '/'))

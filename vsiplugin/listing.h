@@ -32,6 +32,15 @@ vt_err vt__listing_get(const char *path, vt_listing **out, char *errbuf,
                        size_t errlen);
 void vt__listing_release(vt_listing *l);
 
+/* The listing of a whole directory dirpath ("bucket/dir"; "bucket" for the
+ * root): one page, as stock GDAL's open lists a file's directory. */
+vt_err vt__listing_get_dir(const char *dirpath, vt_listing **out,
+                           char *errbuf, size_t errlen);
+
+/* 1 and *out (name/etag NULL) when the listing holds name (a basename). */
+int vt__listing_find(const vt_listing *l, const char *name,
+                     vt_list_entry *out);
+
 /* Entries (names relative to the directory) and whether the page was cut. */
 size_t vt__listing_count(const vt_listing *l);
 const vt_list_entry *vt__listing_entry(const vt_listing *l, size_t i);
