@@ -302,7 +302,10 @@ static void *cb_open(void *ud, const char *path, const char *access)
         if (status == 404 && !strstr(errbuf, "NoSuchBucket")) {
             switch (stock_on_missing(path)) {
             case MISSING_SILENT: return NULL;
-            case MISSING_REPORT: goto report;
+            case MISSING_REPORT:
+                if (vt__object_open_remembered())
+                    return NULL; /* GDAL: a cached "absent", no error */
+                goto report;
             case MISSING_EMPTY_HANDLE: break;
             }
             CPLDebug("VSITUNE", "open %s: missing, an empty handle as GDAL's",

@@ -572,6 +572,11 @@ static char *object_id(const char *path)
     return id;
 }
 
+/* Whether this thread's last vt__object_open was a remembered 404. */
+static _Thread_local int t_remembered;
+
+int vt__object_open_remembered(void) { return t_remembered; }
+
 vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
                        char *errbuf, size_t errlen)
 {
@@ -585,6 +590,7 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
     vt_err err = VT_OK;
     int remembered = 0, fresh_only = vt__object_non_cached(path);
 
+    t_remembered = 0;
     *out = NULL;
     *http_status = 0;
     errbuf[0] = '\0';
@@ -614,6 +620,7 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
         }
         break;
     }
+    t_remembered = o && o->missing;
     if (o && o->missing) {
         /* A 404 seen less than VSITUNE_NEGATIVE_TTL ago. Only a 404: a
          * transient failure is never remembered. */

@@ -35,6 +35,11 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
 
 void vt__object_release(vt_object *o);
 
+/* 1 when the calling thread's last vt__object_open answered a 404 from
+ * memory (VSITUNE_NEGATIVE_TTL), without a request: GDAL's handler, answering
+ * from its cache, reports no error then either. */
+int vt__object_open_remembered(void);
+
 /* 1 when GDAL's CPL_VSIL_CURL_NON_CACHED names path ("bucket/key"): every
  * open then re-validates the object with the server. */
 int vt__object_non_cached(const char *path);

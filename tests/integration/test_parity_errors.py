@@ -32,19 +32,19 @@ _RIO = ("rasterio's message is the plugin's 'vsitune: cannot open ...' where GDA
         "'... does not exist in the file system, and is not recognized as a supported dataset name.'")
 _VSIERR = "VSIFOpenExL(bSetError) sets a VSI error where GDAL sets none (0, '')"
 XFAIL = {
-    ("gdalopen", "missing-key-noext"): _NOEXT,
     ("stat", "no-credentials"): "VSIStatL(SET_ERROR) sets no VSI error where GDAL sets 9 "
                                 "(AWSInvalidCredentials)",
-    ("rasterio", "missing-key-noext"): _NOEXT,
 }
 for sc in SCENARIOS:
-    if sc != "no-credentials":
+    if sc not in ("no-credentials", "missing-key"):
         XFAIL[("fopen_ex", sc)] = _VSIERR if sc != "missing-key-noext" else _NOEXT
-        XFAIL.setdefault(("rasterio", sc), _RIO)
+        if sc not in ("missing-key-noext",):
+            XFAIL.setdefault(("rasterio", sc), _RIO)
 TOOL_XFAIL = {
-    ("gdalinfo", "missing-key-noext"): _NOEXT,
     ("ogrinfo", "unreachable"): "GDAL's warning 'HTTP response code on <url>: 0' is missing",
 }
+
+
 OPS = ["gdalopen", "stat", "fopen_ex", "readdir", "rasterio"]
 
 
