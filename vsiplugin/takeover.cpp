@@ -44,6 +44,7 @@
 extern "C" {
 #include "handler.h"
 #include "object.h"
+#include "s3.h"
 }
 
 #if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
@@ -425,6 +426,7 @@ class Hooks
     {
         orig(&Hooks::ClearCache);
         vt__object_clear_all();
+        vt__s3_forget_routes(); /* GDAL forgets its redirects too */
     }
     void PartialClearCache(const char *prefix)
     {
