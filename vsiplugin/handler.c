@@ -15,6 +15,7 @@
 #include <cpl_conv.h>
 #include <cpl_error.h>
 #include <cpl_string.h>
+#include <gdal_version.h>
 
 #include "cache.h"
 #include "config.h"
@@ -257,14 +258,25 @@ static enum missing stock_on_missing(const char *path)
     if (dot == NULL || strncmp(dot + 1, "zip", 3) == 0)
         return vt__listing_lookup(path, &e) == 0 ? MISSING_SILENT
                                                  : MISSING_EMPTY_HANDLE;
+#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 11, 0)
+    /* a Kerchunk reference: GDAL 3.11+ does not list for it */
+    if (strlen(base) >= 8 && strcmp(base + strlen(base) - 8, ".nc.zarr") == 0)
+        return MISSING_EMPTY_HANDLE;
+#endif
     snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
     if (vt__listing_get_dir(dir, &l, errbuf, sizeof(errbuf)) != VT_OK ||
         vt__listing_count(l) == 0)
         m = MISSING_REPORT;
     else if (vt__listing_find(l, base, &e))
         m = MISSING_EMPTY_HANDLE;
-    else if (vt__listing_truncated(l)) /* GDAL would read every page */
+    else if (vt__listing_find_ci(l, base))
+        m = MISSING_REPORT; /* GDAL checks the object then: a case mismatch */
+    else if (vt__listing_truncated(l))
+#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 11, 0)
+        m = MISSING_EMPTY_HANDLE; /* GDAL reads one page of 1000, then opens */
+#else
         m = is_directory(path) ? MISSING_EMPTY_HANDLE : MISSING_SILENT;
+#endif
     else
         m = MISSING_SILENT;
     vt__listing_release(l);

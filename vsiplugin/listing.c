@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -315,6 +316,15 @@ int vt__listing_find(const vt_listing *l, const char *name,
             out->names_only = l->page.e[i].names_only;
             return 1;
         }
+    return 0;
+}
+
+int vt__listing_find_ci(const vt_listing *l, const char *name)
+{
+    size_t i;
+    for (i = 0; i < l->page.n; i++)
+        if (strcasecmp(l->page.e[i].name, name) == 0)
+            return 1;
     return 0;
 }
 

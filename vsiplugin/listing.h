@@ -41,6 +41,9 @@ vt_err vt__listing_get_dir(const char *dirpath, vt_listing **out,
 int vt__listing_find(const vt_listing *l, const char *name,
                      vt_list_entry *out);
 
+/* 1 when the listing holds name ignoring case (ASCII). */
+int vt__listing_find_ci(const vt_listing *l, const char *name);
+
 /* Entries (names relative to the directory) and whether the page was cut. */
 size_t vt__listing_count(const vt_listing *l);
 const vt_list_entry *vt__listing_entry(const vt_listing *l, size_t i);
