@@ -287,6 +287,7 @@ static void *cb_open(void *ud, const char *path, const char *access)
 {
     vt_handle *h;
     vt_object *o = NULL;
+    vt_list_entry e;
     long status = 0;
     char errbuf[1024];
     vt_err err;
@@ -298,6 +299,13 @@ static void *cb_open(void *ud, const char *path, const char *access)
     }
     t_open_error[0] = '\0';
     if (!allowed(path)) { /* as GDAL: no request, no error message */
+        errno = ENOENT;
+        return NULL;
+    }
+    if (vt__listing_lookup(path, &e) == 0) {
+        /* absent from a listing we hold: GDAL answers from its own the
+         * same way, without a request and without an error */
+        CPLDebug("VSITUNE", "open %s: not in its listing, no request", path);
         errno = ENOENT;
         return NULL;
     }
@@ -394,24 +402,29 @@ static size_t cb_read(void *f, void *buf, size_t size, size_t count)
         h->eof = 1;
         return 0;
     }
-    if (h->pos + want > osize &&
+    got = h->pos >= osize ? 0
+          : osize - h->pos < want ? (size_t)(osize - h->pos) : want;
+    if (got > 0) {
+        vt__suspect_before_read(&h->sus, h->obj, 0, 1, &h->pos, &got);
+        err = vt__object_read(h->obj, 1, &buf, &h->pos, &got, &h->ra, errbuf,
+                              sizeof(errbuf));
+        vt__suspect_after_read(&h->sus, err == VT_OK, 0, 1, &h->pos, &got);
+        if (err != VT_OK) {
+            CPLError(CE_Failure, cple_for(0, errbuf), "%s", errbuf);
+            errno = errno_for(err);
+            return 0;
+        }
+    }
+    /* Reading past the end we know: make sure that end is the object's
+     * (after the read, whose answer may already have confirmed it). */
+    if (got < want &&
         (err = vt__object_note_end(h->obj, errbuf, sizeof(errbuf))) != VT_OK) {
         CPLError(CE_Failure, cple_for(0, errbuf), "%s", errbuf);
         errno = errno_for(err);
         return 0;
     }
-    if (h->pos >= osize) {
+    if (got == 0) {
         h->eof = 1;
-        return 0;
-    }
-    got = osize - h->pos < want ? (size_t)(osize - h->pos) : want;
-    vt__suspect_before_read(&h->sus, h->obj, 0, 1, &h->pos, &got);
-    err = vt__object_read(h->obj, 1, &buf, &h->pos, &got, &h->ra, errbuf,
-                          sizeof(errbuf));
-    vt__suspect_after_read(&h->sus, err == VT_OK, 0, 1, &h->pos, &got);
-    if (err != VT_OK) {
-        CPLError(CE_Failure, cple_for(0, errbuf), "%s", errbuf);
-        errno = errno_for(err);
         return 0;
     }
     h->pos += got;

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "engine.h"
 #include "forksafe.h"
+#include "object.h"
 #include "s3.h"
 
 #define MAX_LISTINGS 256
@@ -370,8 +371,9 @@ int vt__listing_lookup(const char *path, vt_list_entry *out)
     char ep[1024];
     size_t epl;
 
-    if (!base || !endpoint_of(path, ep, sizeof(ep)))
-        return -1;
+    if (!base || vt__object_non_cached(path) ||
+        !endpoint_of(path, ep, sizeof(ep)))
+        return -1; /* GDAL uses no listing for CPL_VSIL_CURL_NON_CACHED */
     base++;
     epl = strlen(ep);
     pthread_mutex_lock(&mu);

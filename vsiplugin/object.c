@@ -903,6 +903,14 @@ static vt_err fetch_runs(vt_object *o, vt_cache *c, pinned *p, size_t np,
             snprintf(why, sizeof(why), "ETag %.80s, opened as %.80s", r->etag,
                      o->etag);
         }
+        if (e == VT_OK && r->has_total && r->total_size == o->size &&
+            !o->size_seen) {
+            /* A second answer states the same total: the size is confirmed
+             * as a HEAD would (vt__object_note_end need not ask). */
+            pthread_mutex_lock(&table_mu);
+            o->size_seen = 1;
+            pthread_mutex_unlock(&table_mu);
+        }
         if (e != VT_OK) {
             vt_http_resp shown = *r;
             if (why[0])
