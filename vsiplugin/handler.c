@@ -115,23 +115,23 @@ static void fill_stat(VSIStatBufL *st, int is_dir, uint64_t size,
 static int is_directory(const char *path)
 {
     vt_list_entry e;
-    char **names;
-    int known = vt__listing_lookup(path, &e);
+    vt_listing *l = NULL;
+    char errbuf[1024];
+    int known = vt__listing_lookup(path, &e), dir;
     if (known >= 0)
         return known == 1 && e.is_dir;
-    names = vt__stock_read_dir(path, 100);
-    if (!names)
+    /* GDAL's Stat lists "path/" (ReadDir); so do we, one page: it also
+     * answers GDAL's probes of names inside without a request */
+    if (vt__listing_get_dir(path, &l, errbuf, sizeof(errbuf)) != VT_OK)
         return 0;
-    if (CSLCount(names) < 100)
-        vt__listing_remember_dir(path, names);
-    CSLDestroy(names);
-    return 1;
+    dir = vt__listing_count(l) > 0 || vt__listing_has_marker(l);
+    vt__listing_release(l);
+    return dir;
 }
 
 /* A name that is not an object may be a "directory" (a prefix of keys
  * without a trailing slash: a Zarr store, a shapefile folder): GDAL's own
- * Stat then lists it; so does vsitune, through GDAL's own listing (cached
- * by GDAL's handler as it caches its own). */
+ * Stat then lists it; so does vsitune (is_directory). */
 static int stat_as_directory(const char *path, VSIStatBufL *st)
 {
     if (!is_directory(path))

@@ -314,7 +314,6 @@ int vt__listing_find(const vt_listing *l, const char *name,
             out->size = l->page.e[i].size;
             out->mtime = l->page.e[i].mtime;
             out->is_dir = l->page.e[i].is_dir;
-            out->names_only = l->page.e[i].names_only;
             return 1;
         }
     return 0;
@@ -349,6 +348,8 @@ const vt_list_entry *vt__listing_entry(const vt_listing *l, size_t i)
 }
 
 int vt__listing_truncated(const vt_listing *l) { return l->page.truncated; }
+
+int vt__listing_has_marker(const vt_listing *l) { return l->page.marker; }
 
 /* l covers path: same "bucket/dir/" and the basename starts with the stem. */
 static int covers(const vt_listing *l, const char *path)
@@ -390,76 +391,13 @@ int vt__listing_lookup(const char *path, vt_list_entry *out)
                 out->size = l->page.e[i].size;
                 out->mtime = l->page.e[i].mtime;
                 out->is_dir = l->page.e[i].is_dir;
-                ret = l->page.e[i].names_only && !out->is_dir ? -1 : 1;
+                ret = 1;
                 break;
             }
         break;
     }
     pthread_mutex_unlock(&mu);
     return ret;
-}
-
-void vt__listing_remember_dir(const char *dirpath, char *const *names)
-{
-    char ep[1024];
-    size_t n = 0, i, pl = strlen(dirpath), idl;
-    vt_listing *l, *dead = NULL;
-
-    if (!names || !endpoint_of(dirpath, ep, sizeof(ep)) || pl == 0)
-        return;
-    while (names[n])
-        n++;
-    l = calloc(1, sizeof(*l));
-    if (!l)
-        return;
-    l->path = malloc(pl + 2);
-    idl = strlen(ep) + pl + 4;
-    l->id = malloc(idl);
-    l->page.e = calloc(n ? n : 1, sizeof(*l->page.e));
-    if (!l->path || !l->id || !l->page.e) {
-        listing_free(l);
-        return;
-    }
-    snprintf(l->path, pl + 2, "%s/", dirpath);
-    /* not the id of a fetched listing of the same directory: this one has
-     * names only, and vt__listing_get_dir must not return it */
-    snprintf(l->id, idl, "%s\n%s\n", ep, l->path);
-    l->dir_len = pl + 1;
-    for (i = 0; i < n; i++) {
-        if (strcmp(names[i], ".") == 0 || strchr(names[i], '/'))
-            continue; /* GDAL's marker of an empty listing */
-        l->page.e[l->page.n].name = strdup(names[i]);
-        if (!l->page.e[l->page.n].name) {
-            listing_free(l);
-            return;
-        }
-        /* a subdirectory shows as a plain name: its nature is unknown too */
-        l->page.e[l->page.n].names_only = 1;
-        l->page.n++;
-    }
-    l->at = time(NULL);
-    l->in_table = 1;
-    vt__forksafe_register(&mu);
-    pthread_mutex_lock(&mu);
-    {
-        vt_listing *o, *next;
-        for (o = table; o; o = next) { /* replace an older one */
-            next = o->next;
-            if (!o->loader && strcmp(o->id, l->id) == 0) {
-                vt_listing *d = drop(o);
-                if (d) {
-                    d->next = dead;
-                    dead = d;
-                }
-            }
-        }
-    }
-    trim_locked(&dead);
-    l->next = table;
-    table = l;
-    table_count++;
-    pthread_mutex_unlock(&mu);
-    free_chain(dead);
 }
 
 static void forget_where(int (*match)(const vt_listing *, const char *),

@@ -49,18 +49,14 @@ size_t vt__listing_count(const vt_listing *l);
 const vt_list_entry *vt__listing_entry(const vt_listing *l, size_t i);
 int vt__listing_truncated(const vt_listing *l);
 
+/* 1 when the listed directory's own key ("dir/", an empty folder's marker)
+ * came back: the directory exists even with no entry. */
+int vt__listing_has_marker(const vt_listing *l);
+
 /* What a fresh, complete listing already in memory says of path, without a
  * request: 1 present (*out filled: size, mtime, is_dir; name/etag NULL),
- * 0 absent, -1 no listing covers it or it is present with an unknown size
- * (a names-only listing). */
+ * 0 absent, -1 no listing covers it. */
 int vt__listing_lookup(const char *path, vt_list_entry *out);
-
-/* Remember the complete list of names in directory dirpath ("bucket/dir",
- * e.g. what GDAL's own listing answered when vsitune asked whether a name
- * is a directory), so that GDAL's probes of names inside it are answered
- * "absent" without a request, as stock GDAL answers them from its listing
- * cache. names: NULL-terminated. */
-void vt__listing_remember_dir(const char *dirpath, char *const *names);
 
 /* Forget the listings that cover path, or everything under prefix
  * ("" for all): the name was written, deleted or renamed, or GDAL's caches

@@ -37,8 +37,12 @@ static vt_err add_entry(vt_list_page *p, size_t *cap, const char *key,
     size_t dl = strlen(dir), kl = strlen(key);
     const char *rel;
     char *name;
-    if (kl <= dl || strncmp(key, dir, dl) != 0)
+    if (kl < dl || strncmp(key, dir, dl) != 0)
         return VT_OK;
+    if (kl == dl) {
+        p->marker = dl > 0;
+        return VT_OK;
+    }
     rel = key + dl;
     kl -= dl;
     if (is_dir && rel[kl - 1] == '/')

@@ -18,13 +18,14 @@ typedef struct vt_list_entry {
     long long mtime;    /* LastModified as Unix time (0: absent/unparsable) */
     char *etag;         /* with its quotes, or NULL */
     int is_dir;         /* from <CommonPrefixes> */
-    int names_only;     /* from a names-only listing: size/mtime unknown */
 } vt_list_entry;
 
 typedef struct vt_list_page {
     vt_list_entry *e;   /* malloc'd array of n entries, in answer order */
     size_t n;
     int truncated;      /* <IsTruncated>true</IsTruncated>: more keys exist */
+    int marker;         /* the directory's own key ("dir/") was listed: an
+                           empty folder made by mkdir */
 } vt_list_page;
 
 /* Parse a ListObjects (v1 or v2) answer. dir is the listed "directory"
