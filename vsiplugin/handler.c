@@ -116,17 +116,32 @@ static int is_directory(const char *path)
 {
     vt_list_entry e;
     vt_listing *l = NULL;
-    char errbuf[1024];
-    int known = vt__listing_lookup(path, &e), dir;
+    char errbuf[1024], dir[4096];
+    const char *slash = strrchr(path, '/');
+    int known = vt__listing_lookup(path, &e), isdir = -1;
     if (known >= 0)
         return known == 1 && e.is_dir;
-    /* GDAL's Stat lists "path/" (ReadDir); so do we, one page: it also
-     * answers GDAL's probes of names inside without a request */
+    /* GDAL's Stat lists "path/". We list path's directory instead, one
+     * page: as many requests, the same answer ("path/" shows as a common
+     * prefix), and GDAL's next probes of names beside it (x.msk, x.aux.xml,
+     * ...) are then answered without a request, as GDAL answers them from
+     * the listing its open made. A cut page: "path/" itself. */
+    if (slash && (size_t)(slash - path) < sizeof(dir)) {
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+        if (vt__listing_get_dir(dir, &l, errbuf, sizeof(errbuf)) == VT_OK) {
+            if (!vt__listing_truncated(l))
+                isdir = vt__listing_find(l, slash + 1, &e) && e.is_dir;
+            vt__listing_release(l);
+            l = NULL;
+        }
+    }
+    if (isdir >= 0)
+        return isdir;
     if (vt__listing_get_dir(path, &l, errbuf, sizeof(errbuf)) != VT_OK)
         return 0;
-    dir = vt__listing_count(l) > 0 || vt__listing_has_marker(l);
+    isdir = vt__listing_count(l) > 0 || vt__listing_has_marker(l);
     vt__listing_release(l);
-    return dir;
+    return isdir;
 }
 
 /* A name that is not an object may be a "directory" (a prefix of keys

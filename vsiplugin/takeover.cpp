@@ -307,8 +307,10 @@ class Hooks
             }
             return h;
         }
+        // A write: the object changes only when the upload completes, at
+        // the handle's Close(); what vsitune knows of the name (a 404, the
+        // listing of its directory) stays true until then.
         Delegating d;
-        forget(name);
         VT_OPEN_RESULT h = orig(&Hooks::Open, name, access, set_error, options);
         if (is_read_access(access))
             return h;
@@ -415,7 +417,6 @@ class Hooks
                                  CSLConstList options)
     {
         Delegating d;
-        forget(name);
         return wrap_write(orig(&Hooks::CreateOnlyVisibleAtCloseTime, name,
                                emulation_allowed, options),
                           name);

@@ -27,7 +27,9 @@ def test_wrong_secret_names_signature_does_not_match(lab, gdal, small_cog, sigch
     log = lab.log()
     assert log and not_by_vsitune(log) == []
     assert all(e["sig"] == "bad" and e["status"] == 403 for e in log), log
-    assert "LIST" not in kinds(log) and "HEAD" not in kinds(log)
+    # no HEAD; a LIST only as stock GDAL's stat makes one (is it a directory?)
+    assert "HEAD" not in kinds(log)
+    assert all(e["query"].endswith("%2F") for e in log if e["kind"] == "LIST"), log
 
 
 def test_wrong_secret_in_python_raises(lab, small_cog, sigcheck):
@@ -50,7 +52,12 @@ def test_missing_key_is_a_clear_404(lab, gdal):
     assert "404" in cp.stderr or "NoSuchKey" in cp.stderr, cp.stderr
     log = lab.log()
     assert log and not_by_vsitune(log) == []
-    assert {(e["kind"], e["status"], e["key"]) for e in log} == {("GET_RANGE", 404, key)}
+    # one GET (404), and the listings stock GDAL also makes for a missing
+    # name: its directory (empty here, so the 404 is reported) and name/
+    assert [(e["kind"], e["status"], e["key"]) for e in log if e["kind"] != "LIST"] == [
+        ("GET_RANGE", 404, key)]
+    lists = sorted(e["query"] for e in log if e["kind"] == "LIST")
+    assert lists == sorted(set(lists)) and len(lists) <= 2, lists
 
 
 def test_no_sign_request_on_public_bucket(lab, small_cog, sigcheck):

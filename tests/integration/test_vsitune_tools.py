@@ -157,13 +157,31 @@ def test_rename_is_delegated(lab, ext):
     assert _public_get(lab, dst) == (200, payload)
 
 
-def test_gdalinfo_stat_of_sidecar_costs_nothing(lab, gdal, small_cog):
-    # A stat of a name with a sidecar-only extension is answered without a request.
+def test_stat_of_sidecars_answered_by_the_stem_listing(lab, gdal, small_cog, tmp_path):
+    # A TIFF that is not a COG gets one LIST scoped to its stem when GDAL asks
+    # for its siblings; stats of the sidecar names it covers then cost nothing.
+    plain = tmp_path / "plain.tif"
+    run_local(["gdal_translate", "-q", "-co", "PROFILE=BASELINE", "-outsize", "256", "256",
+               small_cog["path"], plain])  # no georeferencing inside: the .tfw gives it
+    lab.put_object("lab", "stem/plain.tif", plain)
+    lab.put_object("lab", "stem/plain.tfw", b"1\n0\n0\n-1\n0\n0\n")
+    lab.reset()
     with Worker(lab) as w:
-        got = w.call("result = [gdal.VSIStatL(p) is None for p in paths]",
-                     paths=[s3path(small_cog) + ext for ext in (".aux.xml", ".msk", ".ovr.aux")])
-    assert got == [True, True, True]
-    assert lab.log() == []
+        got = w.call("ds = gdal.Open(p)\n"
+                     "result = [ds.GetGeoTransform()] + [gdal.VSIStatL(p + e) is None\n"
+                     "          for e in ('.aux.xml', '.msk', '.ovr')]",
+                     p="/vsis3/lab/stem/plain.tif")
+    assert got == [[-0.5, 1.0, 0.0, 0.5, 0.0, -1.0], True, True, True]  # from the .tfw
+    log = lab.log()
+    lists = [e["query"] for e in log if e["kind"] == "LIST"]
+    assert lists[0] == "delimiter=%2F&max-keys=1000&prefix=stem%2Fplain", lists
+    # GDAL < 3.13's GeoTIFF driver lists the directory itself (not through
+    # the sibling question) when a TIFF has sidecars: GDAL's own request
+    from osgeo import gdal as _gdal
+    own = [] if int(_gdal.VersionInfo()) >= 3130000 else ["delimiter=%2F&prefix=stem%2F"]
+    assert lists[1:] == own, lists
+    assert not_by_vsitune([e for e in log if e["query"] != "delimiter=%2F&prefix=stem%2F"]) == []
+    assert {e["key"] for e in log if e["kind"] != "LIST"} == {"stem/plain.tif", "stem/plain.tfw"}
 
 
 @pytest.mark.parametrize("tool", ["gdalinfo", "gdallocationinfo"])
@@ -192,5 +210,8 @@ def test_vrt_stored_on_vsis3(lab, gdal, small_cog, tmp_path):
     assert cp.returncode == 0, cp.stderr
     assert checksum in [ln.strip() for ln in cp.stdout.splitlines()]
     log = lab.log()
-    assert {e["key"] for e in log} == {"vrt/small.vrt", small_cog["key"]}
-    assert not_by_vsitune(log) == [] and set(kinds(log)) == {"GET_RANGE"}
+    # the VRT is not a COG: one LIST scoped to its stem finds its sidecars
+    assert [e["query"] for e in log if e["kind"] == "LIST"] == [
+        "delimiter=%2F&max-keys=1000&prefix=vrt%2Fsmall"]
+    assert {e["key"] for e in log if e["kind"] != "LIST"} == {"vrt/small.vrt", small_cog["key"]}
+    assert not_by_vsitune(log) == [] and set(kinds(log)) == {"GET_RANGE", "LIST"}
