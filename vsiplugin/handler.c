@@ -518,10 +518,8 @@ static enum sibling_mode sibling_mode(const char *path)
     char *sidecars = vt__cfg_dup(path, "VSITUNE_SIDECARS");
     char *readdir = vt__cfg_dup(path, "GDAL_DISABLE_READDIR_ON_OPEN");
     enum sibling_mode m = SIBLINGS_AUTO;
-    if (readdir && EQUAL(readdir, "EMPTY_DIR"))
-        m = SIBLINGS_NONE;
-    else if (readdir && CPLTestBool(readdir))
-        m = SIBLINGS_GDAL;
+    if (readdir && (EQUAL(readdir, "EMPTY_DIR") || CPLTestBool(readdir)))
+        m = SIBLINGS_GDAL; /* GDAL applies its own option to a NULL answer */
     else if (sidecars && !EQUAL(sidecars, "AUTO"))
         m = CPLTestBool(sidecars) ? SIBLINGS_GDAL : SIBLINGS_NONE;
     free(sidecars);
@@ -529,16 +527,21 @@ static enum sibling_mode sibling_mode(const char *path)
     return m;
 }
 
-/* GDAL's question "which files lie beside this one?" (GDALOpenInfo asks it
- * when a driver looks for .aux.xml, .ovr, .msk, world files, .prj, ...).
- * NULL lets GDAL list the directory itself (stock behaviour).
+/* GDAL's question "which files lie beside this one?". GDALOpenInfo asks it
+ * on every open (a non-NULL answer is kept for the drivers that look for
+ * .aux.xml, .ovr, .msk, world files, .prj, ...); NULL makes GDAL list the
+ * directory itself, later, and only if a driver asks (stock behaviour).
  *  VSITUNE_SIDECARS=YES: NULL, always.
  *  VSITUNE_SIDECARS=NO: "none", always, without a request.
  *  default (automatic): "none" for a COG (by its header, already in
- *    memory), else the names of one stem-scoped listing (listing.h); NULL
- *    when that page was cut (more than 1000 keys share the stem) or failed.
- * GDAL_DISABLE_READDIR_ON_OPEN=EMPTY_DIR (GDAL's own option) means "none",
- * and YES/TRUE means GDAL probes each candidate: NULL. */
+ *    memory); else, for a name with an extension (one stock GDAL's open
+ *    lists the directory for anyway), the names of one stem-scoped listing
+ *    (listing.h), or NULL when that page was cut (more than 1000 keys share
+ *    the stem) or failed; for a name without an extension (or a .zip,
+ *    which stock's open does not list for), NULL: a LIST only if a driver
+ *    asks, as stock GDAL.
+ * GDAL_DISABLE_READDIR_ON_OPEN (GDAL's own option): NULL, so that GDAL
+ * applies it exactly (EMPTY_DIR: the file alone; YES: probe each). */
 static char **cb_sibling_files(void *ud, const char *path)
 {
     vt_object *o = NULL;
@@ -573,6 +576,13 @@ static char **cb_sibling_files(void *ud, const char *path)
             vt__stats_avoided(VT_AVOIDED_LIST);
             return (char **)CPLCalloc(1, sizeof(char *));
         }
+    }
+    {
+        const char *base = strrchr(path, '/'), *dot;
+        base = base ? base + 1 : path;
+        dot = strrchr(base, '.');
+        if (!dot || strncmp(dot + 1, "zip", 3) == 0)
+            return NULL; /* GDAL lists if and when a driver needs it */
     }
     if (vt__listing_get(path, &l, errbuf, sizeof(errbuf)) != VT_OK) {
         CPLDebug("VSITUNE", "siblings of %s: %s; GDAL lists", path, errbuf);
