@@ -121,8 +121,10 @@ void vt__gdal_error_for_open(const vt_gdal_fail *f, vt_gdal_report *out)
         snprintf(detail, sizeof(detail), "%s: HTTP %ld (%s)", where, f->status,
                  vt_strerror(f->err));
     }
-    snprintf(out->message, sizeof(out->message), "%s (vsitune: %s)", gdal_msg,
-             detail);
+    /* GDAL's words exactly (GDAL's own tests compare them); vsitune's detail
+     * apart, for the debug log. */
+    snprintf(out->message, sizeof(out->message), "%s", gdal_msg);
+    snprintf(out->detail, sizeof(out->detail), "%s", detail);
     out->cple = vt__gdal_cple_for_vsie(out->vsie, CPLE_OpenFailed);
     free(code);
 }

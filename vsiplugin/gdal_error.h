@@ -22,9 +22,9 @@
  * GDALOpen turns the VSI error into a CPLError of the matching CPLE_* class
  * (VSIToCPLError), which is what gdalinfo prints and rasterio raises.
  *
- * vsitune's report is GDAL's, word for word, followed by " (vsitune: ...)"
- * naming the object, the status and S3's code: the class and the gist stay
- * GDAL's, the detail is added. */
+ * vsitune's report is GDAL's, word for word (GDAL's own tests compare the
+ * VSI error's text); the detail naming the object, the status and S3's code
+ * goes to the CPL_DEBUG log beside it. */
 #ifndef VT_GDAL_ERROR_H
 #define VT_GDAL_ERROR_H
 
@@ -51,7 +51,8 @@ typedef struct vt_gdal_fail {
 typedef struct vt_gdal_report {
     int vsie;                       /* VSIE_* for VSIError() */
     int cple;                       /* the CPLE_* GDALOpen reports for it */
-    char message[VT_GDAL_MSG_CAP];  /* GDAL's words, then " (vsitune: ...)" */
+    char message[VT_GDAL_MSG_CAP];  /* GDAL's words, exactly */
+    char detail[512];               /* vsitune's: "s3://b/k: HTTP n Code" */
     int warn;                       /* 1: also emit warning[] first */
     char warning[VT_GDAL_MSG_CAP];  /* "HTTP response code on <url>: <n>" */
 } vt_gdal_report;

@@ -116,28 +116,13 @@ static int is_directory(const char *path)
 {
     vt_list_entry e;
     vt_listing *l = NULL;
-    char errbuf[1024], dir[4096];
-    const char *slash = strrchr(path, '/');
-    int known = vt__listing_lookup(path, &e), isdir = -1;
+    char errbuf[1024];
+    int known = vt__listing_lookup(path, &e), isdir;
     if (known >= 0)
         return known == 1 && e.is_dir;
-    /* GDAL's Stat lists "path/". We list path's directory instead, one
-     * page: as many requests, the same answer ("path/" shows as a common
-     * prefix), and GDAL's next probes of names beside it (x.msk, x.aux.xml,
-     * ...) are then answered without a request, as GDAL answers them from
-     * the listing its open made. A cut page: "path/" itself. */
-    if (slash && (size_t)(slash - path) < sizeof(dir)) {
-        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-        if (vt__listing_get_dir(dir, &l, errbuf, sizeof(errbuf)) == VT_OK) {
-            if (!vt__listing_truncated(l))
-                isdir = vt__listing_find(l, slash + 1, &e) && e.is_dir;
-            vt__listing_release(l);
-            l = NULL;
-        }
-    }
-    if (isdir >= 0)
-        return isdir;
-    if (vt__listing_get_dir(path, &l, errbuf, sizeof(errbuf)) != VT_OK)
+    /* As GDAL's Stat: one page of 100 keys under "path/" (the same request;
+     * it also answers GDAL's probes of names inside without a request) */
+    if (vt__listing_get_dir(path, 100, &l, errbuf, sizeof(errbuf)) != VT_OK)
         return 0;
     isdir = vt__listing_count(l) > 0 || vt__listing_has_marker(l);
     vt__listing_release(l);
@@ -155,14 +140,45 @@ static int stat_as_directory(const char *path, VSIStatBufL *st)
     return 0;
 }
 
+/* What is known of path without a request: 1 and *st filled (from GDAL's
+ * own cache, where a listing the user made or a write put it; from
+ * vsitune's object table; from a listing vsitune holds), -1 when a listing
+ * says it is absent, 0 when unknown. */
+static int stat_known(const char *path, VSIStatBufL *st)
+{
+    uint64_t size;
+    long long mtime;
+    vt_list_entry e;
+    int known;
+    /* GDAL's cache: its full Stat then answers from it, with the st_mode its
+     * cache-only answer leaves at 0 for a directory */
+    if (vt__stock_stat(path, st, VSI_STAT_CACHE_ONLY) == 0 &&
+        vt__stock_stat(path, st, VSI_STAT_EXISTS_FLAG | VSI_STAT_NATURE_FLAG |
+                                     VSI_STAT_SIZE_FLAG) == 0)
+        return 1;
+    if (vt__object_peek(path, &size, &mtime)) {
+        fill_stat(st, 0, size, mtime);
+        return 1;
+    }
+    known = vt__listing_lookup(path, &e); /* 1 present, 0 absent, -1 ? */
+    if (known == 1)
+        fill_stat(st, e.is_dir, e.size, e.mtime);
+    return known == 1 ? 1 : known == 0 ? -1 : 0;
+}
+
+int vt__handler_stat_known(const char *path, VSIStatBufL *st)
+{
+    if (vt__policy_is_dir_like(path))
+        return 0;
+    return stat_known(path, st) == 1;
+}
+
 static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
 {
     vt_object *o = NULL;
-    vt_list_entry e;
     long status = 0;
     char errbuf[1024];
     vt_err err;
-    int known;
 
     (void)ud;
     if (!allowed(path)) {
@@ -171,32 +187,20 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
     }
     if (vt__policy_is_dir_like(path))
         return vt__stock_stat(path, st, flags); /* a directory: GDAL's */
-    if (flags & VSI_STAT_CACHE_ONLY) {
-        uint64_t size;
-        long long mtime;
-        if (!vt__object_peek(path, &size, &mtime)) {
-            errno = ENOENT;
-            return -1;
-        }
-        fill_stat(st, 0, size, mtime);
-        return 0;
-    }
-    /* What GDAL's own handler already knows (from a listing the user made):
-     * GDAL answers from it without a request, and so do we. */
-    if (vt__stock_stat(path, st, VSI_STAT_CACHE_ONLY) == 0) {
+    switch (stat_known(path, st)) {
+    case 1:
         done_with(path);
         return 0;
-    }
-    known = vt__listing_lookup(path, &e);
-    if (known == 0) {
-        CPLDebug("VSITUNE", "stat %s: not in its stem listing, no request",
-                 path);
+    case -1:
+        CPLDebug("VSITUNE", "stat %s: not in its listing, no request", path);
         errno = ENOENT;
         return -1;
+    default:
+        break;
     }
-    if (known == 1) {
-        fill_stat(st, e.is_dir, e.size, e.mtime);
-        return 0;
+    if (flags & VSI_STAT_CACHE_ONLY) {
+        errno = ENOENT;
+        return -1;
     }
     err = vt__object_open(path, &o, &status, errbuf, sizeof(errbuf));
     if (err != VT_OK) {
@@ -235,6 +239,9 @@ static int report_as_gdal(const char *path)
             CPLError(CE_Warning, CPLE_AppDefined, "%s", rep.warning);
         t_open_error_class = rep.cple;
         snprintf(t_open_error, sizeof(t_open_error), "%s", rep.message);
+        if (rep.detail[0])
+            CPLDebug("VSITUNE", "open failed as GDAL words it: %s (%s)",
+                     rep.message, rep.detail);
     }
     free(bucket);
     free(key);
@@ -279,7 +286,7 @@ static enum missing stock_on_missing(const char *path)
         return MISSING_EMPTY_HANDLE;
 #endif
     snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-    if (vt__listing_get_dir(dir, &l, errbuf, sizeof(errbuf)) != VT_OK ||
+    if (vt__listing_get_dir(dir, 1000, &l, errbuf, sizeof(errbuf)) != VT_OK ||
         vt__listing_count(l) == 0)
         m = MISSING_REPORT;
     else if (vt__listing_find(l, base, &e))

@@ -12,6 +12,11 @@
 /* Fill the callbacks of a struct from VSIAllocFilesystemPluginCallbacksStruct. */
 void vt__handler_fill_callbacks(VSIFilesystemPluginCallbacksStruct *cb);
 
+/* 1 and *st when vsitune (or GDAL's own cache) already knows path
+ * ("bucket/key"), without a request; else 0. For GDAL's own code's stats of
+ * its names while it writes or deletes (takeover.cpp). */
+int vt__handler_stat_known(const char *path, VSIStatBufL *st);
+
 /* Why the last failed open of this thread failed (bucket, key, status, S3
  * code and message), or NULL; *cple_class gets the CPLE_ class to report it
  * with (CPLE_AWSSignatureDoesNotMatch, CPLE_AWSObjectNotFound, ...). */

@@ -23,7 +23,9 @@
 #define MAX_LISTINGS 256
 
 struct vt_listing {
-    char *id;          /* endpoint + "\n" + "bucket/dir/stem" */
+    char *id;          /* endpoint + "\n" + "bucket/dir/stem" [+ "\n" + page
+                          size when not 1000] */
+    int max_keys;      /* page size asked for */
     char *path;        /* "bucket/dir/stem" */
     size_t dir_len;    /* length of "bucket/dir/" within path */
     vt_list_page page;
@@ -131,7 +133,7 @@ static vt_err fetch(vt_listing *l, char *errbuf, size_t errlen)
         free(prefix);
         return VT_ENOMEM;
     }
-    err = vt__s3_list(bucket, prefix, &r, errbuf, errlen);
+    err = vt__s3_list(bucket, prefix, l->max_keys, &r, errbuf, errlen);
     if (err == VT_OK) {
         char dir[4096];
         snprintf(dir, sizeof(dir), "%.*s", (int)(l->dir_len - bl - 1),
@@ -174,7 +176,8 @@ static void free_chain(vt_listing *l)
 /* Find or fetch the listing of keys starting with sp ("bucket/dir/stem",
  * whose "bucket/dir/" part is dir_len long); takes sp (malloc'd). */
 static vt_err listing_get_at(const char *path, char *sp, size_t dir_len,
-                             vt_listing **out, char *errbuf, size_t errlen)
+                             int max_keys, vt_listing **out, char *errbuf,
+                             size_t errlen)
 {
     char ep[1024], *id = NULL;
     size_t idl;
@@ -187,13 +190,16 @@ static vt_err listing_get_at(const char *path, char *sp, size_t dir_len,
         snprintf(errbuf, errlen, "vsitune: cannot address s3://%s", path);
         return VT_EINVAL;
     }
-    idl = strlen(ep) + strlen(sp) + 2;
+    idl = strlen(ep) + strlen(sp) + 16;
     id = malloc(idl);
     if (!id) {
         free(sp);
         return VT_ENOMEM;
     }
-    snprintf(id, idl, "%s\n%s", ep, sp);
+    if (max_keys == 1000)
+        snprintf(id, idl, "%s\n%s", ep, sp);
+    else
+        snprintf(id, idl, "%s\n%s\n%d", ep, sp, max_keys);
 
     vt__forksafe_register(&mu);
     pthread_mutex_lock(&mu);
@@ -244,6 +250,7 @@ static vt_err listing_get_at(const char *path, char *sp, size_t dir_len,
     l->id = id;
     l->path = sp;
     l->dir_len = dir_len;
+    l->max_keys = max_keys;
     l->loader = getpid();
     l->refs = 1;
     l->in_table = 1;
@@ -288,11 +295,11 @@ vt_err vt__listing_get(const char *path, vt_listing **out, char *errbuf,
         snprintf(errbuf, errlen, "vsitune: no key in %s", path);
         return VT_EINVAL;
     }
-    return listing_get_at(path, sp, dir_len, out, errbuf, errlen);
+    return listing_get_at(path, sp, dir_len, 1000, out, errbuf, errlen);
 }
 
-vt_err vt__listing_get_dir(const char *dirpath, vt_listing **out,
-                           char *errbuf, size_t errlen)
+vt_err vt__listing_get_dir(const char *dirpath, int max_keys,
+                           vt_listing **out, char *errbuf, size_t errlen)
 {
     size_t n = strlen(dirpath);
     char *sp = malloc(n + 2);
@@ -301,7 +308,7 @@ vt_err vt__listing_get_dir(const char *dirpath, vt_listing **out,
     if (!sp)
         return VT_ENOMEM;
     snprintf(sp, n + 2, "%s/", dirpath);
-    return listing_get_at(dirpath, sp, n + 1, out, errbuf, errlen);
+    return listing_get_at(dirpath, sp, n + 1, max_keys, out, errbuf, errlen);
 }
 
 int vt__listing_find(const vt_listing *l, const char *name,

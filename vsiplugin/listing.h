@@ -33,9 +33,10 @@ vt_err vt__listing_get(const char *path, vt_listing **out, char *errbuf,
 void vt__listing_release(vt_listing *l);
 
 /* The listing of a whole directory dirpath ("bucket/dir"; "bucket" for the
- * root): one page, as stock GDAL's open lists a file's directory. */
-vt_err vt__listing_get_dir(const char *dirpath, vt_listing **out,
-                           char *errbuf, size_t errlen);
+ * root): one page of at most max_keys (<= 1000), as stock GDAL lists a
+ * file's directory on open (1000) or a name's "name/" in stat (100). */
+vt_err vt__listing_get_dir(const char *dirpath, int max_keys,
+                           vt_listing **out, char *errbuf, size_t errlen);
 
 /* 1 and *out (name/etag NULL) when the listing holds name (a basename). */
 int vt__listing_find(const vt_listing *l, const char *name,

@@ -407,7 +407,7 @@ static vt_err load_header(vt_object *o, long *http_status, char *errbuf,
                                   VT_DEFAULT_HEADER_SIZE, 1024, 64u << 20);
     uint64_t size = 0;
     size_t klen;
-    int use_bytes = 0;
+    int use_bytes = 0, remember = 1;
     char why[256];
     vt_first v;
 
@@ -428,6 +428,16 @@ static vt_err load_header(vt_object *o, long *http_status, char *errbuf,
         o->etag = strdup(r.etag ? r.etag : "");
         use_bytes = v == VT_FIRST_OK;
         vt__stats_avoided(VT_AVOIDED_HEAD); /* the size came with the header */
+    } else if (r.status == 200 && r.body_len == 0 && r.has_total &&
+               r.total_size == 0) {
+        /* An empty 200 stating Content-Length 0: an empty object whose
+         * server ignored Range (stock GDAL takes it so, without a HEAD), or
+         * a broken proxy's answer. Taken for this open only: never
+         * remembered, so the next open asks again. */
+        o->size = 0;
+        o->mtime = r.last_modified;
+        o->etag = strdup(r.etag ? r.etag : "");
+        remember = 0;
     } else {
         err = confirm_head(o, &r, why, &use_bytes, http_status, errbuf,
                            errlen);
@@ -441,9 +451,10 @@ static vt_err load_header(vt_object *o, long *http_status, char *errbuf,
         err = VT_ENOMEM;
         goto out;
     }
-    snprintf(o->cache_key, klen, "%s\n%s", o->ident ? o->ident : o->id,
+    snprintf(o->cache_key, klen, "%s
+%s", o->ident ? o->ident : o->id,
              o->etag);
-    o->loaded_at = time(NULL);
+    o->loaded_at = remember ? time(NULL) : 0; /* 0: stale at the next open */
     if (o->size > 0 && use_bytes)
         seed_blocks(o, r.body, r.body_len);
     o->size_seen = use_bytes && r.body_len == o->size;

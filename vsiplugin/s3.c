@@ -648,8 +648,8 @@ vt_err vt__s3_head(const char *bucket, const char *key, vt_http_resp *resp,
                       errlen);
 }
 
-vt_err vt__s3_list(const char *bucket, const char *prefix, vt_http_resp *resp,
-                   char *errbuf, size_t errlen)
+vt_err vt__s3_list(const char *bucket, const char *prefix, int max_keys,
+                   vt_http_resp *resp, char *errbuf, size_t errlen)
 {
     /* ListObjects (v1, as GDAL lists): one page, keys under prefix, with
      * "directories" folded at the next '/'. Parameters sorted by name, as
@@ -668,7 +668,8 @@ vt_err vt__s3_list(const char *bucket, const char *prefix, vt_http_resp *resp,
         free(enc);
         return VT_ENOMEM;
     }
-    snprintf(query, ql, "delimiter=%%2F&max-keys=1000&prefix=%s", enc);
+    snprintf(query, ql, "delimiter=%%2F&max-keys=%d&prefix=%s",
+             max_keys > 0 && max_keys <= 1000 ? max_keys : 1000, enc);
     err = s3_perform("GET", bucket, "", query, 0, 0, NULL, 8u << 20, resp,
                      errbuf, errlen);
     free(enc);

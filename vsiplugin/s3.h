@@ -52,11 +52,11 @@ vt_err vt__s3_get(const char *bucket, const char *key, uint64_t off,
 vt_err vt__s3_head(const char *bucket, const char *key, vt_http_resp *resp,
                    char *errbuf, size_t errlen);
 
-/* List one page (up to 1000 keys) of bucket's keys starting with prefix,
- * delimiter "/" (ListObjects v1, signed, region redirect as vt__s3_get).
- * resp->body holds the XML answer (vt__s3_parse_list). Blocks. */
-vt_err vt__s3_list(const char *bucket, const char *prefix, vt_http_resp *resp,
-                   char *errbuf, size_t errlen);
+/* List one page (up to max_keys, at most 1000) of bucket's keys starting
+ * with prefix, delimiter "/" (ListObjects v1, signed, region redirect as
+ * vt__s3_get). resp->body holds the XML answer (vt__s3_parse_list). Blocks. */
+vt_err vt__s3_list(const char *bucket, const char *prefix, int max_keys,
+                   vt_http_resp *resp, char *errbuf, size_t errlen);
 
 
 /* Pull <Code> and <Message> out of an S3 error body (malloc'd, NULL when

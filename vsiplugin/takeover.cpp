@@ -42,6 +42,7 @@
 #include <gdal_version.h>
 
 extern "C" {
+#include "creds.h"
 #include "handler.h"
 #include "object.h"
 #include "s3.h"
@@ -318,6 +319,12 @@ class Hooks
     }
     int Stat(const char *name, VSIStatBufL *st, int flags)
     {
+        // GDAL's own code (a delete, a rename, an upload) stats its names:
+        // what vsitune knows answers without a request, as GDAL's cache
+        // would have had it; else GDAL's own Stat.
+        if (t_delegating && is_ours(name) &&
+            vt__handler_stat_known(name + kStockPrefixLen, st))
+            return 0;
         if (t_delegating || !is_ours(name))
             return orig(&Hooks::Stat, name, st, flags);
         return g_reader->Stat(reader_name(name).c_str(), st, flags);
@@ -428,6 +435,7 @@ class Hooks
         orig(&Hooks::ClearCache);
         vt__object_clear_all();
         vt__s3_forget_routes(); /* GDAL forgets its redirects too */
+        vt__creds_reset();      /* and the credentials it fetched */
     }
     void PartialClearCache(const char *prefix)
     {

@@ -95,51 +95,19 @@ PINNED = {
 KNOBS = {"test_vsis3_2": {"VSITUNE_HEADER_SIZE": "16384"}}
 
 # -- parity bugs the plugin has today (strict xfail: a fix turns into XPASS) ----------
-_CACHED = ("VSICurlClearCache() does not reach the plugin's object table: the object an earlier "
-           "test opened (/s3_fake_bucket/resource) is answered from memory, no request is made "
-           "(run alone, the test passes)")
-_CLEAR = ("VSICurlClearCache() does not reach GDAL's own /vsis3/ handler behind the router: its "
-          "stale metadata from the previous test answers")
-_SYNC = ("gdal.Sync casts the target's handler to GDAL's S3 class; the router is not one, so "
-         "x-amz-* options, server-side copy and the parallel multipart upload are dropped")
-_STATEXT = "VSIStatL says not found, with no request, for a name outside the extension allow-list"
-_DIR = "a 404 name is not checked as a directory (GDAL's LIST prefix=name/ after the 404)"
+_STREAMING = ("GDAL's file-property cache, shared by /vsis3/ and /vsis3_streaming/, is internal "
+              "to GDAL: a size vsitune's /vsis3/ stat learned after an overwrite does not reach "
+              "/vsis3_streaming/, which answers its own older size")
+_TWICE = ("pinned: GDAL fetches {what} twice before the first GET (an already expired answer, "
+          "refreshed again in GetCurlHeaders); vsitune once")
 KNOWN = {
-    "test_vsis3_2": _CACHED + "; then its VSIStatL of resource2.bin: " + _STATEXT + " (.bin)",
-    "test_vsis3_opendir": "OpenDir(depth>=0) entries are stat()ed (GDAL's generic VSIDIR) "
-                          "through the plugin: " + _STATEXT + " (.txt): size 0",
-    "test_vsis3_4": _STATEXT + " (.bin)",
-    "test_vsis3_5": _STATEXT + " (no extension)",
-    "test_vsis3_7": "a directory made by Mkdir is not a directory to VSIStatL without a "
-                    "trailing slash (" + _STATEXT + ")",
-    "test_vsis3_8": _STATEXT + " (a key 'test' beside a prefix 'test/')",
-    "test_vsis3_sync_etag": _SYNC + " (x-amz-storage-class=GLACIER missing on the PUT)",
-    "test_vsis3_sync_timestamp": _CLEAR,
-    "test_vsis3_sync_overwrite": _CLEAR,
-    "test_vsis3_sync_source_target_in_vsis3": _CLEAR + "; " + _SYNC,
-    "test_vsis3_fake_sync_multithreaded_upload_chunk_size": _SYNC,
-    "test_vsis3_fake_sync_multithreaded_upload_chunk_size_failure": _SYNC,
-    "test_vsis3_random_write_gtiff_create_copy": _DIR,
-    "test_vsis3_non_existing_file_GDAL_DISABLE_READDIR_ON_OPEN": _DIR + "; the last error "
-        "must be GDAL's 'HTTP response code: 404'",
-    "test_vsis3_read_credentials_file": _CACHED,
-    "test_vsis3_read_config_file": _CACHED,
-    "test_vsis3_read_credentials_config_file": _CACHED,
-    "test_vsis3_read_credentials_config_file_non_default_profile": _CACHED,
-    "test_vsis3_read_credentials_config_file_inconsistent": _CACHED,
-    "test_vsis3_read_credentials_ec2_imdsv2": _CACHED + "; then pinned: gdal.GetSignedURL is "
-        "GDAL's own handler's, whose credentials cache the plugin's IMDS lookup did not fill, "
-        "so it asks IMDS again after the test removed its fake (with a reachable IMDS the URL "
-        "is right)",
-    "test_vsis3_read_credentials_ec2_imdsv1": _CACHED,
-    "test_vsis3_read_credentials_ec2_expiration": _CACHED + "; then pinned: GDAL fetches the "
-        "already-expired instance credentials twice before the GET (its refresh in "
-        "GetCurlHeaders), the plugin once",
-    "test_vsis3_read_credentials_sts_assume_role_with_web_identity": _CACHED,
-    "test_vsis3_read_credentials_sts_assume_role_with_web_identity_from_config_file": _CACHED,
-    "test_vsis3_read_credentials_assumed_role": _CACHED + "; then pinned: GDAL calls STS "
-        "AssumeRole twice before the first GET (expired answer, refreshed in GetCurlHeaders), "
-        "the plugin once",
+    "test_vsis3_4": _STREAMING,
+    "test_vsis3_read_credentials_ec2_imdsv2": (
+        "pinned: gdal.GetSignedURL is GDAL's own handler's, whose credentials cache vsitune's "
+        "IMDS lookup did not fill, so it asks IMDS again after the test removed its fake "
+        "(with a reachable IMDS the signed URL is right)"),
+    "test_vsis3_read_credentials_ec2_expiration": _TWICE.format(what="the instance credentials"),
+    "test_vsis3_read_credentials_assumed_role": _TWICE.format(what="STS AssumeRole"),
 }
 
 
