@@ -121,9 +121,15 @@ void vt__gdal_error_for_open(const vt_gdal_fail *f, vt_gdal_report *out)
         snprintf(detail, sizeof(detail), "%s: HTTP %ld (%s)", where, f->status,
                  vt_strerror(f->err));
     }
-    /* GDAL's words exactly (GDAL's own tests compare them); vsitune's detail
-     * apart, for the debug log. */
-    snprintf(out->message, sizeof(out->message), "%s", gdal_msg);
+    /* GDAL's words first. Where S3 said why (an error body), vsitune adds
+     * the object, the status and S3's code after them; where GDAL's words
+     * are only the HTTP status or curl's, they stay exact (GDAL's own tests
+     * compare them), and the detail goes to the debug log alone. */
+    if (f->status > 0 && f->body && f->body_len > 0)
+        snprintf(out->message, sizeof(out->message), "%s (vsitune: %s)",
+                 gdal_msg, detail);
+    else
+        snprintf(out->message, sizeof(out->message), "%s", gdal_msg);
     snprintf(out->detail, sizeof(out->detail), "%s", detail);
     out->cple = vt__gdal_cple_for_vsie(out->vsie, CPLE_OpenFailed);
     free(code);

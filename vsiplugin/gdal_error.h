@@ -22,9 +22,11 @@
  * GDALOpen turns the VSI error into a CPLError of the matching CPLE_* class
  * (VSIToCPLError), which is what gdalinfo prints and rasterio raises.
  *
- * vsitune's report is GDAL's, word for word (GDAL's own tests compare the
- * VSI error's text); the detail naming the object, the status and S3's code
- * goes to the CPL_DEBUG log beside it. */
+ * vsitune's report is GDAL's, word for word; when S3 sent an error body, a
+ * detail naming the object, the status and S3's code follows in
+ * " (vsitune: ...)" (the class and gist stay GDAL's); when GDAL's words are
+ * only the status or curl's, they stay exact (GDAL's own autotest compares
+ * them) and the detail goes to the CPL_DEBUG log. */
 #ifndef VT_GDAL_ERROR_H
 #define VT_GDAL_ERROR_H
 
@@ -51,7 +53,7 @@ typedef struct vt_gdal_fail {
 typedef struct vt_gdal_report {
     int vsie;                       /* VSIE_* for VSIError() */
     int cple;                       /* the CPLE_* GDALOpen reports for it */
-    char message[VT_GDAL_MSG_CAP];  /* GDAL's words, exactly */
+    char message[VT_GDAL_MSG_CAP];  /* GDAL's words [+ " (vsitune: ...)"] */
     char detail[512];               /* vsitune's: "s3://b/k: HTTP n Code" */
     int warn;                       /* 1: also emit warning[] first */
     char warning[VT_GDAL_MSG_CAP];  /* "HTTP response code on <url>: <n>" */

@@ -26,20 +26,17 @@ SCENARIOS = {
     "unreachable": (OK, {"AWS_S3_ENDPOINT": "127.0.0.1:9"}),
 }
 
-_NOEXT = ("GDAL opens a key without extension lazily (VSIFOpenL succeeds; GDALOpen says CPLE 4 "
-          "'not recognized as a supported file format'); the plugin fails the open with CPLE 13 404")
-_RIO = ("rasterio's message is the plugin's 'vsitune: cannot open ...' where GDAL's open gives "
-        "'... does not exist in the file system, and is not recognized as a supported dataset name.'")
-_VSIERR = "VSIFOpenExL(bSetError) sets a VSI error where GDAL sets none (0, '')"
-XFAIL = {
-    ("stat", "no-credentials"): "VSIStatL(SET_ERROR) sets no VSI error where GDAL sets 9 "
-                                "(AWSInvalidCredentials)",
-}
+_RIO = ("by design: the name failed before in this process; GDAL remembers that and its open "
+        "says '... does not exist in the file system ...', vsitune asks again and says why")
+_VSIERR = ("by design: the name failed before in this process; GDAL remembers that and sets no "
+           "VSI error (0, ''), vsitune asks again and sets the cause")
+XFAIL = {}
+# By design (docs/compatibility.md): vsitune never remembers a failure (but a 404), so a name
+# opened again after it failed reports the cause again where GDAL remembers it and stays silent.
 for sc in SCENARIOS:
-    if sc not in ("no-credentials", "missing-key"):
-        XFAIL[("fopen_ex", sc)] = _VSIERR if sc != "missing-key-noext" else _NOEXT
-        if sc not in ("missing-key-noext",):
-            XFAIL.setdefault(("rasterio", sc), _RIO)
+    if sc not in ("no-credentials", "missing-key", "missing-key-noext"):
+        XFAIL[("fopen_ex", sc)] = _VSIERR
+        XFAIL[("rasterio", sc)] = _RIO
 TOOL_XFAIL = {
     ("ogrinfo", "unreachable"): "GDAL's warning 'HTTP response code on <url>: 0' is missing",
 }
