@@ -451,8 +451,7 @@ static vt_err load_header(vt_object *o, long *http_status, char *errbuf,
         err = VT_ENOMEM;
         goto out;
     }
-    snprintf(o->cache_key, klen, "%s
-%s", o->ident ? o->ident : o->id,
+    snprintf(o->cache_key, klen, "%s\n%s", o->ident ? o->ident : o->id,
              o->etag);
     o->loaded_at = remember ? time(NULL) : 0; /* 0: stale at the next open */
     if (o->size > 0 && use_bytes)
@@ -469,6 +468,7 @@ static vt_err adopt(vt_object *o, const vt_shm_objinfo *in)
 {
     size_t klen = strlen(o->ident) + strlen(in->etag) + 2;
     o->size = in->size;
+    o->mtime = (long long)in->last_modified;
     o->etag = strdup(in->etag);
     o->cache_key = malloc(klen);
     if (!o->etag || !o->cache_key)
@@ -508,9 +508,10 @@ static vt_err load_shared(vt_object *o, long ttl, long neg_ttl,
         return err;
     memset(&info, 0, sizeof info);
     info.loaded_at = (int64_t)time(NULL);
-    if (err == VT_OK) {
+    if (err == VT_OK && o->loaded_at != 0) { /* 0: taken for one open only */
         info.size = o->size;
         info.loaded_at = (int64_t)o->loaded_at;
+        info.last_modified = (int64_t)o->mtime;
         snprintf(info.etag, sizeof info.etag, "%s", o->etag);
         if (strlen(o->etag) < sizeof info.etag) {
             vt__shmm_publish(s, &ref, &info);
@@ -1157,7 +1158,7 @@ static void forget_where(const char *arg, int as_prefix)
 {
     vt_object *dead = NULL, *o;
     size_t i, n = strlen(arg), nkeys = 0, cap = 0;
-    char **keys = NULL;
+    char **keys = NULL, **paths = NULL;
     vt_cache *c = vt__object_cache();
 
     pthread_mutex_lock(&table_mu);
@@ -1173,13 +1174,20 @@ static void forget_where(const char *arg, int as_prefix)
                 if (nkeys == cap) {
                     size_t nc = cap ? cap * 2 : 8;
                     char **nk = realloc(keys, nc * sizeof(*nk));
-                    if (nk) {
+                    char **np = realloc(paths, nc * sizeof(*np));
+                    if (np)
+                        paths = np;
+                    if (nk && np) {
                         keys = nk;
                         cap = nc;
+                    } else if (nk) {
+                        keys = nk;
                     }
                 }
-                if (nkeys < cap && (keys[nkeys] = strdup(o->cache_key)))
+                if (nkeys < cap && (keys[nkeys] = strdup(o->cache_key))) {
+                    paths[nkeys] = strdup(o->path);
                     nkeys++;
+                }
             }
             if (o->refs == 0) {
                 o->next = dead;
@@ -1191,9 +1199,13 @@ static void forget_where(const char *arg, int as_prefix)
     free_list(dead);
     for (i = 0; i < nkeys; i++) {
         vt__cache_drop_prefix(c, keys[i]);
+        if (paths[i] && as_prefix) /* the host-wide metadata too */
+            forget_shared(paths[i]);
         free(keys[i]);
+        free(paths[i]);
     }
     free(keys);
+    free(paths);
     if (as_prefix)
         vt__listing_forget_prefix(arg);
     else
