@@ -574,9 +574,12 @@ static char **cb_sibling_files(void *ud, const char *path)
         uint64_t zero = 0;
         void *dst = head;
         int cog = hn > 0 &&
-                  vt__object_read(o, 1, &dst, &zero, &hn, 0, errbuf,
+                  vt__object_read(o, 1, &dst, &zero, &hn, NULL, errbuf,
                                   sizeof(errbuf)) == VT_OK &&
                   vt__policy_is_cog(head, hn);
+        if (cog)
+            vt__listing_remember_no_sidecars(path, vt__object_size(o),
+                                             vt__object_mtime(o));
         vt__object_release(o);
         if (cog) {
             CPLDebug("VSITUNE", "siblings of %s: a COG, none looked for", path);

@@ -28,6 +28,8 @@ struct vt_listing {
     int max_keys;      /* page size asked for */
     char *path;        /* "bucket/dir/stem" */
     size_t dir_len;    /* length of "bucket/dir/" within path */
+    int sidecars_of;   /* not a LIST: a COG's "no sidecars", covering the
+                          file's own name and names starting with it + "." */
     vt_list_page page;
     time_t at;
     pid_t loader;      /* mu: process whose thread is listing (0: loaded) */
@@ -365,7 +367,9 @@ static int covers(const vt_listing *l, const char *path)
     size_t plen = strlen(l->path);
     if (!base || (size_t)(base + 1 - path) != l->dir_len)
         return 0;
-    return strncmp(path, l->path, plen) == 0;
+    if (strncmp(path, l->path, plen) != 0)
+        return 0;
+    return !l->sidecars_of || path[plen] == '\0' || path[plen] == '.';
 }
 
 int vt__listing_lookup(const char *path, vt_list_entry *out)
@@ -405,6 +409,57 @@ int vt__listing_lookup(const char *path, vt_list_entry *out)
     }
     pthread_mutex_unlock(&mu);
     return ret;
+}
+
+void vt__listing_remember_no_sidecars(const char *path, uint64_t size,
+                                      long long mtime)
+{
+    const char *base = strrchr(path, '/');
+    char ep[1024];
+    size_t idl, pl = strlen(path);
+    vt_listing *l, *o, *next, *dead = NULL;
+
+    if (!base || !endpoint_of(path, ep, sizeof(ep)))
+        return;
+    l = calloc(1, sizeof(*l));
+    if (!l)
+        return;
+    idl = strlen(ep) + pl + 16;
+    l->id = malloc(idl);
+    l->path = strdup(path);
+    l->page.e = calloc(1, sizeof(*l->page.e));
+    if (!l->id || !l->path || !l->page.e ||
+        !(l->page.e[0].name = strdup(base + 1))) {
+        listing_free(l);
+        return;
+    }
+    snprintf(l->id, idl, "%s\n%s\nsidecars", ep, path);
+    l->dir_len = (size_t)(base + 1 - path);
+    l->sidecars_of = 1;
+    l->max_keys = 1000;
+    l->page.n = 1;
+    l->page.e[0].size = size;
+    l->page.e[0].mtime = mtime;
+    l->at = time(NULL);
+    l->in_table = 1;
+    vt__forksafe_register(&mu);
+    pthread_mutex_lock(&mu);
+    for (o = table; o; o = next) { /* replace an older one */
+        next = o->next;
+        if (!o->loader && strcmp(o->id, l->id) == 0) {
+            vt_listing *d = drop(o);
+            if (d) {
+                d->next = dead;
+                dead = d;
+            }
+        }
+    }
+    trim_locked(&dead);
+    l->next = table;
+    table = l;
+    table_count++;
+    pthread_mutex_unlock(&mu);
+    free_chain(dead);
 }
 
 static void forget_where(int (*match)(const vt_listing *, const char *),

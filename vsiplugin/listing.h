@@ -59,6 +59,14 @@ int vt__listing_has_marker(const vt_listing *l);
  * 0 absent, -1 no listing covers it. */
 int vt__listing_lookup(const char *path, vt_list_entry *out);
 
+/* A COG answered "no sidecars" (handler.c): remember it as a listing of
+ * the file alone, covering its own name (size, Last-Modified) and names
+ * starting with it and '.' (x.tif.aux.xml, x.tif.vat.dbf, ...), absent. So
+ * GDAL's later probes of its sidecars cost no request, as the sibling
+ * answer already said, on every GDAL release's probing path. */
+void vt__listing_remember_no_sidecars(const char *path, uint64_t size,
+                                      long long mtime);
+
 /* Forget the listings that cover path, or everything under prefix
  * ("" for all): the name was written, deleted or renamed, or GDAL's caches
  * were cleared. */
