@@ -23,9 +23,13 @@ struct vt_block {
     int state;
     vt_err err;                          /* FAILED: what waiters get */
     char *msg;                           /* FAILED: the filler's words, or NULL */
-    unsigned in_table : 1, in_lru : 1, retained : 1;
+    unsigned in_table : 1, in_lru : 1, retained : 1; /* under c->mu */
     /* Shared mode (cacheshm.c): the block belongs to one caller alone and
-     * is a private copy of, or a claim on, a block of the segment. */
+     * is a private copy of, or a claim on, a block of the segment. The
+     * zero-width field starts a new memory location: `shared` is read
+     * without the lock (vt__cache_wait, _fill, ...) while another thread
+     * sets `retained` under it, a data race were they in one unit (TSan). */
+    unsigned : 0;
     unsigned shared : 1;                 /* made by cacheshm.c */
     unsigned sh_fill : 1;                /* we fill the segment's block */
     unsigned sh_wait : 1;                /* another fills it: wait on ref */

@@ -43,8 +43,9 @@ struct vt_object {
     long long mtime;      /* Last-Modified (0: unknown) */
     time_t loaded_at;
     char *missing;        /* a remembered 404: why (the message), or NULL */
-    int size_seen;        /* the first answer held every byte (its size is
-                             more than a stated total) */
+    int size_seen;        /* table_mu once loaded: the size is confirmed
+                             (the first answer held every byte, or a later
+                             answer stated the same total) */
     int end_checked;      /* table_mu: vt__object_note_end asked already */
     int refs;             /* table_mu */
     int loading;          /* table_mu: a thread is fetching the header */
@@ -915,10 +916,11 @@ static vt_err fetch_runs(vt_object *o, vt_cache *c, pinned *p, size_t np,
             snprintf(why, sizeof(why), "ETag %.80s, opened as %.80s", r->etag,
                      o->etag);
         }
-        if (e == VT_OK && r->has_total && r->total_size == o->size &&
-            !o->size_seen) {
+        if (e == VT_OK && r->has_total && r->total_size == o->size) {
             /* A second answer states the same total: the size is confirmed
-             * as a HEAD would (vt__object_note_end need not ask). */
+             * as a HEAD would (vt__object_note_end need not ask). Read and
+             * written under table_mu only (TSan saw the unlocked test race
+             * with another thread's write). */
             pthread_mutex_lock(&table_mu);
             o->size_seen = 1;
             pthread_mutex_unlock(&table_mu);
