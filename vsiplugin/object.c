@@ -496,7 +496,16 @@ static vt_err load_shared(vt_object *o, long ttl, long neg_ttl,
     if (!s || !(o->ident = vt__ident_object(o->bucket, o->key, o->path)))
         return load_header(o, http_status, errbuf, errlen);
     vt__shm_digest(o->ident, d);
-    role = vt__shmm_get(s, d, ttl, neg_ttl, g_shm_wait_ms, &info, &ref);
+    {
+        /* Another process's answer is trusted for a shorter time than our
+         * own: a fresh process should not see an object it never opened as
+         * it was minutes ago (stock GDAL would ask). */
+        long sttl = (long)vt__cfg_size(o->path, "VSITUNE_SHARED_METADATA_TTL",
+                                       VT_DEFAULT_SHARED_META_TTL, 0, 1u << 30);
+        role = vt__shmm_get(s, d, ttl < sttl ? ttl : sttl,
+                            neg_ttl < sttl ? neg_ttl : sttl, g_shm_wait_ms,
+                            &info, &ref);
+    }
     if (role == VT_SHMM_FOUND && info.missing) {
         snprintf(errbuf, errlen, "%s", info.msg);
         *http_status = 404;
@@ -675,7 +684,9 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
     pthread_mutex_unlock(&table_mu);
     free_list(dead);
 
-    err = load_shared(o, ttl, neg_ttl, http_status, errbuf, errlen);
+    /* CPL_VSIL_CURL_NON_CACHED: every open asks, here and host-wide */
+    err = fresh_only ? load_header(o, http_status, errbuf, errlen)
+                     : load_shared(o, ttl, neg_ttl, http_status, errbuf, errlen);
     vt__stats_tick();
 
     pthread_mutex_lock(&table_mu);
@@ -995,12 +1006,16 @@ out:
 static uint64_t readahead_cap(const vt_object *o, vt_cache *c, size_t bs)
 {
     vt_cache_stats st;
-    uint64_t max = vt__cfg_size(o->path, "VSITUNE_READAHEAD_MAX",
-                                VT_DEFAULT_READAHEAD_MAX, 0, 1u << 30);
+    vt_shm_info si;
+    uint64_t budget, max = vt__cfg_size(o->path, "VSITUNE_READAHEAD_MAX",
+                                        VT_DEFAULT_READAHEAD_MAX, 0, 1u << 30);
 
     vt__cache_get_stats(c, &st);
-    if (max > st.budget / 8)
-        max = st.budget / 8;
+    budget = st.budget;
+    if (vt__cache_shared_info(c, &si)) /* the host's segment holds them */
+        budget = si.data_bytes;
+    if (max > budget / 8)
+        max = budget / 8;
     return max / bs;
 }
 

@@ -235,6 +235,41 @@ def test_endpoints_never_share(lab, small_cog, pool):
         assert {e["endpoint"] for e in got} == {"h1tls"}
 
 
+SIZE = """
+f = gdal.VSIFOpenL(path, "rb")
+gdal.VSIFSeekL(f, 0, 2)
+result = gdal.VSIFTellL(f)
+gdal.VSIFCloseL(f)
+"""
+
+
+@pytest.mark.parametrize("opts,sees", [
+    ({}, "old"),                                            # 30 s of another's answer
+    ({"VSITUNE_SHARED_METADATA_TTL": "0"}, "new"),          # blocks only
+    ({"CPL_VSIL_CURL_NON_CACHED": "/vsis3/lab/shmfresh"}, "new"),  # GDAL's option
+], ids=["default", "metadata-ttl-0", "non-cached"])
+def test_freshness_across_processes(lab, tmp_path, pool, opts, sees):
+    """An object overwritten by another tool after process A opened it: process B,
+    started after the overwrite, trusts A's answer (size, ETag) for
+    VSITUNE_SHARED_METADATA_TTL (documented difference); with 0, or for a
+    CPL_VSIL_CURL_NON_CACHED name, B asks S3 and sees the new object, as stock."""
+    key = f"shmfresh/{pool}.bin"
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.write_bytes(b"a" * 5000)
+    new.write_bytes(b"b" * 9000)
+    lab.put_object("lab", key, old)
+    path = f"/vsis3/lab/{key}"
+    with Worker(lab, extra=shared(pool)) as a:
+        assert a.call(SIZE, path=path) == 5000
+        lab.put_object("lab", key, new)
+        with Worker(lab, extra=shared(pool, **opts)) as b:
+            mark = last_seq(lab)
+            got = b.call(SIZE, path=path)
+            asked = [e["kind"] for e in since(lab, mark)]
+    assert got == (5000 if sees == "old" else 9000)
+    assert asked == ([] if sees == "old" else ["GET_RANGE"])
+
+
 def watcher_pids(pool):
     cp = subprocess.run(["pgrep", "-f", f"vsitune-shmwatch {segment(pool)} "],
                         capture_output=True, text=True)
