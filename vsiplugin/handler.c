@@ -110,14 +110,58 @@ static void fill_stat(VSIStatBufL *st, int is_dir, uint64_t size,
     st->st_mtime = is_dir ? 0 : (time_t)mtime;
 }
 
+/* Listings allowed for path: not under GDAL_DISABLE_READDIR_ON_OPEN (or
+ * EMPTY_DIR), nor CPL_VSIL_CURL_NON_CACHED. */
+static int may_list(const char *path)
+{
+    char *readdir = vt__cfg_dup(path, "GDAL_DISABLE_READDIR_ON_OPEN");
+    int skip = readdir && (EQUAL(readdir, "EMPTY_DIR") || CPLTestBool(readdir));
+    free(readdir);
+    return !skip && !vt__object_non_cached(path);
+}
+
+/* 1 when path's basename has an extension (a '.' or '_' after its stem):
+ * the names drivers probe for sidecars (x.prj, X.CLR, x.tif.aux.xml). */
+static int has_extension(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    return base[0] && base[vt__listing_stem_len(base)] != '\0';
+}
+
+/* What the stem-scoped listing of path says of it (listing.h: one LIST of
+ * the keys starting with its stem, which GDAL's next probes of the same
+ * stem are then answered from): 1 present (*e), 0 absent, -1 no answer
+ * (listings not allowed, the LIST failed or was cut at 1000 keys). */
+static int stem_lookup(const char *path, vt_list_entry *e)
+{
+    vt_listing *l = NULL;
+    char errbuf[1024];
+    int cut;
+    if (!has_extension(path) || !may_list(path))
+        return -1;
+    if (vt__listing_get(path, &l, errbuf, sizeof(errbuf)) != VT_OK) {
+        CPLDebug("VSITUNE", "stat %s: %s", path, errbuf);
+        return -1;
+    }
+    cut = vt__listing_truncated(l);
+    vt__listing_release(l);
+    return cut ? -1 : vt__listing_lookup(path, e);
+}
+
 /* 1 when path names a "directory" (keys under path/): from a listing we
- * hold, else GDAL's own listing (which GDAL's handler then caches). */
+ * hold; for a name with an extension (a probe for a sidecar, seldom a
+ * directory) from its stem's listing, whose "name/" prefix answers it as
+ * GDAL's LIST of "name/" would, and GDAL's probes of the same stem after;
+ * else GDAL's own request, one page of 100 keys under "name/". */
 static int is_directory(const char *path)
 {
     vt_list_entry e;
     vt_listing *l = NULL;
     char errbuf[1024];
     int known = vt__listing_lookup(path, &e), isdir;
+    if (known < 0)
+        known = stem_lookup(path, &e);
     if (known >= 0)
         return known == 1 && e.is_dir;
     /* As GDAL's Stat: one page of 100 keys under "path/" (the same request;
@@ -201,6 +245,25 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
     if (flags & VSI_STAT_CACHE_ONLY) {
         errno = ENOENT;
         return -1;
+    }
+    /* A driver probing a directory we already listed part of (another stem,
+     * or the same in capitals: CPLFormCIFilename's X.CLR after x.clr): one
+     * LIST of this stem answers this probe and its siblings, as GDAL's one
+     * listing of the directory does, where a GET would miss and still need
+     * the LIST to tell a directory. */
+    if (has_extension(path) && vt__listing_dir_held(path)) {
+        vt_list_entry e;
+        int known = stem_lookup(path, &e);
+        if (known == 1) {
+            fill_stat(st, e.is_dir, e.size, e.mtime);
+            done_with(path);
+            return 0;
+        }
+        if (known == 0) {
+            CPLDebug("VSITUNE", "stat %s: not in its stem's listing", path);
+            errno = ENOENT;
+            return -1;
+        }
     }
     err = vt__object_open(path, &o, &status, errbuf, sizeof(errbuf));
     if (err != VT_OK) {
@@ -310,6 +373,7 @@ static void *cb_open(void *ud, const char *path, const char *access)
     vt_handle *h;
     vt_object *o = NULL;
     vt_list_entry e;
+    size_t listed = 0;
     long status = 0;
     char errbuf[1024];
     vt_err err;
@@ -324,9 +388,10 @@ static void *cb_open(void *ud, const char *path, const char *access)
         errno = ENOENT;
         return NULL;
     }
-    if (vt__listing_lookup(path, &e) == 0) {
-        /* absent from a listing we hold: GDAL answers from its own the
-         * same way, without a request and without an error */
+    if (vt__listing_lookup_n(path, &e, &listed) == 0 && listed > 0) {
+        /* absent from a listing we hold, with other keys in it (so the
+         * directory is not empty): GDAL answers from its own the same way,
+         * without a request and without an error */
         CPLDebug("VSITUNE", "open %s: not in its listing, no request", path);
         errno = ENOENT;
         return NULL;
@@ -438,8 +503,12 @@ static size_t cb_read(void *f, void *buf, size_t size, size_t count)
         }
     }
     /* Reading past the end we know: make sure that end is the object's
-     * (after the read, whose answer may already have confirmed it). */
-    if (got < want &&
+     * (after the read, whose answer may already have confirmed it). A read
+     * starting exactly at the end is how parsers look for one more box or
+     * record (JPEG 2000's, GDAL's readers at EOF): the size the first answer
+     * stated stands for it, as stock GDAL's does, without a request; a read
+     * across the end or beyond it (a tile past a total that lied) asks. */
+    if (got < want && (got > 0 || h->pos != osize) &&
         (err = vt__object_note_end(h->obj, errbuf, sizeof(errbuf))) != VT_OK) {
         CPLError(CE_Failure, cple_for(0, errbuf), "%s", errbuf);
         errno = errno_for(err);

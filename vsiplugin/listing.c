@@ -374,6 +374,12 @@ static int covers(const vt_listing *l, const char *path)
 
 int vt__listing_lookup(const char *path, vt_list_entry *out)
 {
+    return vt__listing_lookup_n(path, out, NULL);
+}
+
+int vt__listing_lookup_n(const char *path, vt_list_entry *out,
+                         size_t *entries)
+{
     vt_listing *l;
     int ret = -1;
     long t = ttl(path);
@@ -396,6 +402,8 @@ int vt__listing_lookup(const char *path, vt_list_entry *out)
             !covers(l, path))
             continue;
         ret = 0;
+        if (entries)
+            *entries = l->page.n;
         for (i = 0; i < l->page.n; i++)
             if (strcmp(l->page.e[i].name, base) == 0) {
                 memset(out, 0, sizeof(*out));
@@ -409,6 +417,30 @@ int vt__listing_lookup(const char *path, vt_list_entry *out)
     }
     pthread_mutex_unlock(&mu);
     return ret;
+}
+
+int vt__listing_dir_held(const char *path)
+{
+    vt_listing *l;
+    int held = 0;
+    long t = ttl(path);
+    time_t now = time(NULL);
+    const char *base = strrchr(path, '/');
+    char ep[1024];
+    size_t epl, dl;
+
+    if (!base || vt__object_non_cached(path) ||
+        !endpoint_of(path, ep, sizeof(ep)))
+        return 0;
+    epl = strlen(ep);
+    dl = (size_t)(base + 1 - path);
+    pthread_mutex_lock(&mu);
+    for (l = table; l && !held; l = l->next)
+        held = !l->loader && !l->sidecars_of && now - l->at < t &&
+               l->dir_len == dl && strncmp(l->path, path, dl) == 0 &&
+               strncmp(l->id, ep, epl) == 0 && l->id[epl] == '\n';
+    pthread_mutex_unlock(&mu);
+    return held;
 }
 
 void vt__listing_remember_no_sidecars(const char *path, uint64_t size,

@@ -59,6 +59,17 @@ int vt__listing_has_marker(const vt_listing *l);
  * 0 absent, -1 no listing covers it. */
 int vt__listing_lookup(const char *path, vt_list_entry *out);
 
+/* vt__listing_lookup, and when a listing answers (0 or 1), *entries (if
+ * not NULL) is how many entries that listing holds: an absent name in an
+ * empty page says nothing of the directory's other keys. */
+int vt__listing_lookup_n(const char *path, vt_list_entry *out,
+                         size_t *entries);
+
+/* 1 when a fresh listing of path's directory (of any stem, or the whole
+ * directory; not a COG's "no sidecars") is in memory: a driver probing
+ * names there (other stems, other cases) is likely to probe more. */
+int vt__listing_dir_held(const char *path);
+
 /* A COG answered "no sidecars" (handler.c): remember it as a listing of
  * the file alone, covering its own name (size, Last-Modified) and names
  * starting with it and '.' (x.tif.aux.xml, x.tif.vat.dbf, ...), absent. So
