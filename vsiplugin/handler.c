@@ -150,17 +150,18 @@ static int stem_lookup(const char *path, vt_list_entry *e)
 }
 
 /* 1 when path names a "directory" (keys under path/): from a listing we
- * hold; for a name with an extension (a probe for a sidecar, seldom a
- * directory) from its stem's listing, whose "name/" prefix answers it as
- * GDAL's LIST of "name/" would, and GDAL's probes of the same stem after;
- * else GDAL's own request, one page of 100 keys under "name/". */
-static int is_directory(const char *path)
+ * hold; when S3 said the name is missing (missing != 0) and it has an
+ * extension (a probe for a sidecar, seldom a directory), from its stem's
+ * listing, whose "name/" prefix answers it as GDAL's LIST of "name/" would,
+ * and GDAL's probes of the same stem after; else GDAL's own request, one
+ * page of 100 keys under "name/". */
+static int is_directory(const char *path, int missing)
 {
     vt_list_entry e;
     vt_listing *l = NULL;
     char errbuf[1024];
     int known = vt__listing_lookup(path, &e), isdir;
-    if (known < 0)
+    if (known < 0 && missing)
         known = stem_lookup(path, &e);
     if (known >= 0)
         return known == 1 && e.is_dir;
@@ -176,9 +177,9 @@ static int is_directory(const char *path)
 /* A name that is not an object may be a "directory" (a prefix of keys
  * without a trailing slash: a Zarr store, a shapefile folder): GDAL's own
  * Stat then lists it; so does vsitune (is_directory). */
-static int stat_as_directory(const char *path, VSIStatBufL *st)
+static int stat_as_directory(const char *path, int missing, VSIStatBufL *st)
 {
-    if (!is_directory(path))
+    if (!is_directory(path, missing))
         return -1;
     fill_stat(st, 1, 0, 0);
     return 0;
@@ -273,7 +274,8 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
          * A failing open reports the reason (see cb_open). */
         CPLDebug("VSITUNE", "stat: %s", errbuf);
         done_with(path);
-        if (stat_as_directory(path, st) == 0)
+        if (stat_as_directory(path, status == 404 &&
+                                        !strstr(errbuf, "NoSuchBucket"), st) == 0)
             return 0;
         errno = errno_for(err);
         return -1;
@@ -340,9 +342,12 @@ static enum missing stock_on_missing(const char *path)
         return MISSING_REPORT;
     base = slash + 1;
     dot = strrchr(base, '.');
-    if (dot == NULL || strncmp(dot + 1, "zip", 3) == 0)
-        return vt__listing_lookup(path, &e) == 0 ? MISSING_SILENT
-                                                 : MISSING_EMPTY_HANDLE;
+    if (dot == NULL || strncmp(dot + 1, "zip", 3) == 0) {
+        size_t listed = 0; /* an empty page is no listing to GDAL */
+        return vt__listing_lookup_n(path, &e, &listed) == 0 && listed > 0
+                   ? MISSING_SILENT
+                   : MISSING_EMPTY_HANDLE;
+    }
 #if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 11, 0)
     /* a Kerchunk reference: GDAL 3.11+ does not list for it */
     if (strlen(base) >= 8 && strcmp(base + strlen(base) - 8, ".nc.zarr") == 0)
@@ -360,7 +365,7 @@ static enum missing stock_on_missing(const char *path)
 #if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 11, 0)
         m = MISSING_EMPTY_HANDLE; /* GDAL reads one page of 1000, then opens */
 #else
-        m = is_directory(path) ? MISSING_EMPTY_HANDLE : MISSING_SILENT;
+        m = is_directory(path, 1) ? MISSING_EMPTY_HANDLE : MISSING_SILENT;
 #endif
     else
         m = MISSING_SILENT;
