@@ -591,6 +591,34 @@ static int cb_close(void *f)
     return 0;
 }
 
+/* The sibling answer from GDAL's own listing of path's directory, when one
+ * went through the router lately (a driver's or the user's ReadDir):
+ * exactly what stock GDAL answers, since its open reuses that listing, and
+ * no LIST. NULL when none is held, or when it holds more names than
+ * GDAL_READDIR_LIMIT_ON_OPEN (stock then gives no list either and the stem
+ * listing decides). */
+static char **gdal_listed_siblings(const char *path)
+{
+    size_t limit = (size_t)vt__cfg_size(path, "GDAL_READDIR_LIMIT_ON_OPEN",
+                                        1000, 1, 1u << 30);
+    char **names = vt__listing_names_of_dir(path, limit), **out;
+    size_t n = 0, i;
+    if (!names)
+        return NULL;
+    while (names[n])
+        n++;
+    out = (char **)CPLCalloc(n + 1, sizeof(char *));
+    for (i = 0; i < n; i++) {
+        out[i] = CPLStrdup(names[i]);
+        free(names[i]);
+    }
+    free(names);
+    CPLDebug("VSITUNE", "siblings of %s: GDAL's listing of its directory "
+             "(%zu names), no request", path, n);
+    vt__stats_avoided(VT_AVOIDED_LIST);
+    return out;
+}
+
 enum sibling_mode { SIBLINGS_AUTO, SIBLINGS_NONE, SIBLINGS_GDAL };
 
 /* Who answers the sibling question for path (see cb_sibling_files). */
@@ -668,6 +696,8 @@ static char **cb_sibling_files(void *ud, const char *path)
         if (!dot || strncmp(dot + 1, "zip", 3) == 0)
             return NULL; /* GDAL lists if and when a driver needs it */
     }
+    if ((out = gdal_listed_siblings(path)) != NULL)
+        return out;
     if (vt__listing_get(path, &l, errbuf, sizeof(errbuf)) != VT_OK) {
         CPLDebug("VSITUNE", "siblings of %s: %s; GDAL lists", path, errbuf);
         return NULL;
@@ -690,6 +720,13 @@ static char **cb_read_dir(void *ud, const char *path, int max_files)
 {
     (void)ud;
     return vt__stock_read_dir(path, max_files);
+}
+
+void vt__handler_note_read_dir(const char *path, char **names, int max_files)
+{
+    /* complete (not cut at max_files): the sibling answer of its files */
+    if (names && (max_files <= 0 || CSLCount(names) < max_files))
+        vt__listing_remember_names(path, names);
 }
 
 const char *vt__handler_open_error(int *cple_class)

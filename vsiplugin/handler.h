@@ -17,6 +17,11 @@ void vt__handler_fill_callbacks(VSIFilesystemPluginCallbacksStruct *cb);
  * its names while it writes or deletes (takeover.cpp). */
 int vt__handler_stat_known(const char *path, VSIStatBufL *st);
 
+/* GDAL's own ReadDirEx(path "bucket/dir", max_files) just answered names
+ * (takeover.cpp): a complete listing is kept as the sibling answer of the
+ * files there, the answer stock GDAL's open gives from it (listing.h). */
+void vt__handler_note_read_dir(const char *path, char **names, int max_files);
+
 /* Why the last failed open of this thread failed (bucket, key, status, S3
  * code and message), or NULL; *cple_class gets the CPLE_ class to report it
  * with (CPLE_AWSSignatureDoesNotMatch, CPLE_AWSObjectNotFound, ...). */

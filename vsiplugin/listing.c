@@ -30,6 +30,9 @@ struct vt_listing {
     size_t dir_len;    /* length of "bucket/dir/" within path */
     int sidecars_of;   /* not a LIST: a COG's "no sidecars", covering the
                           file's own name and names starting with it + "." */
+    int names_only;    /* not a LIST of ours: GDAL's own listing of the
+                          directory (names, no sizes): for the sibling
+                          question only (vt__listing_names_of_dir) */
     vt_list_page page;
     time_t at;
     pid_t loader;      /* mu: process whose thread is listing (0: loaded) */
@@ -397,7 +400,8 @@ int vt__listing_lookup_n(const char *path, vt_list_entry *out,
     pthread_mutex_lock(&mu);
     for (l = table; l; l = l->next) {
         size_t i;
-        if (l->loader || l->page.truncated || now - l->at >= t ||
+        if (l->loader || l->names_only || l->page.truncated ||
+            now - l->at >= t ||
             strncmp(l->id, ep, epl) != 0 || l->id[epl] != '\n' ||
             !covers(l, path))
             continue;
@@ -436,11 +440,39 @@ int vt__listing_dir_held(const char *path)
     dl = (size_t)(base + 1 - path);
     pthread_mutex_lock(&mu);
     for (l = table; l && !held; l = l->next)
-        held = !l->loader && !l->sidecars_of && now - l->at < t &&
+        held = !l->loader && !l->sidecars_of && !l->names_only &&
+               now - l->at < t &&
                l->dir_len == dl && strncmp(l->path, path, dl) == 0 &&
                strncmp(l->id, ep, epl) == 0 && l->id[epl] == '\n';
     pthread_mutex_unlock(&mu);
     return held;
+}
+
+/* Put l (made here, not fetched) in the table, replacing one of the same
+ * id, stamped now. Takes l. */
+static void insert_made(vt_listing *l)
+{
+    vt_listing *o, *next, *dead = NULL;
+    l->at = time(NULL);
+    l->in_table = 1;
+    vt__forksafe_register(&mu);
+    pthread_mutex_lock(&mu);
+    for (o = table; o; o = next) { /* replace an older one */
+        next = o->next;
+        if (!o->loader && strcmp(o->id, l->id) == 0) {
+            vt_listing *d = drop(o);
+            if (d) {
+                d->next = dead;
+                dead = d;
+            }
+        }
+    }
+    trim_locked(&dead);
+    l->next = table;
+    table = l;
+    table_count++;
+    pthread_mutex_unlock(&mu);
+    free_chain(dead);
 }
 
 void vt__listing_remember_no_sidecars(const char *path, uint64_t size,
@@ -449,7 +481,7 @@ void vt__listing_remember_no_sidecars(const char *path, uint64_t size,
     const char *base = strrchr(path, '/');
     char ep[1024];
     size_t idl, pl = strlen(path);
-    vt_listing *l, *o, *next, *dead = NULL;
+    vt_listing *l;
 
     if (!base || !endpoint_of(path, ep, sizeof(ep)))
         return;
@@ -472,26 +504,82 @@ void vt__listing_remember_no_sidecars(const char *path, uint64_t size,
     l->page.n = 1;
     l->page.e[0].size = size;
     l->page.e[0].mtime = mtime;
-    l->at = time(NULL);
-    l->in_table = 1;
-    vt__forksafe_register(&mu);
-    pthread_mutex_lock(&mu);
-    for (o = table; o; o = next) { /* replace an older one */
-        next = o->next;
-        if (!o->loader && strcmp(o->id, l->id) == 0) {
-            vt_listing *d = drop(o);
-            if (d) {
-                d->next = dead;
-                dead = d;
-            }
-        }
+    insert_made(l);
+}
+
+void vt__listing_remember_names(const char *dirpath, char **names)
+{
+    char ep[1024];
+    size_t n = 0, i, dl = strlen(dirpath), idl;
+    vt_listing *l;
+
+    while (dl > 0 && dirpath[dl - 1] == '/')
+        dl--;
+    if (dl == 0 || !names || vt__object_non_cached(dirpath) ||
+        !endpoint_of(dirpath, ep, sizeof(ep)))
+        return;
+    while (names[n])
+        n++;
+    l = calloc(1, sizeof(*l));
+    if (!l)
+        return;
+    idl = strlen(ep) + dl + 16;
+    l->id = malloc(idl);
+    l->path = malloc(dl + 2);
+    l->page.e = calloc(n ? n : 1, sizeof(*l->page.e));
+    if (!l->id || !l->path || !l->page.e) {
+        listing_free(l);
+        return;
     }
-    trim_locked(&dead);
-    l->next = table;
-    table = l;
-    table_count++;
+    snprintf(l->path, dl + 2, "%.*s/", (int)dl, dirpath);
+    snprintf(l->id, idl, "%s\n%s\nnames", ep, l->path);
+    for (i = 0; i < n; i++) {
+        if (!(l->page.e[i].name = strdup(names[i]))) {
+            listing_free(l);
+            return;
+        }
+        l->page.n = i + 1;
+    }
+    l->dir_len = dl + 1;
+    l->names_only = 1;
+    l->max_keys = 1000;
+    insert_made(l);
+}
+
+char **vt__listing_names_of_dir(const char *path, size_t max_names)
+{
+    vt_listing *l;
+    char ep[1024], **out = NULL;
+    size_t epl, dl, i;
+    long t = ttl(path);
+    time_t now = time(NULL);
+    const char *base = strrchr(path, '/');
+
+    if (!base || vt__object_non_cached(path) ||
+        !endpoint_of(path, ep, sizeof(ep)))
+        return NULL;
+    epl = strlen(ep);
+    dl = (size_t)(base + 1 - path);
+    pthread_mutex_lock(&mu);
+    for (l = table; l; l = l->next) {
+        if (!l->names_only || now - l->at >= t || l->dir_len != dl ||
+            strncmp(l->path, path, dl) != 0 || strncmp(l->id, ep, epl) != 0 ||
+            l->id[epl] != '\n')
+            continue;
+        if (max_names > 0 && l->page.n > max_names)
+            break;
+        out = calloc(l->page.n + 1, sizeof(char *));
+        for (i = 0; out && i < l->page.n; i++)
+            if (!(out[i] = strdup(l->page.e[i].name))) {
+                while (i > 0)
+                    free(out[--i]);
+                free(out);
+                out = NULL;
+            }
+        break;
+    }
     pthread_mutex_unlock(&mu);
-    free_chain(dead);
+    return out;
 }
 
 static void forget_where(int (*match)(const vt_listing *, const char *),

@@ -70,6 +70,19 @@ int vt__listing_lookup_n(const char *path, vt_list_entry *out,
  * names there (other stems, other cases) is likely to probe more. */
 int vt__listing_dir_held(const char *path);
 
+/* GDAL's own listing of directory dirpath ("bucket/dir"), names as its
+ * ReadDirEx returned them through the router (complete: not cut at a
+ * limit). Remembered for VSITUNE_METADATA_TTL as the answer stock GDAL
+ * gives to the sibling question of any file there (GDALOpenInfo lists the
+ * directory, or reuses that listing), so such a file costs no stem LIST.
+ * Not used for stat: it has no sizes. */
+void vt__listing_remember_names(const char *dirpath, char **names);
+
+/* A copy (malloc'd, NULL-terminated; free each and the array) of such a
+ * listing of path's directory while fresh, when it holds at most max_names
+ * (0: any number); else NULL. */
+char **vt__listing_names_of_dir(const char *path, size_t max_names);
+
 /* A COG answered "no sidecars" (handler.c): remember it as a listing of
  * the file alone, covering its own name (size, Last-Modified) and names
  * starting with it and '.' (x.tif.aux.xml, x.tif.vat.dbf, ...), absent. So

@@ -329,6 +329,16 @@ class Hooks
             return orig(&Hooks::Stat, name, st, flags);
         return g_reader->Stat(reader_name(name).c_str(), st, flags);
     }
+    char **ReadDirEx(const char *name, int max_files)
+    {
+        // GDAL's listing, kept as the sibling answer of the files there
+        // (its own open would reuse it; handler.h)
+        char **names = orig(&Hooks::ReadDirEx, name, max_files);
+        if (!t_delegating && is_ours(name))
+            vt__handler_note_read_dir(name + kStockPrefixLen, names,
+                                      max_files);
+        return names;
+    }
     char **SiblingFiles(const char *name)
     {
         if (t_delegating || !is_ours(name))
@@ -560,6 +570,7 @@ extern "C" int vt__takeover_install(const VSIFilesystemPluginCallbacksStruct *cb
                  CSLConstList>(&VSIFilesystemHandler::Open, &Hooks::Open));
     add(redirect(&VSIFilesystemHandler::Stat, &Hooks::Stat));
     add(redirect(&VSIFilesystemHandler::SiblingFiles, &Hooks::SiblingFiles));
+    add(redirect(&VSIFilesystemHandler::ReadDirEx, &Hooks::ReadDirEx));
     add(redirect(&VSIFilesystemHandler::Unlink, &Hooks::Unlink));
     add(redirect(&VSIFilesystemHandler::UnlinkBatch, &Hooks::UnlinkBatch));
     add(redirect(&VSIFilesystemHandler::Mkdir, &Hooks::Mkdir));

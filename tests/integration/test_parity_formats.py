@@ -18,7 +18,8 @@ XPASS failure, and the mark must go.
 
 import pytest
 
-from parity import Pairs, assert_ok, assert_same, both, both_tool, uploaded, xfail
+from parity import (Pairs, assert_ok, assert_same, both, both_tool, last_seq, one_side, undo_writes,
+                    uploaded, writes_since, xfail)
 
 # Sidecar names GDAL may look for beside a file; VSIStatL of each must agree (absent or not).
 SIDECAR_SUFFIXES = [".aux.xml", ".ovr", ".msk", ".aux", ".tfw", ".wld", ".prj", "_rpc.txt",
@@ -221,3 +222,36 @@ def test_raster_empty_dir(lab, cases, pairs, name):
                            extra={"GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR"})
     assert_ok(stock, name)
     assert_same(stock, vt, f"{name} with EMPTY_DIR")
+
+
+AUX_AFTER = ('<PAMDataset><Metadata><MDI key="WRITTEN">after the listing</MDI></Metadata>'
+             '</PAMDataset>\n')
+
+
+def test_listed_directory_answers_siblings(lab, cases):
+    """A directory GDAL listed (the user's gdal.ReadDir here; GTiff's own listing on 3.6
+    and 3.10) is the sibling answer of the files in it, as stock GDAL's open reuses its
+    listing: the same answers with no LIST per file (two plain tiled TIFFs, not COGs, so
+    the plugin would list their stems). A sidecar written there afterwards is seen by
+    both (the write forgets the listing)."""
+    c = cases["vrt_ovr"]
+    left, right = c.s3("vrt/left.tif"), c.s3("vrt/right.tif")
+    probes = [{"op": "readdir", "path": c.dir},
+              {"op": "raster", "path": left, "checksums": False},
+              {"op": "raster", "path": right, "checksums": False},
+              {"op": "write", "path": left + ".aux.xml", "data": AUX_AFTER},
+              {"op": "raster", "path": left, "checksums": False}]
+    res, lists = {}, {}
+    for side, vsitune in (("stock", False), ("vsitune", True)):
+        seq = last_seq(lab)
+        r, rc = one_side(lab, vsitune, probes)
+        log = lab.log(since=seq)
+        undo_writes(lab, writes_since(lab, seq))
+        res[side] = r + [{"op": "process", "rc": rc}]
+        # the LISTs made before the write (the three probes that only read)
+        first_put = next(i for i, e in enumerate(log) if e["method"] == "PUT")
+        lists[side] = sum(1 for e in log[:first_put] if e["kind"] == "LIST")
+    assert_ok(res["stock"], "readdir then open")
+    assert "after the listing" in str(res["stock"][4]["value"]), res["stock"][4]
+    assert_same(res["stock"], res["vsitune"], "readdir, open, write a sidecar, open")
+    assert lists["vsitune"] <= lists["stock"], lists
