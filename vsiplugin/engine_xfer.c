@@ -17,8 +17,12 @@
 #define DEFAULT_MAX_BODY ((size_t)4 << 20)
 /* How long a stream whose whole body has arrived may stay open before we end
  * it ourselves (an h2 server that never sends END_STREAM: see engine_io.c,
- * transfers on h2 origins end at END_STREAM, not at Content-Length). */
-#define BODY_DONE_GRACE_S 0.5
+ * transfers on h2 origins end at END_STREAM, not at Content-Length): as long
+ * again as the body took, within these bounds. A busy server (or host) that
+ * was slow to send the body is as slow to send END_STREAM after it; ending
+ * those streams would retire a healthy connection. */
+#define BODY_DONE_GRACE_MIN_S 0.5
+#define BODY_DONE_GRACE_MAX_S 5.0
 
 static double mono_s(void)
 {
@@ -64,8 +68,15 @@ int vt__eng_on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow,
         x->body_done_at = now;
         return 0;
     }
-    if (now - x->body_done_at < BODY_DONE_GRACE_S)
-        return 0;
+    {
+        double grace = x->body_done_at - x->sent_at;
+        if (grace < BODY_DONE_GRACE_MIN_S)
+            grace = BODY_DONE_GRACE_MIN_S;
+        if (grace > BODY_DONE_GRACE_MAX_S)
+            grace = BODY_DONE_GRACE_MAX_S;
+        if (now - x->body_done_at < grace)
+            return 0;
+    }
     x->ended_early = 1; /* judged as complete: vt__eng_judge_curl */
     return 1;
 }
