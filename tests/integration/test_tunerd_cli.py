@@ -801,3 +801,17 @@ def test_kubernetes_without_a_memory_limit_warns(tmp_path):
             except OSError:
                 import time
                 time.sleep(0.05)
+
+
+@pytest.mark.parametrize("args", [["profile", "--workload", "tile\nGDAL_CACHEMAX=1"],
+                                  ["profile", "--memory", "10240", "--platform", "x\x1b[2Ky"],
+                                  ["profile", "--bogus\nline"]])
+def test_usage_errors_are_one_line(args):
+    """An argument carrying a newline or an escape sequence is echoed on one line, its
+    control characters shown as '?': it can neither forge an output line nor hide one."""
+    p = tunerd(*args, check=False)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert p.stdout == ""
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tunerd: "), p.stderr
+    assert "\x1b" not in p.stderr and "?" in lines[0], p.stderr
