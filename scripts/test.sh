@@ -67,9 +67,11 @@ ROOT_DEBS=(
   nghttp2-proxy nghttp2-client openssl
   libcmocka-dev
   python3-rasterio python3-numpy python3-pytest python3-yaml python3-matplotlib
+  python3-distributed python3-rioxarray uvicorn python3-fastapi python3-uvicorn
   nodejs
   valgrind procps time util-linux
   zip unzip
+  prometheus jq
 )
 declare -A STATUS SECS RDIRS GDALVER
 ORDER=()
@@ -142,8 +144,11 @@ for g in $GDALS; do
       mkdir -p "$bdir"
       rm -f "$bdir/results/"*.xml  # a failed build must not show an older run's results
       binds=(--bind "$ROOT:/vt/src" --bind "$bdir:/vt/build")
-      # ../shared (test data) where the unit tests look for it: beside the tree
-      [ -d "$ROOT/../shared" ] && binds+=(--bind "$(cd "$ROOT/../shared" && pwd):/vt/shared:ro")
+      # ../shared (test data: beside the clone, or two levels up from a git worktree
+      # under <clone's parent>/wt/) where the tests look for it: beside the tree
+      for sh in "$ROOT/../shared" "$ROOT/../../shared"; do
+        if [ -d "$sh" ]; then binds+=(--bind "$(cd "$sh" && pwd):/vt/shared:ro"); break; fi
+      done
       if "$ROOT/scripts/debroot.sh" --run "$rdir" "${binds[@]}" -- \
            BUILD_DIR=/vt/build VT_SKIP_APT=1 VT_FIXTURE_DIR=/vt/build/fixtures VT_FUZZ=0 \
            /bin/bash /vt/src/scripts/test.sh --here "$@"; then
