@@ -34,6 +34,7 @@
 
 #include "creds_int.h"
 #include "creds_parse.h"
+#include "gdal_error.h"
 #include "sigv4.h"
 
 #define CACHE_CAP            16
@@ -252,13 +253,14 @@ static vt_err run_chain(const struct vt_copts *o,
             instance_keep(out);
     }
 done:
-    if (rc == 0)
+    if (rc == 0) {
+        char words[1024];
+        vt__gdal_no_creds_words(words, sizeof(words), f->cred_path);
         vt__creds_put(errbuf, errlen,
-                      "AWS_SECRET_ACCESS_KEY and AWS_NO_SIGN_REQUEST "
-                      "configuration options not defined, and %s not filled "
-                      "(vsitune: %s; AWS_NO_SIGN_REQUEST=YES reads public "
+                      "%s (vsitune: %s; AWS_NO_SIGN_REQUEST=YES reads public "
                       "buckets)",
-                      f->cred_path, notes);
+                      words, notes);
+    }
     vt__profile_clear(&p);
     if (rc == 1)
         return VT_OK;

@@ -1,4 +1,4 @@
-/* gdal_error.c: a failed open as stock GDAL 3.6 reports it (gdal_error.h). */
+/* gdal_error.c: a failed open as stock GDAL reports it (gdal_error.h). */
 #include "gdal_error.h"
 
 #include <stdio.h>
@@ -8,6 +8,7 @@
 
 #include <cpl_error.h>
 #include <cpl_vsi_error.h>
+#include <gdal_version.h>
 
 #include "xmlscan.h"
 
@@ -133,4 +134,74 @@ void vt__gdal_error_for_open(const vt_gdal_fail *f, vt_gdal_report *out)
     snprintf(out->detail, sizeof(out->detail), "%s", detail);
     out->cple = vt__gdal_cple_for_vsie(out->vsie, CPLE_OpenFailed);
     free(code);
+}
+
+int vt__gdal_error_for_known(const vt_gdal_fail *f, int set_error,
+                             int size_asked, int vsi_error_set,
+                             vt_gdal_report *out)
+{
+    memset(out, 0, sizeof(*out));
+#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 10, 0)
+    if (f->err == VT_ECREDS)
+        return 0; /* GDAL never got as far as a request */
+    if (f->status > 0) {
+        if (!set_error || vsi_error_set)
+            return 0;
+        out->vsie = VSIE_HttpError;
+        snprintf(out->message, sizeof(out->message), "HTTP response code: %ld",
+                 f->status);
+    } else {
+#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
+        const char *why = f->transport && *f->transport ? f->transport
+                                                        : vt_strerror(f->err);
+        if ((set_error || size_asked) && !vsi_error_set) {
+            out->vsie = VSIE_HttpError;
+            snprintf(out->message, sizeof(out->message), "CURL error: %s", why);
+        } else {
+            out->warn = 1;
+            snprintf(out->warning, sizeof(out->warning),
+                     "HTTP response code on %s: 0",
+                     f->url ? f->url : (f->where ? f->where : ""));
+        }
+#else
+        (void)size_asked;
+        return 0; /* 3.10-3.12 keep the failure: Exists() has no code */
+#endif
+    }
+    out->cple = out->vsie != VSIE_None
+                    ? vt__gdal_cple_for_vsie(out->vsie, CPLE_OpenFailed)
+                    : CPLE_None;
+    return 1;
+#else
+    (void)f;
+    (void)set_error;
+    (void)size_asked;
+    (void)vsi_error_set;
+    return 0;
+#endif
+}
+
+int vt__gdal_read_of_missing_says(void)
+{
+    return GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0);
+}
+
+void vt__gdal_no_creds_words(char *buf, size_t cap, const char *cred_path)
+{
+#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
+    snprintf(buf, cap,
+             "No valid AWS credentials found. For authenticated requests, "
+             "you need to set AWS_SECRET_ACCESS_KEY, AWS_ACCESS_KEY_ID or "
+             "other configuration options, or create a %s file. Consult "
+             "https://gdal.org/en/stable/user/virtual_file_systems.html"
+             "#vsis3-aws-s3-files for more details. For unauthenticated "
+             "requests on public resources, set the AWS_NO_SIGN_REQUEST "
+             "configuration option to YES.",
+             cred_path);
+#else
+    snprintf(buf, cap,
+             "AWS_SECRET_ACCESS_KEY and AWS_NO_SIGN_REQUEST configuration "
+             "options not defined, and %s not filled",
+             cred_path);
+#endif
 }

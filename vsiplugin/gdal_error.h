@@ -1,5 +1,6 @@
 /* gdal_error.h: how a failed open is told to GDAL, the way stock GDAL 3.6
- * tells it. Pure (no I/O, no GDAL calls): the numbers come from GDAL's
+ * tells it (and where a later GDAL words it otherwise, as that release does:
+ * the only GDAL_VERSION_NUM rules outside the C++ takeover). Pure (no I/O, no GDAL calls): the numbers come from GDAL's
  * headers, the rules from cpl_vsil_curl.cpp (GetFileSizeOrHeaders) and
  * cpl_aws.cpp (CanRestartOnError), checked against stock GDAL 3.6.2 on the
  * lab and a fake server (tests/unit/test_gdal_error.c says which answer gave
@@ -62,6 +63,37 @@ typedef struct vt_gdal_report {
 /* Fill *out for the failure f of an open (or of a stat asked to set an
  * error). Never fails; out is always filled. */
 void vt__gdal_error_for_open(const vt_gdal_fail *f, vt_gdal_report *out);
+
+/* What stock GDAL says when it meets again a name whose answer it keeps in
+ * its cache of file properties (or, from 3.13, asks again after a network
+ * failure, which it no longer keeps), f being that earlier failure (a 404
+ * vsitune remembers, or a name absent from a listing vsitune holds: status
+ * 404, no body). This is GDAL's VSICurlHandle::Exists/GetFileSize on a
+ * stat, or on an open that checks the object:
+ *   - GDAL 3.6 (and up to 3.9): nothing;
+ *   - 3.10+, an HTTP status: with set_error, when no VSI error is set yet,
+ *     VSIE_HttpError "HTTP response code: <n>";
+ *   - 3.13+, no HTTP answer (f->status <= 0, not a credentials failure): with
+ *     set_error and no VSI error set yet, VSIE_HttpError "CURL error: <curl's
+ *     words>"; otherwise the CE_Warning "HTTP response code on <url>: 0".
+ * set_error: the caller asked for the error (VSI_STAT_SET_ERROR_FLAG, an
+ * open's bSetError); size_asked: a stat that wants the size (3.13 then asks
+ * the server with errors on); vsi_error_set: a VSI error is already set.
+ * Returns 0 when GDAL says nothing; else out is filled (vsie != VSIE_None:
+ * its message is for VSIError; warn: warning[] for CPLError). */
+int vt__gdal_error_for_known(const vt_gdal_fail *f, int set_error,
+                             int size_asked, int vsi_error_set,
+                             vt_gdal_report *out);
+
+/* 1 when stock GDAL's first read of a name it opened without checking it
+ * (an empty handle on an extension-less name) sets the server's error as the
+ * VSI error (GDAL 3.13+: DownloadRegion asks S3's error with errors on), 0
+ * when it fails quietly (3.6-3.12). GDALOpen then reports that error. */
+int vt__gdal_read_of_missing_says(void);
+
+/* Stock GDAL's words when no credentials were found (cpl_aws.cpp, the end
+ * of the credentials chain), cred_path being the credentials file it read. */
+void vt__gdal_no_creds_words(char *buf, size_t cap, const char *cred_path);
 
 /* The CPLE_* class GDAL's VSIToCPLError gives a VSIE_* code, default_cple
  * for VSIE_FileError (GDALOpen passes CPLE_OpenFailed). */

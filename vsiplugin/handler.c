@@ -15,6 +15,7 @@
 #include <cpl_conv.h>
 #include <cpl_error.h>
 #include <cpl_string.h>
+#include <cpl_vsi_error.h>
 #include <gdal_version.h>
 
 #include "cache.h"
@@ -32,6 +33,7 @@
 /* Why the last open on this thread failed (see vt__handler_open_error). */
 static _Thread_local char t_open_error[VT_GDAL_MSG_CAP];
 static _Thread_local int t_open_error_class;
+static _Thread_local int t_open_error_vsie; /* report_as_gdal's VSIE_* */
 
 typedef struct vt_handle {
     vt_object *obj;
@@ -39,6 +41,9 @@ typedef struct vt_handle {
     int eof;
     vt_readahead ra;
     vt_suspect sus;       /* blocks GDAL may fail to decode (suspect.h) */
+    char *says;           /* an empty handle: the server's error its first
+                             read hands GDAL (gdal_error.h), or NULL */
+    int says_vsie;
 } vt_handle;
 
 /* The CPLError class GDAL itself uses for an S3 failure, so that rasterio
@@ -211,6 +216,40 @@ static int stat_known(const char *path, VSIStatBufL *st)
     return known == 1 ? 1 : known == 0 ? -1 : 0;
 }
 
+/* What stock GDAL says when its stat (or its open's existence check) meets
+ * path failing again (gdal_error.h, vt__gdal_error_for_known): the failure
+ * this thread's last request for path got, else a 404 without a body (one
+ * vsitune remembers, or a name absent from a listing it holds). Taken before
+ * any later request (a listing) replaces that answer. 1 when GDAL says
+ * something: *rep is filled. */
+static int known_failure(const char *path, vt_err err, long status,
+                         int set_error, int size_asked, int vsi_error_set,
+                         vt_gdal_report *rep)
+{
+    char *bucket = NULL, *key = NULL;
+    vt_gdal_fail f;
+    int r;
+    if (!(vt__s3_split(path, &bucket, &key) == VT_OK &&
+          vt__s3_last_failure(bucket, key, &f))) {
+        memset(&f, 0, sizeof(f));
+        f.err = err;
+        f.status = status;
+    }
+    r = vt__gdal_error_for_known(&f, set_error, size_asked, vsi_error_set, rep);
+    free(bucket);
+    free(key);
+    return r;
+}
+
+/* Hand GDAL what known_failure worded, as GDAL's own code would. */
+static void tell_gdal(const vt_gdal_report *rep)
+{
+    if (rep->warn)
+        CPLError(CE_Warning, CPLE_AppDefined, "%s", rep->warning);
+    if (rep->vsie != VSIE_None)
+        VSIError(rep->vsie, "%s", rep->message);
+}
+
 int vt__handler_stat_known(const char *path, VSIStatBufL *st)
 {
     if (vt__policy_is_dir_like(path))
@@ -224,6 +263,10 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
     long status = 0;
     char errbuf[1024];
     vt_err err;
+    vt_gdal_report rep;
+    int set_error = (flags & VSI_STAT_SET_ERROR_FLAG) != 0;
+    int size_asked = (flags & VSI_STAT_SIZE_FLAG) != 0;
+    int vsi_set = VSIGetLastErrorNo() != 0, say;
 
     (void)ud;
     if (!allowed(path)) {
@@ -238,6 +281,10 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
         return 0;
     case -1:
         CPLDebug("VSITUNE", "stat %s: not in its listing, no request", path);
+        if (!(flags & VSI_STAT_CACHE_ONLY) &&
+            known_failure(path, VT_ENOTFOUND, 404, set_error, size_asked,
+                          vsi_set, &rep))
+            tell_gdal(&rep);
         errno = ENOENT;
         return -1;
     default:
@@ -268,15 +315,21 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
     }
     err = vt__object_open(path, &o, &status, errbuf, sizeof(errbuf));
     if (err != VT_OK) {
-        /* Silent, as GDAL's own stat is: stat is how GDAL probes, and a
-         * CE_Failure here would make the Python bindings raise even when the
-         * open around it then succeeds (a transient error a retry fixed).
-         * A failing open reports the reason (see cb_open). */
+        /* Quiet, as GDAL's own stat of a name it met before: stat is how
+         * GDAL probes, and a CE_Failure here would make the Python bindings
+         * raise even when the open around it then succeeds (a transient
+         * error a retry fixed). A failing open reports the reason (see
+         * cb_open). What later GDALs do say is said (known_failure). */
         CPLDebug("VSITUNE", "stat: %s", errbuf);
+        say = !vt__object_open_remembered_by_read() &&
+              known_failure(path, err, status, set_error, size_asked, vsi_set,
+                            &rep);
         done_with(path);
         if (stat_as_directory(path, status == 404 &&
                                         !strstr(errbuf, "NoSuchBucket"), st) == 0)
             return 0;
+        if (say)
+            tell_gdal(&rep);
         errno = errno_for(err);
         return -1;
     }
@@ -303,6 +356,7 @@ static int report_as_gdal(const char *path)
         if (rep.warn)
             CPLError(CE_Warning, CPLE_AppDefined, "%s", rep.warning);
         t_open_error_class = rep.cple;
+        t_open_error_vsie = rep.vsie;
         snprintf(t_open_error, sizeof(t_open_error), "%s", rep.message);
         if (rep.detail[0])
             CPLDebug("VSITUNE", "open failed as GDAL words it: %s (%s)",
@@ -382,6 +436,8 @@ static void *cb_open(void *ud, const char *path, const char *access)
     long status = 0;
     char errbuf[1024];
     vt_err err;
+    vt_gdal_report rep;
+    int vsi_set = VSIGetLastErrorNo() != 0;
 
     (void)ud;
     if (strpbrk(access, "wa+")) { /* takeover.cpp sends these to GDAL's */
@@ -412,12 +468,31 @@ static void *cb_open(void *ud, const char *path, const char *access)
         /* A missing key: as stock GDAL (stock_on_missing). A missing bucket,
          * a denial, a server or network failure: reported with their cause. */
         if (status == 404 && !strstr(errbuf, "NoSuchBucket")) {
+            /* GDAL's words now: the listing below replaces the last answer */
+            int remembered = vt__object_open_remembered();
+            int words = remembered ? !vt__object_open_remembered_by_read() &&
+                                         known_failure(path, err, status, 1, 0,
+                                                       vsi_set, &rep)
+                                   : report_as_gdal(path);
             switch (stock_on_missing(path)) {
-            case MISSING_SILENT: return NULL;
+            case MISSING_SILENT:
+                t_open_error[0] = '\0';
+                return NULL;
             case MISSING_REPORT:
-                if (vt__object_open_remembered())
-                    return NULL; /* GDAL: a cached "absent", no error */
-                goto report;
+                if (remembered) {
+                    /* GDAL meets its cached "absent": 3.6 says nothing,
+                     * 3.10+ its status (gdal_error.h) */
+                    t_open_error[0] = '\0';
+                    if (words && rep.vsie != VSIE_None) {
+                        t_open_error_class = rep.cple;
+                        snprintf(t_open_error, sizeof(t_open_error), "%s",
+                                 rep.message);
+                    }
+                } else if (!words) {
+                    t_open_error_class = cple_for(status, errbuf);
+                    snprintf(t_open_error, sizeof(t_open_error), "%s", errbuf);
+                }
+                return NULL;
             case MISSING_EMPTY_HANDLE: break;
             }
             CPLDebug("VSITUNE", "open %s: missing, an empty handle as GDAL's",
@@ -425,9 +500,19 @@ static void *cb_open(void *ud, const char *path, const char *access)
             h = calloc(1, sizeof(*h));
             if (!h)
                 errno = ENOMEM;
+            if (h && !remembered) {
+                /* GDAL learns of the 404 by reading the handle: its cache
+                 * keeps no status, and 3.13+ hands the read's error to
+                 * GDALOpen (gdal_error.h) */
+                vt__object_missing_by_read(path);
+                if (words && vt__gdal_read_of_missing_says()) {
+                    h->says = strdup(t_open_error);
+                    h->says_vsie = t_open_error_vsie;
+                }
+            }
+            t_open_error[0] = '\0';
             return h;
         }
-    report:
         if (!report_as_gdal(path)) {
             t_open_error_class = cple_for(status, errbuf);
             snprintf(t_open_error, sizeof(t_open_error), "%s", errbuf);
@@ -491,6 +576,11 @@ static size_t cb_read(void *f, void *buf, size_t size, size_t count)
     }
     want = size * count;
     if (!h->obj) { /* stock GDAL's empty handle on a missing name */
+        if (h->says) { /* its first read's error, as GDAL's (3.13+) */
+            VSIError(h->says_vsie, "%s", h->says);
+            free(h->says);
+            h->says = NULL;
+        }
         h->eof = 1;
         return 0;
     }
@@ -586,6 +676,7 @@ static int cb_close(void *f)
             done_with(vt__object_path(h->obj));
         }
         vt__object_release(h->obj);
+        free(h->says);
         free(h);
     }
     return 0;

@@ -43,6 +43,8 @@ struct vt_object {
     long long mtime;      /* Last-Modified (0: unknown) */
     time_t loaded_at;
     char *missing;        /* a remembered 404: why (the message), or NULL */
+    int missing_by_read;  /* table_mu: GDAL met that 404 reading an empty
+                             handle, so its cache keeps no HTTP status */
     int size_seen;        /* table_mu once loaded: the size is confirmed
                              (the first answer held every byte, or a later
                              answer stated the same total) */
@@ -599,6 +601,24 @@ static _Thread_local int t_remembered;
 
 int vt__object_open_remembered(void) { return t_remembered; }
 
+static _Thread_local int t_remembered_by_read;
+
+int vt__object_open_remembered_by_read(void) { return t_remembered_by_read; }
+
+void vt__object_missing_by_read(const char *path)
+{
+    char *id = object_id(path);
+    vt_object *o;
+    if (!id)
+        return;
+    pthread_mutex_lock(&table_mu);
+    for (o = table[hash_str(id)]; o; o = o->next)
+        if (strcmp(o->id, id) == 0 && o->missing)
+            o->missing_by_read = 1;
+    pthread_mutex_unlock(&table_mu);
+    free(id);
+}
+
 vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
                        char *errbuf, size_t errlen)
 {
@@ -613,6 +633,7 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
     int remembered = 0, fresh_only = vt__object_non_cached(path);
 
     t_remembered = 0;
+    t_remembered_by_read = 0;
     *out = NULL;
     *http_status = 0;
     errbuf[0] = '\0';
@@ -643,6 +664,7 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
         break;
     }
     t_remembered = o && o->missing;
+    t_remembered_by_read = t_remembered && o->missing_by_read;
     if (o && o->missing) {
         /* A 404 seen less than VSITUNE_NEGATIVE_TTL ago. Only a 404: a
          * transient failure is never remembered. */

@@ -40,6 +40,16 @@ void vt__object_release(vt_object *o);
  * from its cache, reports no error then either. */
 int vt__object_open_remembered(void);
 
+/* GDAL learns that a name it opened without checking (an empty handle on an
+ * extension-less name, handler.c) is missing by reading it, which keeps no
+ * HTTP status in its cache: mark path's remembered 404 so (its later stats
+ * and opens then say no status, gdal_error.h). The mark goes with the 404. */
+void vt__object_missing_by_read(const char *path);
+
+/* 1 when the calling thread's last vt__object_open was a remembered 404
+ * marked by vt__object_missing_by_read. */
+int vt__object_open_remembered_by_read(void);
+
 /* 1 when GDAL's CPL_VSIL_CURL_NON_CACHED names path ("bucket/key"): every
  * open then re-validates the object with the server. */
 int vt__object_non_cached(const char *path);

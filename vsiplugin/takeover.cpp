@@ -294,6 +294,9 @@ class Hooks
     {
         if (is_read_access(access) && !t_delegating && is_ours(name)) {
             std::string rn = reader_name(name);
+            // An error set before stays as GDAL would leave it
+            int prior = VSIGetLastErrorNo();
+            std::string prior_msg = prior ? VSIGetLastErrorMsg() : "";
             VT_OPEN_RESULT h =
                 g_reader->Open(rn.c_str(), access, set_error, options);
             if (!h && set_error) {
@@ -303,6 +306,8 @@ class Hooks
                 const char *why = vt__handler_open_error(&cls);
                 if (why)
                     VSIError(vsie_for(cls), "%s", why);
+                else if (prior)
+                    VSIError(prior, "%s", prior_msg.c_str());
                 else
                     VSIErrorReset();
             }

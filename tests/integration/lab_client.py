@@ -312,7 +312,13 @@ def gdal_env(lab_env, vsitune=False, extra=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUB_PREFIXES)}
     # Never let a run that lost its credentials go looking for the EC2 metadata
     # service off this machine: tests that want IMDS point it at 127.0.0.1.
+    # AWS_EC2_METADATA_DISABLED is the AWS SDKs' switch (vsitune's too); stock
+    # GDAL does not know it, so its IMDS root names a closed port here: else
+    # it asks 169.254.169.254, and whatever answers there (a sandbox's proxy
+    # refusing with a 403 body that GDAL takes for a role name, which curl 8
+    # then rejects as a URL: "URL rejected") makes its errors the network's.
     env["AWS_EC2_METADATA_DISABLED"] = "true"
+    env["CPL_AWS_EC2_API_ROOT_URL"] = "http://127.0.0.1:9"
     env.update(lab_env)
     if vsitune:
         env["GDAL_DRIVER_PATH"] = str(plugin_dir())

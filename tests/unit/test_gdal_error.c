@@ -12,6 +12,7 @@
 
 #include <cpl_error.h>
 #include <cpl_vsi_error.h>
+#include <gdal_version.h>
 
 #include "gdal_error.h"
 
@@ -138,6 +139,70 @@ static void test_credentials(void **state)
     assert_int_equal(r.warn, 0);
 }
 
+/* A failure GDAL already met (its cache of file properties; 3.13: a network
+ * failure it meets again): what its Stat / Open of that name says, per the
+ * GDAL release built against (cpl_vsil_curl.cpp, VSICurlHandle::Exists and
+ * GetFileSizeOrHeaders of each release). */
+static void test_known_failure(void **state)
+{
+    (void)state;
+    vt_gdal_fail nf = {.err = VT_ENOTFOUND, .status = 404, .where = "s3://b/k.tif",
+                       .url = URL};
+    vt_gdal_fail net = {.err = VT_ENETWORK, .status = 0, .where = "s3://b/k.tif",
+                        .url = URL, .transport = "Failed to connect"};
+    vt_gdal_fail cr = {.err = VT_ECREDS, .where = "s3://b/k.tif"};
+    vt_gdal_report r;
+    /* never without being asked for an HTTP status, never over an earlier
+     * error, never for missing credentials */
+    assert_int_equal(vt__gdal_error_for_known(&nf, 0, 0, 0, &r), 0);
+    assert_int_equal(vt__gdal_error_for_known(&nf, 1, 0, 1, &r), 0);
+    assert_int_equal(vt__gdal_error_for_known(&cr, 1, 0, 0, &r), 0);
+#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 10, 0)
+    assert_int_equal(vt__gdal_error_for_known(&nf, 1, 0, 0, &r), 1);
+    assert_int_equal(r.vsie, VSIE_HttpError);
+    assert_int_equal(r.cple, CPLE_HttpResponse);
+    assert_string_equal(r.message, "HTTP response code: 404");
+    assert_int_equal(r.warn, 0);
+#else
+    assert_int_equal(vt__gdal_error_for_known(&nf, 1, 0, 0, &r), 0);
+#endif
+#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
+    assert_int_equal(vt__gdal_error_for_known(&net, 1, 0, 0, &r), 1);
+    assert_int_equal(r.vsie, VSIE_HttpError);
+    assert_string_equal(r.message, "CURL error: Failed to connect");
+    assert_int_equal(vt__gdal_error_for_known(&net, 0, 0, 0, &r), 1);
+    assert_int_equal(r.vsie, VSIE_None);
+    assert_int_equal(r.warn, 1);
+    assert_string_equal(r.warning, "HTTP response code on " URL ": 0");
+    assert_int_equal(vt__gdal_error_for_known(&net, 1, 0, 1, &r), 1);
+    assert_int_equal(r.vsie, VSIE_None);
+    assert_int_equal(r.warn, 1);
+    /* a stat asking the size asks with errors on */
+    assert_int_equal(vt__gdal_error_for_known(&net, 0, 1, 0, &r), 1);
+    assert_int_equal(r.vsie, VSIE_HttpError);
+    assert_int_equal(vt__gdal_error_for_known(&nf, 0, 1, 0, &r), 0);
+#else
+    assert_int_equal(vt__gdal_error_for_known(&net, 1, 0, 0, &r), 0);
+    assert_int_equal(vt__gdal_error_for_known(&net, 0, 0, 0, &r), 0);
+#endif
+}
+
+/* The words of the release built against for "no credentials". */
+static void test_no_creds_words(void **state)
+{
+    (void)state;
+    char buf[1024];
+    vt__gdal_no_creds_words(buf, sizeof(buf), "/home/u/.aws/credentials");
+#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
+    assert_ptr_equal(strstr(buf, "No valid AWS credentials found. "), buf);
+    assert_non_null(strstr(buf, "or create a /home/u/.aws/credentials file. "));
+#else
+    assert_string_equal(buf, "AWS_SECRET_ACCESS_KEY and AWS_NO_SIGN_REQUEST "
+                             "configuration options not defined, and "
+                             "/home/u/.aws/credentials not filled");
+#endif
+}
+
 static void test_vsie_to_cple(void **state)
 {
     (void)state;
@@ -170,6 +235,8 @@ int main(void)
         cmocka_unit_test(test_odd_answers),
         cmocka_unit_test(test_transport),
         cmocka_unit_test(test_credentials),
+        cmocka_unit_test(test_known_failure),
+        cmocka_unit_test(test_no_creds_words),
         cmocka_unit_test(test_vsie_to_cple),
         cmocka_unit_test(test_bounds),
     };
