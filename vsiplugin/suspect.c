@@ -50,11 +50,45 @@ static void error_tail(char *buf)
     buf[i] = '\0';
 }
 
+/* c may stand before (left) or after (right) a file name in GDAL's words:
+ * "/vsis3/b/k, band 1: ...", "`/vsis3/b/k' not ...", "'k' ...", "k, band". */
+static int name_edge(char c, int right)
+{
+    if (c == '\0')
+        return 1;
+    return strchr(right ? ",:;'`\" )" : "/'`\" (", c) != NULL;
+}
+
+/* 1 when text names the object at path "bucket/key": the whole path, or its
+ * last component as a name of its own (GDAL 3.10 on, and 3.6 for a long
+ * name, start a band's error with the dataset's file name only:
+ * GDALRasterBand::ReportError, "k, band 1: ..."). cut: the text lost its
+ * first byte (CPLErrorReset), so a name at its very start is matched without
+ * its own first byte. */
+static int names_object(const char *text, const char *path, int cut)
+{
+    const char *base = strrchr(path, '/'), *p;
+    size_t n;
+
+    if (strstr(text, path))
+        return 1;
+    base = base ? base + 1 : path;
+    n = strlen(base);
+    if (n < 2)
+        return 0; /* too short to tell from other words */
+    if (cut && strncmp(text, base + 1, n - 1) == 0 && name_edge(text[n - 1], 1))
+        return 1;
+    for (p = strstr(text, base); p; p = strstr(p + 1, base))
+        if ((p == text ? !cut : name_edge(p[-1], 0)) && name_edge(p[n], 1))
+            return 1;
+    return 0;
+}
+
 int vt__suspect_blames(const char *text, int failure, const char *path)
 {
     if (!text || !path || !*path || failure == 0)
         return 0;
-    if (strstr(text, "vsitune: ") || !strstr(text, path))
+    if (strstr(text, "vsitune: ") || !names_object(text, path, failure == -1))
         return 0; /* vsitune's own error, or another file's */
     return failure == 1 || strstr(text, "failed") != NULL;
 }

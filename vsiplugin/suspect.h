@@ -11,8 +11,11 @@
  *   made its last read, and that thread's GDAL error state changed since
  *   that read returned, to a failure that names the object ("/vsis3/b/k, band 1:
  *   IReadBlock failed at X offset 2, Y offset 2: TIFFReadEncodedTile()
- *   failed.", "`/vsis3/b/k' not recognized as a supported file format."),
- *   and that is not one of vsitune's own messages. Clients that reset the
+ *   failed." in GDAL 3.6, "k, band 1: IReadBlock failed ..." from 3.10 on,
+ *   where a band's errors carry the file name only; "`/vsis3/b/k' not
+ *   recognized as a supported file format."), and that is not one of
+ *   vsitune's own messages. Another object of the same file name read by
+ *   the same thread just before can only cost one needless refetch. Clients that reset the
  *   error state between their calls (the Python bindings with
  *   UseExceptions, rasterio) erase its counter, class and first byte only
  *   (CPLErrorReset in GDAL 3.6 to 3.13); the rest of the text stays in
@@ -81,9 +84,11 @@ void vt__suspect_close(vt_suspect *s, vt_object *o);
 /* ---- the parts, exposed for the unit tests ---- */
 
 /* 1 when text (GDAL's last error text) blames the object at path
- * "bucket/key": names it, is not vsitune's own, and is a failure: failure 1
- * (the error class is CE_Failure), 0 (it is not), -1 (unknown, the state was
- * reset: the text must say "failed"). */
+ * "bucket/key": names it (the whole path, or its file name as a name of its
+ * own: a band's errors name the file only from GDAL 3.10 on), is not
+ * vsitune's own, and is a failure: failure 1 (the error class is
+ * CE_Failure), 0 (it is not), -1 (unknown, the state was reset: text is
+ * GDAL's text from its second byte on, and must say "failed"). */
 int vt__suspect_blames(const char *text, int failure, const char *path);
 
 /* 1 when s holds reads, the calling thread made the last one, and this

@@ -11,12 +11,23 @@ PATTERN: same (one dataset, N reads), reopen (open, read, close; N times).
 Unless --arm-first, the object is opened (and closed) once, then the reader prints
 {"phase": "opened"} and waits for a line on stdin (the test arms its fault meanwhile).
 Then one JSON line per read: {"status": "ok"|"wrong"|"error", "error": "..."}, where
-ok means the window equals the local file's, pixel for pixel.
+ok means the window equals the local file's, pixel for pixel; an error is the exception's
+text and its causes', one a line.
 """
 
 import argparse
 import json
 import sys
+
+
+def _chain(e):
+    """The exception's text and its causes' (rasterio 1.4 raises "Read failed. See
+    previous exception for details." from GDAL's error), as a user's traceback shows."""
+    words = []
+    while e is not None and len(words) < 8:
+        words.append(str(e))
+        e = e.__cause__ or e.__context__
+    return "\n".join(words)
 
 
 def main():
@@ -86,7 +97,7 @@ def main():
             arr = read(ds)
             out = {"status": "ok" if (arr == ref).all() else "wrong"}
         except Exception as e:  # reported, never swallowed
-            out = {"status": "error", "error": str(e)}
+            out = {"status": "error", "error": _chain(e)}
         if a.pattern == "reopen" and ds is not None:
             close(ds)
             ds = None

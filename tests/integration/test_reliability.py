@@ -11,6 +11,7 @@ liveness bound (never a hang), not a timing assertion.
 
 import json
 import os
+import re
 import select
 import subprocess
 import threading  # noqa: F401  (used in the worker code below)
@@ -312,8 +313,11 @@ def _span(entry):
 
 
 def _assert_decode_error(read, key):
+    """GDAL's decode error, naming the file as stock GDAL does: the whole path on
+    3.6, only the file name from 3.10 on (GDALRasterBand::ReportError)."""
     assert read["status"] == "error", read
-    assert key in read["error"] and "IReadBlock failed" in read["error"], read
+    assert os.path.basename(key) in read["error"] and "IReadBlock failed" in read["error"], read
+    assert "vsitune" not in read["error"], read
 
 
 @pytest.mark.parametrize("pattern", ["same", "reopen"])
@@ -376,7 +380,9 @@ def test_corrupt_header_fails_one_open_then_heals(lab, small_cog, client):
                               arm=lambda: lab.pfault("corrupt", key=key,
                                                      request_kind="GET_RANGE", endpoint="fp1"))
     assert reads[0]["status"] == "error" and key in reads[0]["error"], reads
-    assert "not recognized as a supported file format" in reads[0]["error"], reads
+    # GDAL's words: "... as being in a supported ..." from 3.10 on
+    assert re.search("not recognized as (being in )?a supported file format",
+                     reads[0]["error"]), reads
     assert [r["status"] for r in reads[1:]] == ["ok", "ok"], reads
     header = [e for e in lab.log(since=mark) if e["key"] == key and e["kind"] == "GET_RANGE"
               and e["range"].startswith("bytes=0-")]
@@ -411,7 +417,7 @@ def test_c_tool_reads_the_pixel_right_the_second_time(lab, small_cog, gdal):
                         input="1500 700\n1500 700\n", env=env, capture_output=True,
                         text=True, timeout=120)
     assert cp.stdout.split() == [local], (cp.stdout, cp.stderr)
-    assert "IReadBlock failed" in cp.stderr and key in cp.stderr, cp.stderr
+    assert "IReadBlock failed" in cp.stderr and os.path.basename(key) in cp.stderr, cp.stderr
     gets = _tile_gets(lab, key, mark)
     assert [e["fault"] for e in gets] == ["p:corrupt", None], gets
 

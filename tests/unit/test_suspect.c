@@ -19,6 +19,9 @@
 #define BLOCK_FAIL "/vsis3/" PATH ", band 1: IReadBlock failed at X offset 2, " \
                    "Y offset 2: TIFFReadEncodedTile() failed."
 
+#define BASE_FAIL "B04.tif, band 1: IReadBlock failed at X offset 2, " \
+                  "Y offset 2: TIFFReadEncodedTile() failed."
+
 static const uint64_t OFF[2] = {1000, 9000};
 static const size_t LEN[2] = {500, 3000};
 
@@ -39,6 +42,15 @@ static void test_blames(void **state)
     assert_true(vt__suspect_blames(BLOCK_FAIL + 1, -1, PATH));  /* after reset */
     assert_false(vt__suspect_blames("vsis3/" PATH ": odd tag", -1, PATH));
     assert_false(vt__suspect_blames(BLOCK_FAIL, 1, "lab/other.tif"));
+    /* GDAL 3.10 on: a band's error names the file only */
+    assert_true(vt__suspect_blames(BASE_FAIL, 1, PATH));
+    assert_true(vt__suspect_blames(BASE_FAIL + 1, -1, PATH));   /* after reset */
+    assert_false(vt__suspect_blames(BASE_FAIL + 2, -1, PATH));  /* "4.tif" */
+    assert_false(vt__suspect_blames(BASE_FAIL, 1, "lab/scenes/XB04.tif"));
+    assert_false(vt__suspect_blames(BASE_FAIL, 1, "lab/scenes/04.tif"));
+    assert_false(vt__suspect_blames("XB04.tif, band 1: IReadBlock failed", 1, PATH));
+    assert_true(vt__suspect_blames("'B04.tif' not recognized as being in a "
+                                   "supported file format.", 1, PATH));
     assert_false(vt__suspect_blames("IReadBlock failed at X offset 0, Y offset "
                                     "0: vsitune: read of s3://" PATH ": HTTP "
                                     "503 SlowDown", 1, PATH));  /* ours */
@@ -150,6 +162,11 @@ static void test_evidence(void **state)
     assert_int_equal(CPLGetLastErrorMsg()[0], '\0');
     assert_true(vt__suspect_evidence(&s, PATH));            /* what it left */
     assert_false(vt__suspect_evidence(&s, "lab/other.tif"));
+
+    read_done(&s);                          /* GDAL 3.10 on: the file name */
+    CPLError(CE_Failure, CPLE_AppDefined, "%s", BASE_FAIL);
+    CPLErrorReset();
+    assert_true(vt__suspect_evidence(&s, PATH));
 
     read_done(&s);              /* a new read: that failure was before it */
     assert_false(vt__suspect_evidence(&s, PATH));
