@@ -78,6 +78,12 @@ struct vt_eng_xfer {
     double tokens_spent;        /* io: retry budget this request took */
     struct vt_engine *eng;      /* io: the engine running this attempt */
     int socks_opened;           /* io: connections curl opened for it */
+    int single;                 /* io: one attempt of one request (its
+                                   server or object is failing) */
+    int requests;               /* io: requests curl sent for this attempt
+                                   (curl resends on a refused h2 stream or
+                                   a dead reused connection) */
+    int resend_refused;         /* io: we stopped curl's resend (single) */
     vt_err last_err;            /* io: verdict of the attempt last judged */
     int last_version;           /* io: its HTTP version (1 or 2) */
     char errbuf[CURL_ERROR_SIZE];
@@ -119,6 +125,12 @@ struct vt_engine {
         double failing_until;    /* monotonic s: a request to it exhausted
                                     its retries; until then one attempt each */
     } origins[16];
+    struct vt_eng_failing {      /* objects whose request exhausted its
+                                    retries (engine_io.c) */
+        uint64_t id;             /* hash of the URL before its query */
+        double until;            /* monotonic s; 0: unused */
+    } failing[16];
+    unsigned failing_next;       /* round-robin slot to replace */
     double retry_tokens;         /* the process's retry budget (engine_io.c) */
     unsigned origin_next;        /* round-robin slot to replace */
     curl_socket_t *socks;        /* every socket curl opened through us */

@@ -262,6 +262,13 @@ static int on_prereq(void *clientp, char *primary_ip, char *local_ip,
     (void)primary_ip;
     (void)local_ip;
     (void)primary_port;
+    /* curl sends an attempt's request again by itself on a refused h2
+     * stream or a dead reused connection. While the server or object is
+     * failing, an attempt is one request. */
+    if (++x->requests > 1 && x->single) {
+        x->resend_refused = 1;
+        return CURL_PREREQFUNC_ABORT;
+    }
     x->local_port = local_port;
     return CURL_PREREQFUNC_OK;
 }
@@ -334,12 +341,53 @@ static void origin_learn(struct vt_engine *e, const char *url, int h2)
         o->h2 = h2;
 }
 
-/* 1 while another request to url's origin recently ran out of retries. */
+/* The object a URL names: a hash of it up to its query. */
+static uint64_t object_id(const char *url)
+{
+    uint64_t h = 1469598103934665603ULL;
+
+    for (; *url && *url != '?' && *url != '#'; url++)
+        h = (h ^ (unsigned char)*url) * 1099511628211ULL;
+    return h;
+}
+
+static struct vt_eng_failing *object_failing_slot(struct vt_engine *e,
+                                                  uint64_t id)
+{
+    for (size_t i = 0; i < sizeof(e->failing) / sizeof(e->failing[0]); i++)
+        if (e->failing[i].until > 0 && e->failing[i].id == id)
+            return &e->failing[i];
+    return NULL;
+}
+
+/* 1 while another request to url's origin, or to the object url names,
+ * recently ran out of retries. The object is remembered apart: a success
+ * elsewhere on the server (a listing) says nothing about it, and S3 throttles
+ * by key prefix (503 SlowDown). */
 static int origin_failing(struct vt_engine *e, const char *url, double now)
 {
     struct vt_eng_origin *o = origin_find(e, url);
+    struct vt_eng_failing *f = object_failing_slot(e, object_id(url));
 
-    return o && o->failing_until > now;
+    return (o && o->failing_until > now) || (f && f->until > now);
+}
+
+/* Remember (until > 0) or forget (0) that url's server and object fail. */
+static void set_failing(struct vt_engine *e, const char *url, double until)
+{
+    uint64_t id = object_id(url);
+    struct vt_eng_failing *f = object_failing_slot(e, id);
+    struct vt_eng_origin *o = until > 0 ? origin_add(e, url) : origin_find(e, url);
+    size_t n = sizeof(e->failing) / sizeof(e->failing[0]);
+
+    if (o)
+        o->failing_until = until;
+    if (!f && until > 0)
+        f = &e->failing[e->failing_next++ % n];
+    if (f) {
+        f->id = id;
+        f->until = until;
+    }
 }
 
 /* Receive buffer for a transfer: room for its whole body when that is known
@@ -453,8 +501,10 @@ static void start(struct vt_engine *e, struct vt_eng_xfer *x)
         x->deadline = x->opts.timeout_ms > 0
                           ? now + x->opts.timeout_ms / 1000.0 : 0;
         /* While its server is failing, a new request gets one attempt. */
-        if (origin_failing(e, x->req->url, now))
+        if (origin_failing(e, x->req->url, now)) {
             x->opts.max_retries = 0;
+            x->single = 1;
+        }
     } else if (origin_failing(e, x->req->url, now)) {
         /* A retry that waited while another request to the same server ran
          * out of retries: give up too (the last answer stands). */
@@ -485,6 +535,8 @@ static void start(struct vt_engine *e, struct vt_eng_xfer *x)
     x->local_port = 0;
     x->eng = e;
     x->socks_opened = 0;
+    x->requests = 0;
+    x->resend_refused = 0;
     rc = set_options(e, x);
     if (rc != CURLE_OK) {
         vt_err err = rc == CURLE_OUT_OF_MEMORY ? VT_ENOMEM : VT_EINVAL;
@@ -573,12 +625,10 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
     if (v.err == VT_OK) {
         /* Success: the budget gets back what this request took, or one
          * token (AWS SDKs' standard retry mode), and its server is fine. */
-        struct vt_eng_origin *org = origin_find(e, x->req->url);
         e->retry_tokens += x->tokens_spent > 0 ? x->tokens_spent : 1;
         if (e->retry_tokens > VT_RETRY_TOKENS)
             e->retry_tokens = VT_RETRY_TOKENS;
-        if (org)
-            org->failing_until = 0;
+        set_failing(e, x->req->url, 0);
     } else if (v.transient) {
         char stop[160] = "";
         double now = now_s(), cost = v.err == VT_ETIMEDOUT
@@ -617,13 +667,11 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
             timer_insert(e, x);
             return;
         }
-        /* This server keeps failing: for a while, other requests to it get
-         * one attempt each instead of each running its own ladder. */
-        if (x->attempts > 1 || x->opts.max_retries == 0) {
-            struct vt_eng_origin *org = origin_add(e, x->req->url);
-            if (org)
-                org->failing_until = now + VT_HOST_FAILING_S;
-        }
+        /* This server (this object) keeps failing: for a while, other
+         * requests to it get one attempt each instead of each running its
+         * own ladder. */
+        if (x->attempts > 1 || x->opts.max_retries == 0)
+            set_failing(e, x->req->url, now + VT_HOST_FAILING_S);
         snprintf(x->resp->error, sizeof(x->resp->error), "%.200s (%s)", v.why,
                  stop);
     }

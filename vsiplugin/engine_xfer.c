@@ -233,6 +233,14 @@ void vt__eng_judge_curl(CURLcode rc, struct vt_eng_xfer *x,
         return;
     }
     v->transient = 1;
+    if (rc == CURLE_ABORTED_BY_CALLBACK && x->resend_refused) {
+        v->err = VT_ETRANSIENT;
+        snprintf(v->why, sizeof(v->why), "request not completed (refused "
+                 "stream or closed connection%s%.60s); not sent again while "
+                 "the server or object is failing", x->errbuf[0] ? ": " : "",
+                 x->errbuf);
+        return;
+    }
     switch (rc) {
     case CURLE_WRITE_ERROR:
         if (x->overflow) {

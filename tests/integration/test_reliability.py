@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from osgeo import gdal as osgeo_gdal
 
 import lab_client
 from test_vsitune_helpers import PY, Worker, WorkerError, last_seq, s3path, sigcheck  # noqa: F401
@@ -220,7 +221,14 @@ def test_trickle_fails_within_the_deadline(lab, small_cog):
     assert len(log) <= 4, [(e["range"], e["fault"]) for e in log]
 
 
-PERMANENT_BOUND = 12  # docs/reliability.md: requests for a one-pixel read, permanent fault
+PERMANENT_BOUND = 10  # docs/reliability.md: requests for a one-pixel read, permanent fault
+# ... plus, from GDAL 3.13 on, one request for each stat GDAL itself makes after the open
+# failed: GDALOpen asks every archive handler (/vsizip/, /vsitar/, /vsi7z/, /vsirar/) for a
+# hint, and each stats the name (VSIArchiveFilesystemHandler::
+# GetHintForPotentiallyRecognizedPath). Stock answers those from its memory of the
+# failure; vsitune remembers no failure and asks once each (one attempt of one request:
+# the object is failing). 3.11 and 3.12 were not measured.
+HINT_STATS = 4 if int(osgeo_gdal.VersionInfo()) >= 3130000 else 0
 
 
 @pytest.mark.parametrize("endpoint,kind", [("fp1", "s503"), ("fp2", "s503"), ("fp2", "refuse"),
@@ -231,14 +239,38 @@ def test_permanent_fault_costs_bounded_requests(lab, small_cog, endpoint, kind):
     with Worker(lab, endpoint=endpoint, extra={"GDAL_HTTP_RETRY_DELAY": "0.05"}) as w:
         with pytest.raises(WorkerError) as err:
             w.call(OPEN_READ, path=s3path(small_cog), win=(1500, 700, 1, 1), timeout=120)
-        n = len(lab.log())
+        seen = lab.log()
         lab.clear_faults()
         ok = w.call(OPEN_READ, path=s3path(small_cog), win=(1500, 700, 1, 1))
     assert ok
-    assert n <= PERMANENT_BOUND, n
+    assert len(seen) <= PERMANENT_BOUND + HINT_STATS, "\n".join(
+        f'{e["method"]} {e["kind"]} {e.get("range")} {e.get("query")} {e["status"]} '
+        f'{e.get("fault")}' for e in seen)
     if kind != "refuse":
         msg = _msgs(err)
         assert key in msg and ("503" in msg or "429" in msg), msg
+
+
+def test_failing_object_keeps_one_attempt_after_another_answers(lab, small_cog):
+    """The failing memory is the server's and the object's: another object of the same
+    server answering (a listing, a stat) ends the server's, not the object's. So GDAL's
+    further asks for the failing object (3.13 makes four more after a failed open) cost
+    one request each, not a ladder each."""
+    key, other = small_cog["key"], f"rely-other-{os.getpid()}.bin"
+    lab.put_object("lab", other, b"x" * 1000)
+    lab.pfault("s503", count=100000, key=key, endpoint="fp1", method="*")
+    code = "result = gdal.VSIStatL(path) is not None"
+    try:
+        with Worker(lab, endpoint="fp1", extra={"GDAL_HTTP_RETRY_DELAY": "0.05"}) as w:
+            assert w.call(code, path=s3path(small_cog)) is False   # its ladder ran out
+            assert w.call(code, path=f"/vsis3/lab/{other}") is True
+            mark = last_seq(lab)
+            assert w.call(code, path=s3path(small_cog)) is False
+            gets = [e for e in lab.log(since=mark) if e["key"] == key and e["kind"] != "LIST"]
+    finally:
+        lab.clear_faults()
+        lab.delete_object("lab", other)
+    assert len(gets) == 1, gets
 
 
 # -- item 2: corrupt bytes in a well-formed 206 are not kept ------------------------
