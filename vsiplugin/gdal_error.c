@@ -136,6 +136,24 @@ void vt__gdal_error_for_open(const vt_gdal_fail *f, vt_gdal_report *out)
     free(code);
 }
 
+void vt__gdal_error_in_context(const vt_gdal_fail *f, int set_error,
+                               int vsi_error_set, vt_gdal_report *out)
+{
+    int from_body = f->status > 0 && f->body && f->body_len > 0;
+    if (f->err == VT_ECREDS || (set_error && !vsi_error_set))
+        return; /* as vt__gdal_error_for_open has it */
+    if (!set_error || !from_body) {
+        out->vsie = VSIE_None; /* S3's body sets it even over another */
+        out->cple = CPLE_None;
+    }
+    if (!out->warn && f->status != 400 && f->status != 404) {
+        out->warn = 1;
+        snprintf(out->warning, sizeof(out->warning),
+                 "HTTP response code on %s: %ld",
+                 f->url ? f->url : (f->where ? f->where : ""), f->status);
+    }
+}
+
 int vt__gdal_error_for_known(const vt_gdal_fail *f, int set_error,
                              int size_asked, int vsi_error_set,
                              vt_gdal_report *out)

@@ -64,6 +64,16 @@ typedef struct vt_gdal_report {
  * error). Never fails; out is always filled. */
 void vt__gdal_error_for_open(const vt_gdal_fail *f, vt_gdal_report *out);
 
+/* *out (from vt__gdal_error_for_open) as GDAL words the same failure when
+ * the open did not ask for errors (set_error 0: GDALOpen without
+ * GDAL_OF_VERBOSE_ERROR, as ogrinfo's first try) or a VSI error was already
+ * set (vsi_error_set): GDAL sets its VSI error only when asked and none is
+ * set, except that S3's error body sets it whenever asked; and whenever it
+ * sets none itself, it warns "HTTP response code on <url>: <n>" (n 0 when
+ * there was no answer) for any status but 400 and 404. */
+void vt__gdal_error_in_context(const vt_gdal_fail *f, int set_error,
+                               int vsi_error_set, vt_gdal_report *out);
+
 /* What stock GDAL says when it meets again a name whose answer it keeps in
  * its cache of file properties (or, from 3.13, asks again after a network
  * failure, which it no longer keeps), f being that earlier failure (a 404

@@ -34,6 +34,8 @@
 static _Thread_local char t_open_error[VT_GDAL_MSG_CAP];
 static _Thread_local int t_open_error_class;
 static _Thread_local int t_open_error_vsie; /* report_as_gdal's VSIE_* */
+static _Thread_local int t_open_quiet;  /* GDAL sets no VSI error for it */
+static _Thread_local int t_open_no_error; /* this open asks for none */
 
 typedef struct vt_handle {
     vt_object *obj;
@@ -229,6 +231,8 @@ static int known_failure(const char *path, vt_err err, long status,
     char *bucket = NULL, *key = NULL;
     vt_gdal_fail f;
     int r;
+    if (vt__object_missing_was_read(path))
+        return 0; /* GDAL's cache holds no status for it */
     if (!(vt__s3_split(path, &bucket, &key) == VT_OK &&
           vt__s3_last_failure(bucket, key, &f))) {
         memset(&f, 0, sizeof(f));
@@ -294,6 +298,14 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
         errno = ENOENT;
         return -1;
     }
+    /* GDAL's Stat answers a name absent from its own listing of the
+     * directory without a request (3.13's gdalinfo stats x.tif.vat.dbf after
+     * GDAL listed for the sibling question) */
+    if (vt__listing_in_gdal_dir(path) == 0) {
+        CPLDebug("VSITUNE", "stat %s: not in GDAL's listing, no request", path);
+        errno = ENOENT;
+        return -1;
+    }
     /* A driver probing a directory we already listed part of (another stem,
      * or the same in capitals: CPLFormCIFilename's X.CLR after x.clr): one
      * LIST of this stem answers this probe and its siblings, as GDAL's one
@@ -321,8 +333,7 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
          * error a retry fixed). A failing open reports the reason (see
          * cb_open). What later GDALs do say is said (known_failure). */
         CPLDebug("VSITUNE", "stat: %s", errbuf);
-        say = !vt__object_open_remembered_by_read() &&
-              known_failure(path, err, status, set_error, size_asked, vsi_set,
+        say = known_failure(path, err, status, set_error, size_asked, vsi_set,
                             &rep);
         done_with(path);
         if (stat_as_directory(path, status == 404 &&
@@ -342,8 +353,10 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
 /* When the open failed on an S3 answer (or on credentials), word it as stock
  * GDAL does (gdal_error.h): GDAL's class and message, vsitune's detail after
  * it, and GDAL's warning "HTTP response code on <url>: <n>" where GDAL emits
- * one. 0 when there is no such answer to report (the caller words it). */
-static int report_as_gdal(const char *path)
+ * one, for this open (set_error: vt__handler_open_asks_no_error) with a VSI
+ * error set before it or not (vsi_error_set). 0 when there is no such answer
+ * to report (the caller words it). */
+static int report_as_gdal(const char *path, int vsi_error_set)
 {
     char *bucket = NULL, *key = NULL;
     vt_gdal_fail f;
@@ -353,6 +366,8 @@ static int report_as_gdal(const char *path)
 
     if (found) {
         vt__gdal_error_for_open(&f, &rep);
+        vt__gdal_error_in_context(&f, !t_open_no_error, vsi_error_set, &rep);
+        t_open_quiet = rep.vsie == VSIE_None;
         if (rep.warn)
             CPLError(CE_Warning, CPLE_AppDefined, "%s", rep.warning);
         t_open_error_class = rep.cple;
@@ -445,6 +460,7 @@ static void *cb_open(void *ud, const char *path, const char *access)
         return NULL;
     }
     t_open_error[0] = '\0';
+    t_open_quiet = 0;
     if (!allowed(path)) { /* as GDAL: no request, no error message */
         errno = ENOENT;
         return NULL;
@@ -470,10 +486,9 @@ static void *cb_open(void *ud, const char *path, const char *access)
         if (status == 404 && !strstr(errbuf, "NoSuchBucket")) {
             /* GDAL's words now: the listing below replaces the last answer */
             int remembered = vt__object_open_remembered();
-            int words = remembered ? !vt__object_open_remembered_by_read() &&
-                                         known_failure(path, err, status, 1, 0,
-                                                       vsi_set, &rep)
-                                   : report_as_gdal(path);
+            int words = remembered ? known_failure(path, err, status, 1, 0,
+                                                   vsi_set, &rep)
+                                   : report_as_gdal(path, vsi_set);
             switch (stock_on_missing(path)) {
             case MISSING_SILENT:
                 t_open_error[0] = '\0';
@@ -513,7 +528,7 @@ static void *cb_open(void *ud, const char *path, const char *access)
             t_open_error[0] = '\0';
             return h;
         }
-        if (!report_as_gdal(path)) {
+        if (!report_as_gdal(path, vsi_set)) {
             t_open_error_class = cple_for(status, errbuf);
             snprintf(t_open_error, sizeof(t_open_error), "%s", errbuf);
         }
@@ -665,6 +680,15 @@ out:
 static int cb_eof(void *f)
 {
     return ((vt_handle *)f)->eof;
+}
+
+/* A read handle has nothing to flush: 0, as GDAL's own /vsis3/ read handle
+ * (GDAL 3.13's Shapefile driver flushes the handles it reads; without this
+ * callback GDAL's plugin layer reports "Flush not implemented"). */
+static int cb_flush(void *f)
+{
+    (void)f;
+    return 0;
 }
 
 static int cb_close(void *f)
@@ -820,10 +844,15 @@ void vt__handler_note_read_dir(const char *path, char **names, int max_files)
         vt__listing_remember_names(path, names);
 }
 
+void vt__handler_open_asks_no_error(int no_error)
+{
+    t_open_no_error = no_error;
+}
+
 const char *vt__handler_open_error(int *cple_class)
 {
     *cple_class = t_open_error_class;
-    return t_open_error[0] ? t_open_error : NULL;
+    return t_open_error[0] && !t_open_quiet ? t_open_error : NULL;
 }
 
 void vt__handler_fill_callbacks(VSIFilesystemPluginCallbacksStruct *cb)
@@ -836,6 +865,7 @@ void vt__handler_fill_callbacks(VSIFilesystemPluginCallbacksStruct *cb)
     cb->read_multi_range = cb_read_multi_range;
     cb->eof = cb_eof;
     cb->close = cb_close;
+    cb->flush = cb_flush;
     cb->sibling_files = cb_sibling_files;
     cb->read_dir = cb_read_dir;
     cb->nBufferSize = 0; /* no VSICachedFile on top: the cache is ours */

@@ -22,6 +22,11 @@ int vt__handler_stat_known(const char *path, VSIStatBufL *st);
  * files there, the answer stock GDAL's open gives from it (listing.h). */
 void vt__handler_note_read_dir(const char *path, char **names, int max_files);
 
+/* The next opens on this thread ask for no VSI error (no_error 1: GDAL's
+ * Open with bSetError false) or do (0, the default). takeover.cpp says so
+ * before each open it hands vsitune: GDAL words a failure by it. */
+void vt__handler_open_asks_no_error(int no_error);
+
 /* Why the last failed open of this thread failed (bucket, key, status, S3
  * code and message), or NULL; *cple_class gets the CPLE_ class to report it
  * with (CPLE_AWSSignatureDoesNotMatch, CPLE_AWSObjectNotFound, ...). */

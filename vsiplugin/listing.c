@@ -582,6 +582,22 @@ char **vt__listing_names_of_dir(const char *path, size_t max_names)
     return out;
 }
 
+int vt__listing_in_gdal_dir(const char *path)
+{
+    char **names;
+    const char *base = strrchr(path, '/');
+    int found = 0;
+    size_t i;
+    if (!base || !(names = vt__listing_names_of_dir(path, 0)))
+        return -1;
+    for (i = 0; names[i]; i++) {
+        found |= strcmp(names[i], base + 1) == 0;
+        free(names[i]);
+    }
+    free(names);
+    return found;
+}
+
 static void forget_where(int (*match)(const vt_listing *, const char *),
                          const char *arg)
 {

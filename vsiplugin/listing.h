@@ -83,6 +83,10 @@ void vt__listing_remember_names(const char *dirpath, char **names);
  * (0: any number); else NULL. */
 char **vt__listing_names_of_dir(const char *path, size_t max_names);
 
+/* What such a listing of path's directory says of path: 1 listed, 0 not
+ * (GDAL's Stat then answers "absent" without a request), -1 none held. */
+int vt__listing_in_gdal_dir(const char *path);
+
 /* A COG answered "no sidecars" (handler.c): remember it as a listing of
  * the file alone, covering its own name (size, Last-Modified) and names
  * starting with it and '.' (x.tif.aux.xml, x.tif.vat.dbf, ...), absent. So

@@ -601,23 +601,29 @@ static _Thread_local int t_remembered;
 
 int vt__object_open_remembered(void) { return t_remembered; }
 
-static _Thread_local int t_remembered_by_read;
-
-int vt__object_open_remembered_by_read(void) { return t_remembered_by_read; }
-
-void vt__object_missing_by_read(const char *path)
+/* The remembered 404 of path, marked or asked (mark: set the mark). */
+static int by_read(const char *path, int mark)
 {
     char *id = object_id(path);
     vt_object *o;
+    int marked = 0;
     if (!id)
-        return;
+        return 0;
     pthread_mutex_lock(&table_mu);
     for (o = table[hash_str(id)]; o; o = o->next)
-        if (strcmp(o->id, id) == 0 && o->missing)
-            o->missing_by_read = 1;
+        if (strcmp(o->id, id) == 0 && o->missing) {
+            if (mark)
+                o->missing_by_read = 1;
+            marked |= o->missing_by_read;
+        }
     pthread_mutex_unlock(&table_mu);
     free(id);
+    return marked;
 }
+
+void vt__object_missing_by_read(const char *path) { (void)by_read(path, 1); }
+
+int vt__object_missing_was_read(const char *path) { return by_read(path, 0); }
 
 vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
                        char *errbuf, size_t errlen)
@@ -633,7 +639,6 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
     int remembered = 0, fresh_only = vt__object_non_cached(path);
 
     t_remembered = 0;
-    t_remembered_by_read = 0;
     *out = NULL;
     *http_status = 0;
     errbuf[0] = '\0';
@@ -664,7 +669,6 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
         break;
     }
     t_remembered = o && o->missing;
-    t_remembered_by_read = t_remembered && o->missing_by_read;
     if (o && o->missing) {
         /* A 404 seen less than VSITUNE_NEGATIVE_TTL ago. Only a 404: a
          * transient failure is never remembered. */

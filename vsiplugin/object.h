@@ -46,9 +46,8 @@ int vt__object_open_remembered(void);
  * and opens then say no status, gdal_error.h). The mark goes with the 404. */
 void vt__object_missing_by_read(const char *path);
 
-/* 1 when the calling thread's last vt__object_open was a remembered 404
- * marked by vt__object_missing_by_read. */
-int vt__object_open_remembered_by_read(void);
+/* 1 when path's remembered 404 carries that mark. */
+int vt__object_missing_was_read(const char *path);
 
 /* 1 when GDAL's CPL_VSIL_CURL_NON_CACHED names path ("bucket/key"): every
  * open then re-validates the object with the server. */

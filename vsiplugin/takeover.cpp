@@ -297,8 +297,10 @@ class Hooks
             // An error set before stays as GDAL would leave it
             int prior = VSIGetLastErrorNo();
             std::string prior_msg = prior ? VSIGetLastErrorMsg() : "";
+            vt__handler_open_asks_no_error(!set_error);
             VT_OPEN_RESULT h =
                 g_reader->Open(rn.c_str(), access, set_error, options);
+            vt__handler_open_asks_no_error(0);
             if (!h && set_error) {
                 /* Replaces the plugin handler's "<name>: strerror" text; no
                  * error at all for a missing key, as stock GDAL. */

@@ -187,6 +187,63 @@ static void test_known_failure(void **state)
 #endif
 }
 
+/* An open that asks for no error, or meets one already set: GDAL's
+ * GetFileSizeOrHeaders (the same from 3.6 to 3.13) sets its VSI error only
+ * when asked and none is set, but for S3's body, which sets it whenever
+ * asked; it warns whenever it sets none itself (but for 400 and 404). */
+static void test_in_context(void **state)
+{
+    (void)state;
+    const char *denied = XML("AccessDenied", "Access Denied");
+    vt_gdal_fail net = {.err = VT_ENETWORK, .status = 0, .where = "s3://b/k.tif",
+                        .url = URL, .transport = "Failed to connect"};
+    vt_gdal_fail body = {.err = VT_EACCESS, .status = 403, .body = denied,
+                         .body_len = strlen(denied), .where = "s3://b/k.tif",
+                         .url = URL};
+    vt_gdal_fail nf = {.err = VT_ENOTFOUND, .status = 404, .where = "s3://b/k.tif",
+                       .url = URL};
+    vt_gdal_fail cr = {.err = VT_ECREDS, .where = "s3://b/k.tif"};
+    vt_gdal_report r;
+
+    /* asked, nothing set before: as vt__gdal_error_for_open */
+    vt__gdal_error_for_open(&net, &r);
+    vt__gdal_error_in_context(&net, 1, 0, &r);
+    assert_int_equal(r.vsie, VSIE_HttpError);
+    assert_int_equal(r.warn, 0);
+    /* not asked: no error, the warning with status 0 */
+    vt__gdal_error_for_open(&net, &r);
+    vt__gdal_error_in_context(&net, 0, 0, &r);
+    assert_int_equal(r.vsie, VSIE_None);
+    assert_int_equal(r.cple, CPLE_None);
+    assert_int_equal(r.warn, 1);
+    assert_string_equal(r.warning, "HTTP response code on " URL ": 0");
+    /* asked over an earlier error: the same */
+    vt__gdal_error_for_open(&net, &r);
+    vt__gdal_error_in_context(&net, 1, 1, &r);
+    assert_int_equal(r.vsie, VSIE_None);
+    assert_int_equal(r.warn, 1);
+    /* S3's body: sets it over an earlier one, warns either way */
+    vt__gdal_error_for_open(&body, &r);
+    vt__gdal_error_in_context(&body, 1, 1, &r);
+    assert_int_equal(r.vsie, VSIE_AWSAccessDenied);
+    assert_int_equal(r.warn, 1);
+    vt__gdal_error_for_open(&body, &r);
+    vt__gdal_error_in_context(&body, 0, 0, &r);
+    assert_int_equal(r.vsie, VSIE_None);
+    assert_int_equal(r.warn, 1);
+    assert_string_equal(r.warning, "HTTP response code on " URL ": 403");
+    /* a 404 is never warned of */
+    vt__gdal_error_for_open(&nf, &r);
+    vt__gdal_error_in_context(&nf, 0, 0, &r);
+    assert_int_equal(r.vsie, VSIE_None);
+    assert_int_equal(r.warn, 0);
+    /* no credentials: no request, unchanged */
+    vt__gdal_error_for_open(&cr, &r);
+    vt__gdal_error_in_context(&cr, 0, 1, &r);
+    assert_int_equal(r.vsie, VSIE_AWSInvalidCredentials);
+    assert_int_equal(r.warn, 0);
+}
+
 /* The words of the release built against for "no credentials". */
 static void test_no_creds_words(void **state)
 {
@@ -237,6 +294,7 @@ int main(void)
         cmocka_unit_test(test_credentials),
         cmocka_unit_test(test_known_failure),
         cmocka_unit_test(test_no_creds_words),
+        cmocka_unit_test(test_in_context),
         cmocka_unit_test(test_vsie_to_cple),
         cmocka_unit_test(test_bounds),
     };

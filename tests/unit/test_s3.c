@@ -20,6 +20,7 @@
 #include <cpl_vsi.h>
 
 #include "creds.h"
+#include "gdal_error.h"
 #include "s3.h"
 #include "sigv4.h"
 #include "xmlscan.h"
@@ -326,13 +327,16 @@ static void test_no_credentials(void **state)
 {
     (void)state;
     vt_s3_request r;
-    char err[512];
+    char err[1024], words[1024];
     CPLSetConfigOption("AWS_ACCESS_KEY_ID", "");
     CPLSetConfigOption("AWS_SECRET_ACCESS_KEY", "");
     assert_int_equal(vt__s3_build_get("bucket", "k", 0, 1, NULL, &r, err,
                                       sizeof(err)), VT_ECREDS);
-    assert_ptr_equal(strstr(err, "AWS_SECRET_ACCESS_KEY and AWS_NO_SIGN_REQUEST "
-                                 "configuration options not defined"), err);
+    /* GDAL's words, those of the release built against (up to the file
+     * they name) */
+    vt__gdal_no_creds_words(words, sizeof(words), "/f");
+    assert_true(strlen(err) > 40);
+    assert_int_equal(strncmp(err, words, strcspn(words, "/")), 0);
     assert_null(r.url);
     assert_null(r.headers);
 }
