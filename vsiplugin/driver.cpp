@@ -41,14 +41,22 @@ class VtDriver final : public GDALDriver
 
 extern "C" void vt__driver_register(const char *name, const char *prefix,
                                     const char *version,
+                                    const char *built_for,
                                     void (*on_unload)(void))
 {
     GDALDriver *drv = new VtDriver();
     drv->SetDescription(name);
     drv->SetMetadataItem(GDAL_DCAP_RASTER, "YES");  // else GDAL warns at load
-    drv->SetMetadataItem(GDAL_DMD_LONGNAME,
-                         "vsitune: fewer requests for /vsis3/ reads");
+    // The long name is what `gdalinfo --formats` lists: version and GDAL in it.
+    std::string longname = std::string("vsitune ") + version +
+                           " (built for GDAL " + built_for +
+                           "): fewer requests for " + prefix + " reads";
+    drv->SetMetadataItem(GDAL_DMD_LONGNAME, longname.c_str());
+    // `gdalinfo --format VSITUNE` prints these under "Other metadata items".
     drv->SetMetadataItem("VSITUNE_VERSION", version);
+    drv->SetMetadataItem("VSITUNE_BUILT_FOR_GDAL", built_for);
+    drv->SetMetadataItem("VSITUNE_RUNNING_GDAL",
+                         GDALVersionInfo("RELEASE_NAME"));
     drv->SetMetadataItem("VSITUNE_PREFIX", prefix);
     g_on_unload = on_unload;
     drv->pfnUnloadDriver = unload_driver;

@@ -25,9 +25,13 @@
 #define VT_DRIVER_NAME "VSITUNE"
 
 /* GDAL's C++ plugin handler ABI (VSIFilesystemHandler's vtable, used by
- * takeover.cpp) is that of the headers we were built against. */
+ * takeover.cpp) is that of the headers we were built against. The test
+ * suite builds a copy that claims another release (tests/CMakeLists.txt:
+ * -DVT_BUILT_MINOR=...) to see the guard below at work in a real GDAL. */
 #define VT_BUILT_MAJOR GDAL_VERSION_MAJOR
+#ifndef VT_BUILT_MINOR
 #define VT_BUILT_MINOR GDAL_VERSION_MINOR
+#endif
 
 static void unload(void)
 {
@@ -66,7 +70,8 @@ void GDALRegister_vsitune(void)
     VSIFreeFilesystemPluginCallbacksStruct(cb); /* GDAL keeps a copy */
     prefix = takeover ? "/vsis3/" : VT_READER_PREFIX;
     vt__cfg_set_prefix(prefix); /* path-specific options are under it */
-    vt__driver_register(VT_DRIVER_NAME, prefix, VT_VERSION, unload);
+    vt__driver_register(VT_DRIVER_NAME, prefix, VT_VERSION, GDAL_RELEASE_NAME,
+                        unload);
     vt__stats_install_exit_dump();
     CPLDebug("VSITUNE", "vsitune %s active on %s (GDAL %s)", VT_VERSION,
              prefix, GDALVersionInfo("RELEASE_NAME"));

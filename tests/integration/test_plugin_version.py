@@ -1,0 +1,118 @@
+"""test_plugin_version.py: which vsitune, built for which GDAL, and the load-time guard.
+
+- `gdalinfo --format VSITUNE` shows the plugin's version (the build's CMake project
+  version) and the GDAL it was built for (`gdal-config --version`, the headers of
+  this build) and the one running it; `gdalinfo --formats` lists both in its line.
+- The guard: a plugin built for another GDAL minor release takes nothing over. The
+  build makes such a copy (tests/CMakeLists.txt: the same sources with
+  VT_BUILT_MINOR one above this GDAL's, in <build>/tests/other-gdal/). Loaded by
+  this GDAL, it warns once per process (however often drivers are registered),
+  registers no driver, and /vsis3/ is GDAL's own: the lab sees exactly the
+  requests stock GDAL makes, none of them vsitune's.
+Runs on every GDAL the suite runs on (scripts/test.sh: host, trixie, sid).
+"""
+
+import re
+import subprocess
+
+import pytest
+
+import lab_client
+from test_vsitune_helpers import PY, by_vsitune, kinds, last_seq, s3path
+
+OTHER = lab_client.build_dir() / "tests" / "other-gdal"
+
+
+def _cmake_cache(name):
+    text = (lab_client.build_dir() / "CMakeCache.txt").read_text()
+    m = re.search(rf"^{name}:[A-Z]+=(.*)$", text, re.M)
+    assert m, f"{name} not in CMakeCache.txt"
+    return m.group(1)
+
+
+def _gdal_config_version():
+    return subprocess.run(["gdal-config", "--version"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def _other_items(stdout):
+    """The "Other metadata items:" of `gdalinfo --format X` as a dict."""
+    items, inside = {}, False
+    for line in stdout.splitlines():
+        if line.strip() == "Other metadata items:":
+            inside = True
+        elif inside and line.startswith("    ") and "=" in line:
+            k, v = line.strip().split("=", 1)
+            items[k] = v
+        elif inside:
+            break
+    return items
+
+
+def test_format_shows_version_and_gdal(gdal, lab):
+    version, built_for = _cmake_cache("CMAKE_PROJECT_VERSION"), _gdal_config_version()
+    vt, _ = gdal.run(["gdalinfo", "--format", "VSITUNE"], vsitune=True)
+    assert vt.returncode == 0, vt.stderr
+    items = _other_items(vt.stdout)
+    assert items.get("VSITUNE_VERSION") == version, vt.stdout
+    assert items.get("VSITUNE_BUILT_FOR_GDAL") == built_for, vt.stdout
+    assert items.get("VSITUNE_RUNNING_GDAL") == built_for, vt.stdout
+    assert items.get("VSITUNE_PREFIX") == "/vsis3/", vt.stdout
+    want = f"vsitune {version} (built for GDAL {built_for})"
+    assert f"Long Name: {want}" in vt.stdout, vt.stdout
+
+    formats, _ = gdal.run(["gdalinfo", "--formats"], vsitune=True)
+    line = [ln for ln in formats.stdout.splitlines() if ln.strip().startswith("VSITUNE ")]
+    assert len(line) == 1 and want in line[0], formats.stdout
+
+    stock, _ = gdal.run(["gdalinfo", "--format", "VSITUNE"])
+    assert "VSITUNE_VERSION" not in stock.stdout
+    assert lab.log() == []  # none of this asks the lab anything
+
+
+# Register drivers twice (as rasterio does), then read one pixel through /vsis3/.
+PIXEL = """
+import sys
+from osgeo import gdal
+gdal.AllRegister()
+gdal.AllRegister()
+print("driver", gdal.GetDriverByName("VSITUNE") is not None)
+ds = gdal.Open(sys.argv[1])
+print("pixel", int(ds.GetRasterBand(1).ReadAsArray(1500, 700, 1, 1)[0][0]))
+"""
+
+
+def test_other_gdal_release_leaves_vsis3_alone(gdal, lab, small_cog):
+    if not (OTHER / "gdal_vsitune.so").is_file():
+        pytest.skip(f"{OTHER}/gdal_vsitune.so not built")
+    running = _gdal_config_version()
+    major, minor = running.split(".")[:2]
+    args = [PY, "-c", PIXEL, s3path(small_cog)]
+
+    stock, _ = gdal.run(args)
+    stock_log = lab.log()
+    mark = last_seq(lab)
+    other, _ = gdal.run(args, extra={"GDAL_DRIVER_PATH": str(OTHER)})
+    other_log = lab.log(since=mark)
+
+    assert stock.returncode == 0, stock.stderr
+    assert other.returncode == 0, other.stderr
+    # the same answer, with no driver registered
+    assert "driver False" in other.stdout and "driver False" in stock.stdout
+    assert stock.stdout.split("pixel")[1] == other.stdout.split("pixel")[1]
+    # one warning naming both releases, and nothing else from vsitune
+    warned = [ln for ln in other.stderr.splitlines() if "vsitune" in ln]
+    assert len(warned) == 1, other.stderr
+    assert f"was built for GDAL {major}.{int(minor) + 1} " in warned[0], warned[0]
+    assert f"this process runs GDAL {running}" in warned[0], warned[0]
+    assert "vsitune is not active: /vsis3/ is GDAL's own." in warned[0], warned[0]
+    assert "vsitune" not in stock.stderr
+    # the wire: stock GDAL's own requests, none made by vsitune
+    assert stock_log and kinds(other_log) == kinds(stock_log), \
+        (kinds(stock_log), kinds(other_log))
+    assert by_vsitune(other_log) == []
+
+    formats, _ = gdal.run(["gdalinfo", "--formats"], extra={"GDAL_DRIVER_PATH": str(OTHER)})
+    assert formats.returncode == 0
+    assert "VSITUNE" not in formats.stdout
+    assert formats.stderr.count("vsitune is not active") == 1, formats.stderr
