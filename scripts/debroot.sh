@@ -18,7 +18,8 @@
 # - Prints DIR on success.
 # --run DIR ... -- CMD: runs CMD as root inside DIR (chroot) with a clean
 #   environment (PATH, HOME, LANG, plus CI and every VT_* variable of the caller),
-#   /proc, /dev and /sys mounted, and each HOST folder bound at IN (read-only with :ro).
+#   /proc, /dev and /sys mounted (/dev/shm its own, empty), and each HOST folder bound
+#   at IN (read-only with :ro).
 #
 # Mounts are made in private mount and PID namespaces (unshare): they exist only
 # for the command and vanish with it however it ends (nothing to unmount, nothing
@@ -41,8 +42,9 @@ die() { echo "debroot: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot, mount)"
 
 # Run "$@" inside the root $DIR, in private mount + PID namespaces. Mounts: /proc
-# (of the new PID namespace), /dev and /sys (recursive binds: pts, shm, cgroups: the
-# tunerd tests read and make cgroups as on the host), then the BINDS
+# (of the new PID namespace), /dev and /sys (recursive binds: pts, cgroups: the
+# tunerd tests read and make cgroups as on the host), a fresh tmpfs on /dev/shm (the
+# root's own), then the BINDS
 # ("HOST:IN" or "HOST:IN:ro"; IN is made in the root when missing).
 BINDS=()
 in_root() {
@@ -62,6 +64,9 @@ in_root() {
       shift 2
       mount -t proc proc "$R/proc"
       mount --rbind /dev "$R/dev"
+      # a /dev/shm of its own: names made from PIDs of this PID namespace (shared-cache
+      # segments, semaphores) must not meet those of the host or of another root
+      mount -t tmpfs -o mode=1777,nosuid,nodev shm "$R/dev/shm"
       mount --rbind /sys "$R/sys"
       while [ "$n" -gt 0 ]; do
         src=${1%%:*} dst=${1#*:} ro=${1##*:}
@@ -141,7 +146,7 @@ if [ ! -d "$DIR" ]; then
   # Does the mirror serve the suite at all?
   url=$MIRROR/dists/$SUITE/InRelease
   code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 60 --retry 2 "$url" 2>&1) ||
-    skipped "the mirror $MIRROR cannot be reached: $code"
+    skipped "the mirror $MIRROR cannot be reached: $(grep -v '^000$' <<<"$code" | tr '\n' ' ')"
   [ "$code" = 200 ] || skipped "the mirror answers HTTP $code for $url"
   rm -rf --one-file-system "$DIR.tmp"
   echo "debroot: debootstrap $SUITE into $DIR (minbase, $MIRROR)" >&2

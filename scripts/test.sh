@@ -9,13 +9,17 @@
 #
 # Inside a root the plugin is built from this tree (bound at /vt/src) into
 # $BUILD_DIR/in-<suite>, and the tests run there unchanged: the lab (node, nghttpx)
-# and stock GDAL, the oracle, are the root's own. A per-GDAL summary ends the run.
+# and stock GDAL, the oracle, are the root's own. The roots run one after another
+# while this machine's suite runs (their output in $BUILD_DIR/phase-<suite>/log,
+# printed when this machine's suite is done). A per-GDAL summary ends the run.
 # Exit status: 0 when every GDAL passed (a root whose suite the Debian mirror does
-# not serve is SKIPPED, loudly); 1 otherwise.
+# not serve is SKIPPED, loudly, and does not fail the run); 1 otherwise: a root
+# that cannot be made for another reason, a build failure or a test failure.
 #
-# Environment: VT_TEST_GDALS (which ones to run: "host trixie sid"; default host for now),
-# BUILD_DIR (default ./build), VT_ROOTS_DIR (default $BUILD_DIR/roots: the roots are
-# made once, about 5 minutes each, and reused).
+# Environment: VT_TEST_GDALS (which ones to run; default "host trixie sid"),
+# VT_TEST_PARALLEL (1, the default: the roots beside this machine's suite; 0: one
+# GDAL after another), BUILD_DIR (default ./build), VT_ROOTS_DIR (default
+# $BUILD_DIR/roots: the roots are made once, about 5 minutes each, and reused).
 # Extra arguments go to every pytest run. `test.sh --here [pytest args]` runs the
 # suite on this system only (what each root runs). The fuzzers (scripts/fuzz.sh)
 # run on this machine only: they exercise vsitune's own parsers, not GDAL.
@@ -54,8 +58,7 @@ fi
 # (which the roots use too), its build.
 "$ROOT/scripts/setup.sh"
 
-# trixie and sid join the default once the plugin builds there (issue 10)
-GDALS=${VT_TEST_GDALS:-host}
+GDALS=${VT_TEST_GDALS:-host trixie sid}
 ROOTS_DIR=${VT_ROOTS_DIR:-$BUILD_DIR/roots}
 # What a root needs to build and test vsitune: scripts/setup.sh's Debian packages less
 # the host-only ones (npm: the lab's packages come from the host's tests/lab/node_modules,
@@ -73,8 +76,6 @@ ROOT_DEBS=(
   zip unzip
   prometheus jq
 )
-declare -A STATUS SECS RDIRS GDALVER
-ORDER=()
 
 # counts NSKIPPED NBROKEN DIR... -> one line per results folder "ctest: P passed, F failed, S skipped;
 # pytest: ...", then a last line with the totals over all of them (JUnit XML files)
@@ -104,85 +105,148 @@ print(f"{tot[0]} passed, {tot[1]} failed, {tot[2]} skipped")
 PYEOF
 }
 
-# Make (or check) the roots in the background while this machine's suite runs: it is
-# mostly download and unpack time.
-declare -A PREP
+# What each GDAL's phase leaves in $BUILD_DIR/phase-<g>/: status (passed, FAILED or
+# SKIPPED), seconds, gdal (its version), results (the JUnit XML folder), and for a
+# root its whole output (log). A root's phase may run in the background.
+phase_dir() { echo "$BUILD_DIR/phase-$1"; }
+phase_set() { printf '%s\n' "$3" >"$(phase_dir "$1")/$2"; }
+phase_get() { cat "$(phase_dir "$1")/$2" 2>/dev/null || true; }
+
+# Run "$@" in the background and wait for it, so that a TERM to this shell (the
+# trap below) can end it at once instead of after it finishes.
+CHILD=
+run_child() {
+  local rc=0
+  "$@" &
+  CHILD=$!
+  wait "$CHILD" || rc=$?
+  CHILD=
+  return "$rc"
+}
+
+host_phase() {
+  local t0=$SECONDS
+  echo "===== GDAL on this machine ($(. /etc/os-release && echo "$PRETTY_NAME"))"
+  if here "$@"; then phase_set host status passed; else phase_set host status FAILED; fi
+  phase_set host gdal "$(gdal-config --version 2>/dev/null || echo '?')"
+  phase_set host results "$BUILD_DIR/results"
+  phase_set host seconds $((SECONDS - t0))
+}
+
+# root_phase SUITE PREP_PID [pytest args]: wait for the root's preparation (started
+# by roots_phases), then build and run the suite inside it.
+root_phase() {
+  local g=$1 prep=$2 t0=$SECONDS rc=0
+  shift 2
+  local rdir=$ROOTS_DIR/$g bdir=$BUILD_DIR/in-$g
+  echo "===== GDAL of Debian $g (a root made by scripts/debroot.sh)"
+  wait "$prep" || rc=$?
+  grep -v "^$rdir\$" "$ROOTS_DIR/$g.prepare.log" || true
+  if [ "$rc" = 3 ]; then
+    phase_set "$g" status SKIPPED
+    phase_set "$g" why "$(grep -m1 '^SKIPPED: ' "$ROOTS_DIR/$g.prepare.log" || echo 'SKIPPED: the mirror')"
+    echo "SKIPPED: GDAL of Debian $g: the Debian mirror does not serve it (message above)"
+  elif [ "$rc" != 0 ]; then
+    phase_set "$g" status FAILED
+    echo "FAILED: GDAL of Debian $g: the root could not be made (message above)"
+  else
+    mkdir -p "$bdir"
+    rm -f "$bdir/results/"*.xml  # a failed build must not show an older run's results
+    local binds=(--bind "$ROOT:/vt/src" --bind "$bdir:/vt/build") sh
+    # ../shared (test data: beside the clone, or two levels up from a git worktree
+    # under <clone's parent>/wt/) where the tests look for it: beside the tree
+    for sh in "$ROOT/../shared" "$ROOT/../../shared"; do
+      if [ -d "$sh" ]; then binds+=(--bind "$(cd "$sh" && pwd):/vt/shared:ro"); break; fi
+    done
+    if run_child "$ROOT/scripts/debroot.sh" --run "$rdir" "${binds[@]}" -- \
+         BUILD_DIR=/vt/build VT_SKIP_APT=1 VT_FIXTURE_DIR=/vt/build/fixtures VT_FUZZ=0 \
+         /bin/bash /vt/src/scripts/test.sh --here "$@"; then
+      phase_set "$g" status passed
+    else
+      phase_set "$g" status FAILED
+    fi
+    phase_set "$g" gdal "$("$ROOT/scripts/debroot.sh" --run "$rdir" -- gdal-config --version 2>/dev/null || echo '?')"
+    phase_set "$g" results "$bdir/results"
+  fi
+  phase_set "$g" seconds $((SECONDS - t0))
+}
+
+# Every root, one after another (their preparation, mostly download and unpack
+# time, all at once first); each one's output also goes to its phase's log.
+roots_phases() {
+  local g
+  declare -A prep
+  for g in "${ROOTS[@]}"; do
+    "$ROOT/scripts/debroot.sh" "$g" "$ROOTS_DIR/$g" "${ROOT_DEBS[@]}" \
+      >"$ROOTS_DIR/$g.prepare.log" 2>&1 &
+    prep[$g]=$!
+  done
+  # shellcheck disable=SC2317
+  trap 'kill "${prep[@]}" $CHILD 2>/dev/null; exit 143' TERM
+  for g in "${ROOTS[@]}"; do
+    root_phase "$g" "${prep[$g]}" "$@" > >(tee "$(phase_dir "$g")/log") 2>&1
+    wait $!  # tee's last lines
+  done
+}
+
+ORDER=() ROOTS=()
 mkdir -p "$ROOTS_DIR"
 for g in $GDALS; do
-  [ "$g" = host ] && continue
-  "$ROOT/scripts/debroot.sh" "$g" "$ROOTS_DIR/$g" "${ROOT_DEBS[@]}" >"$ROOTS_DIR/$g.prepare.log" 2>&1 &
-  PREP[$g]=$!
-done
-# shellcheck disable=SC2317
-stop_prep() { local p; for p in "${PREP[@]}"; do kill "$p" 2>/dev/null || true; done; }
-trap stop_prep EXIT
-
-for g in $GDALS; do
   ORDER+=("$g")
-  t0=$SECONDS
-  if [ "$g" = host ]; then
-    echo "===== GDAL on this machine ($(. /etc/os-release && echo "$PRETTY_NAME"))"
-    if here "$@"; then STATUS[$g]=passed; else STATUS[$g]=FAILED; fi
-    GDALVER[$g]=$(gdal-config --version 2>/dev/null || echo '?')
-    RDIRS[$g]=$BUILD_DIR/results
-  else
-    echo "===== GDAL of Debian $g (a root made by scripts/debroot.sh)"
-    rdir=$ROOTS_DIR/$g
-    set +e
-    wait "${PREP[$g]}"
-    rc=$?
-    set -e
-    grep -v "^$rdir\$" "$ROOTS_DIR/$g.prepare.log" || true
-    if [ "$rc" = 3 ]; then
-      STATUS[$g]=SKIPPED
-      echo "SKIPPED: GDAL of Debian $g: the Debian mirror does not serve it (message above)"
-    elif [ "$rc" != 0 ]; then
-      STATUS[$g]=FAILED
-      echo "FAILED: GDAL of Debian $g: the root could not be made (message above)"
-    else
-      bdir=$BUILD_DIR/in-$g
-      mkdir -p "$bdir"
-      rm -f "$bdir/results/"*.xml  # a failed build must not show an older run's results
-      binds=(--bind "$ROOT:/vt/src" --bind "$bdir:/vt/build")
-      # ../shared (test data: beside the clone, or two levels up from a git worktree
-      # under <clone's parent>/wt/) where the tests look for it: beside the tree
-      for sh in "$ROOT/../shared" "$ROOT/../../shared"; do
-        if [ -d "$sh" ]; then binds+=(--bind "$(cd "$sh" && pwd):/vt/shared:ro"); break; fi
-      done
-      if "$ROOT/scripts/debroot.sh" --run "$rdir" "${binds[@]}" -- \
-           BUILD_DIR=/vt/build VT_SKIP_APT=1 VT_FIXTURE_DIR=/vt/build/fixtures VT_FUZZ=0 \
-           /bin/bash /vt/src/scripts/test.sh --here "$@"; then
-        STATUS[$g]=passed
-      else
-        STATUS[$g]=FAILED
-      fi
-      GDALVER[$g]=$("$ROOT/scripts/debroot.sh" --run "$rdir" -- gdal-config --version 2>/dev/null || echo '?')
-      RDIRS[$g]=$bdir/results
-    fi
-  fi
-  SECS[$g]=$((SECONDS - t0))
+  [ "$g" = host ] || ROOTS+=("$g")
+  rm -rf "$(phase_dir "$g")"
+  mkdir -p "$(phase_dir "$g")"
 done
+
+# The roots' suites run while this machine's does (VT_TEST_PARALLEL=0: one after the
+# other): the integration tests mostly wait on the lab's delays, so two suites at
+# once on two cores take about as long as the longer one. A root's output is then
+# kept in its log and printed whole once this machine's suite is done.
+PARALLEL=${VT_TEST_PARALLEL:-1}
+[ "${#ROOTS[@]}" -gt 0 ] && [[ " $GDALS " == *" host "* ]] || PARALLEL=0
+ROOTS_PID=
+# shellcheck disable=SC2317
+stop_roots() { [ -z "$ROOTS_PID" ] || kill "$ROOTS_PID" 2>/dev/null || true; }
+trap stop_roots EXIT
+if [ "${#ROOTS[@]}" -gt 0 ]; then
+  if [ "$PARALLEL" = 1 ]; then
+    echo "===== GDAL of Debian ${ROOTS[*]}: running in the background (logs: $BUILD_DIR/phase-*/log)"
+    roots_phases "$@" >/dev/null 2>&1 &
+    ROOTS_PID=$!
+  fi
+fi
+if [[ " $GDALS " == *" host "* ]]; then host_phase "$@"; fi
+if [ "${#ROOTS[@]}" -gt 0 ]; then
+  if [ "$PARALLEL" = 1 ]; then
+    wait "$ROOTS_PID" || true
+    ROOTS_PID=
+    for g in "${ROOTS[@]}"; do cat "$(phase_dir "$g")/log" 2>/dev/null || true; done
+  else
+    roots_phases "$@"
+  fi
+fi
 
 echo
 echo "===== summary (per GDAL)"
 rc=0
 dirs=()
-for g in "${ORDER[@]}"; do
-  res=
-  if [ -d "${RDIRS[$g]:-/nonexistent}" ]; then
-    res=$(counts 0 0 "${RDIRS[$g]}" | head -1)
-    dirs+=("${RDIRS[$g]}")
-  fi
-  printf '%-7s GDAL %-7s %-8s %5d s  %s\n' "$g" "${GDALVER[$g]:-?}" "${STATUS[$g]}" \
-    "${SECS[$g]}" "$res"
-  [ "${STATUS[$g]}" = FAILED ] && rc=1
-done
-echo "total time $SECONDS s"
-# The closing line: every GDAL's ctest and pytest counts added up.
 nskip=0 nbroken=0
 for g in "${ORDER[@]}"; do
-  [ "${STATUS[$g]}" = SKIPPED ] && nskip=$((nskip + 1))
-  [ "${STATUS[$g]}" = FAILED ] && [ ! -f "${RDIRS[$g]:-/nonexistent}/pytest.xml" ] && nbroken=$((nbroken + 1))
+  st=$(phase_get "$g" status) res='' rd=$(phase_get "$g" results)
+  [ -n "$st" ] || st=FAILED  # the phase did not end (killed)
+  if [ -n "$rd" ] && [ -d "$rd" ]; then
+    res=$(counts 0 0 "$rd" | head -1)
+    dirs+=("$rd")
+  fi
+  secs=$(phase_get "$g" seconds)
+  printf '%-7s GDAL %-7s %-8s %5d s  %s\n' "$g" "$(phase_get "$g" gdal)" "$st" \
+    "${secs:-0}" "$res"
+  [ "$st" = SKIPPED ] && echo "        $(phase_get "$g" why)"
+  [ "$st" = FAILED ] && rc=1
+  [ "$st" = SKIPPED ] && nskip=$((nskip + 1))
+  [ "$st" = FAILED ] && [ ! -f "${rd:-/nonexistent}/pytest.xml" ] && nbroken=$((nbroken + 1))
 done
+echo "total time $SECONDS s ($([ "$PARALLEL" = 1 ] && echo "the roots beside this machine's suite" || echo "one GDAL after another"))"
+# The closing line: every GDAL's ctest and pytest counts added up.
 echo "total: $(counts "$nskip" "$nbroken" "${dirs[@]}" | tail -1)"
 exit "$rc"
