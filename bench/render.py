@@ -361,6 +361,51 @@ def _vname(res, n):
             "vsitune": f"vsitune on {ver}"}[c["kind"]]
 
 
+def _host_version(res):
+    return next((g["version"] for g in res["gdals"].values() if not g["root"]), "?")
+
+
+def _speed_heads(res):
+    return [f"speed vs stock {_host_version(res)}", "speed vs stock of its GDAL"]
+
+
+def _speed_cells(c):
+    return [x(c.get("speed_vs_stock_host")), x(c.get("speed_vs_stock_same"))]
+
+
+def sec_headline_versions(r):
+    """The headline measures on both GDAL releases of scenario 9 (one run): stock and
+    vsitune on each; requests as the lab saw them, speeds as ratios to stock GDAL of
+    this machine measured in the same run."""
+    res = r["scenarios"].get("gdal_versions")
+    if not res or "error" in res or "skipped" in res or "cold" not in res:
+        return ""
+    names = [n for n, c in res["contenders"].items() if c["kind"] in ("stock", "vsitune")]
+    host = _host_version(res)
+    rows = []
+    for what, label in (("window", "cold 512x512 window"), ("gdalinfo", "`gdalinfo`")):
+        for ep in sorted({c["protocol"] for c in res["cold"]}):
+            cells = {c["contender"]: c for c in res["cold"] if c["what"] == what and c["protocol"] == ep}
+            rows.append([f"{label}, {PROTO.get(ep, ep)}: requests (LIST) / speed"] +
+                        [f"{f(cells[n]['requests'])} ({f(cells[n]['lists'])}) / "
+                         f"{x(cells[n].get('speed_vs_stock_host'))}" if n in cells else "–"
+                         for n in names])
+    for ep in sorted({t["protocol"] for t in res["tiles"]}):
+        cells = {t["contender"]: t for t in res["tiles"] if t["protocol"] == ep}
+        rows.append([f"tile server, {res['threads']} threads, {PROTO.get(ep, ep)}: "
+                     "speed / connections / runs stalled"] +
+                    [f"{x(cells[n].get('speed_vs_stock_host'))} / {f(cells[n]['connections'])} / "
+                     f"{cells[n]['slow_runs']} of {len(cells[n]['runs'])}" if n in cells else "–"
+                     for n in names])
+    return ("### The headline on GDAL 3.6 and 3.13 (section 9, one run)\n\n"
+            f"Stock GDAL and vsitune on this machine's GDAL {host} and on Debian sid's, "
+            f"alternated in one run, RTT {res['rtt_ms']} ms. Speed: how many times faster than "
+            f"stock GDAL {host} in the same run (cold window: open + read inside the process; "
+            "gdalinfo: wall time less the root's launcher; tile server: windows/s). A tile-server "
+            f"run of {res['stall_s']} s or more counts as stalled.\n\n" +
+            table(["measure"] + [_vname(res, n) for n in names], rows))
+
+
 def sec_versions(r):
     res, why = _section(r, "gdal_versions", "9. GDAL 3.13 beside GDAL 3.6")
     if res is None:
@@ -392,32 +437,33 @@ def sec_versions(r):
             continue
         rows.append([PROTO.get(c["protocol"], c["protocol"]), _vname(res, c["contender"]),
                      f"{f(c['requests'])} ({f(c['lists'])} LIST, {f(c['heads'])} HEAD)",
-                     f(c["bytes"]), f(_ms(c["open_read_s"])), f(c["wrong_checksums"]),
-                     f(c["failed"])])
+                     f(c["bytes"]), f(_ms(c["open_read_s"])), *_speed_cells(c),
+                     f(c["wrong_checksums"]), f(c["failed"])])
     t1 = ("### Cold 512x512 window\n\n" +
           table(["protocol", "contender", "requests", "bytes", "open + read ms",
-                 "wrong checksums", "failed"], rows))
+                 *_speed_heads(res), "wrong checksums", "failed"], rows))
     rows = []
     for c in res["cold"]:
         if c["what"] != "gdalinfo":
             continue
         rows.append([PROTO.get(c["protocol"], c["protocol"]), _vname(res, c["contender"]),
                      f"{f(c['requests'])} ({f(c['lists'])} LIST, {f(c['heads'])} HEAD)",
-                     f(_ms(c["wall_less_launcher_s"])), f(c["failed"])])
+                     f(_ms(c["wall_less_launcher_s"])), *_speed_cells(c), f(c["failed"])])
     t2 = ("### gdalinfo, cold\n\n" +
-          table(["protocol", "contender", "requests", "wall ms (less the launcher)", "failed"],
-                rows))
+          table(["protocol", "contender", "requests", "wall ms (less the launcher)",
+                 *_speed_heads(res), "failed"], rows))
     rows = []
     for t in res["tiles"]:
         rows.append([PROTO.get(t["protocol"], t["protocol"]), _vname(res, t["contender"]),
-                     f(t["windows_per_s"], 1), f(t["connections"]),
+                     f(t["windows_per_s"], 1), *_speed_cells(t), f(t["connections"]),
                      f"{t['slow_runs']} of {len(t['runs'])}", ", ".join(f(w, 0) for w in t["walls_s"]),
                      f(t["wrong_checksums"]), f(t["failed"])])
     t3 = (f"### Tile server, {res['threads']} threads, {res['requests_per_run']} windows per run\n\n"
           f"A run may take up to {res['stall_timeout_s']} s (past nghttpx's 180 s idle timeout, so a "
           f"stall shows as what it costs); h2 runs {res['stall_reps']} times per contender, "
           f"HTTP/1.1 once. A run of {res['stall_s']} s or more counts as stalled.\n\n" +
-          table(["protocol", "contender", "windows/s", "conn.", f"runs >= {res['stall_s']} s",
+          table(["protocol", "contender", "windows/s", *_speed_heads(res), "conn.",
+                 f"runs >= {res['stall_s']} s",
                  "each run's wall s", "wrong checksums", "failed"], rows))
     # the stall question, in words, from the numbers
     said = []
@@ -567,6 +613,7 @@ def render(results, docs, source="bench/results/results.json"):
         "request and connection counts and instruction counts do not.\n",
         sec_machine(results),
         sec_headline(results),
+        sec_headline_versions(results),
         sec_cold(results, "cold_window", "1. Cold window (seed 001)",
                  "A fresh Python process (osgeo.gdal) opens the COG on /vsis3/ and reads one "
                  "512x512 window (one internal tile); wall = the whole process, start to exit, "

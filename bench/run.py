@@ -47,7 +47,7 @@ FULL = {
     "cpu_windows": 8, "cpu_protocol": "h1tls", "cpu_reps": 1, "cpu_timeout": 300,
     "tunerd_runs": 200, "load_runs": 10,
     "versions_rtt_ms": 100, "versions_protocols": ["h1", "h2"], "versions_cold_reps": 3,
-    "versions_stall_reps": 3, "versions_stall_s": 60, "versions_stall_timeout": 240,
+    "versions_stall_reps": 5, "versions_stall_s": 60, "versions_stall_timeout": 240,
     "shared_protocol": "h1", "shared_rtt_ms": 20,
     "dask_workers": 4, "dask_region": 8192, "dask_chunk": 1024, "dask_x0": 1024,
     "dask_y0": 1024, "dask_timeout": 900,

@@ -247,4 +247,31 @@ def gdal_versions(ctx):
                 "latency_max_s": max([r["latency_max_s"] for r in ok] or [None],
                                      key=lambda v: -1 if v is None else v),
             })
+    _speeds(out, gs[0].name)
     return out
+
+
+def _speeds(out, host):
+    """Each cell's speed against stock GDAL of this machine and against stock GDAL of
+    its own release, measured side by side in this run (> 1: faster): cold window by
+    the open + read time inside the process, gdalinfo by the wall time less the
+    launcher's cost, the tile server by windows/s."""
+    def ratio(num, den):
+        return num / den if num and den else None
+
+    def stock_of(cells, cell, gdal):
+        name = f"stock@{gdal}"
+        return next((c for c in cells if c["contender"] == name and
+                     c["protocol"] == cell["protocol"] and c.get("what") == cell.get("what")), None)
+
+    for c in out["cold"]:
+        key = "open_read_s" if c["what"] == "window" else "wall_less_launcher_s"
+        own = out["contenders"][c["contender"]]["gdal"]
+        for label, gdal in (("speed_vs_stock_host", host), ("speed_vs_stock_same", own)):
+            ref = stock_of(out["cold"], c, gdal)
+            c[label] = ratio(ref and ref[key], c[key])
+    for t in out["tiles"]:
+        own = out["contenders"][t["contender"]]["gdal"]
+        for label, gdal in (("speed_vs_stock_host", host), ("speed_vs_stock_same", own)):
+            ref = stock_of(out["tiles"], t, gdal)
+            t[label] = ratio(t["windows_per_s"], ref and ref["windows_per_s"])
