@@ -9,17 +9,17 @@
 #
 # Inside a root the plugin is built from this tree (bound at /vt/src) into
 # $BUILD_DIR/in-<suite>, and the tests run there unchanged: the lab (node, nghttpx)
-# and stock GDAL, the oracle, are the root's own. The roots run one after another
-# while this machine's suite runs (their output in $BUILD_DIR/phase-<suite>/log,
-# printed when this machine's suite is done). A per-GDAL summary ends the run.
+# and stock GDAL, the oracle, are the root's own. The roots run at the same time as
+# this machine's suite (their output in $BUILD_DIR/phase-<suite>/log, printed when
+# all are done). A per-GDAL summary ends the run.
 # Exit status: 0 when every GDAL passed (a root whose suite the Debian mirror does
 # not serve is SKIPPED, loudly, and does not fail the run); 1 otherwise: a root
 # that cannot be made for another reason, a build failure or a test failure.
 #
 # Environment: VT_TEST_GDALS (which ones to run; default "host trixie sid"),
-# VT_TEST_PARALLEL (1, the default: the roots beside this machine's suite; 0: one
-# GDAL after another), BUILD_DIR (default ./build), VT_ROOTS_DIR (default
-# $BUILD_DIR/roots: the roots are made once, about 5 minutes each, and reused).
+# VT_TEST_PARALLEL (1, the default: every GDAL at once; 0: one after another),
+# BUILD_DIR (default ./build), VT_ROOTS_DIR (default $BUILD_DIR/roots: the roots are
+# made once, about 5 minutes each, and reused).
 # Extra arguments go to every pytest run. `test.sh --here [pytest args]` runs the
 # suite on this system only (what each root runs). The fuzzers (scripts/fuzz.sh)
 # run on this machine only: they exercise vsitune's own parsers, not GDAL.
@@ -133,14 +133,15 @@ host_phase() {
   phase_set host seconds $((SECONDS - t0))
 }
 
-# root_phase SUITE PREP_PID [pytest args]: wait for the root's preparation (started
-# by roots_phases), then build and run the suite inside it.
+# root_phase SUITE [pytest args]: make (or check) the root, then build and run the
+# suite inside it.
 root_phase() {
-  local g=$1 prep=$2 t0=$SECONDS rc=0
-  shift 2
+  local g=$1 t0=$SECONDS rc=0
+  shift
   local rdir=$ROOTS_DIR/$g bdir=$BUILD_DIR/in-$g
   echo "===== GDAL of Debian $g (a root made by scripts/debroot.sh)"
-  wait "$prep" || rc=$?
+  run_child "$ROOT/scripts/debroot.sh" "$g" "$rdir" "${ROOT_DEBS[@]}" \
+    >"$ROOTS_DIR/$g.prepare.log" 2>&1 || rc=$?
   grep -v "^$rdir\$" "$ROOTS_DIR/$g.prepare.log" || true
   if [ "$rc" = 3 ]; then
     phase_set "$g" status SKIPPED
@@ -171,22 +172,12 @@ root_phase() {
   phase_set "$g" seconds $((SECONDS - t0))
 }
 
-# Every root, one after another (their preparation, mostly download and unpack
-# time, all at once first); each one's output also goes to its phase's log.
-roots_phases() {
-  local g
-  declare -A prep
-  for g in "${ROOTS[@]}"; do
-    "$ROOT/scripts/debroot.sh" "$g" "$ROOTS_DIR/$g" "${ROOT_DEBS[@]}" \
-      >"$ROOTS_DIR/$g.prepare.log" 2>&1 &
-    prep[$g]=$!
-  done
+# root_job SUITE [pytest args]: root_phase with its output in the phase's log only
+# (it runs in the background, beside the other GDALs).
+root_job() {
   # shellcheck disable=SC2317
-  trap 'kill "${prep[@]}" $CHILD 2>/dev/null; exit 143' TERM
-  for g in "${ROOTS[@]}"; do
-    root_phase "$g" "${prep[$g]}" "$@" > >(tee "$(phase_dir "$g")/log") 2>&1
-    wait $!  # tee's last lines
-  done
+  trap '[ -z "$CHILD" ] || kill "$CHILD" 2>/dev/null; exit 143' TERM
+  root_phase "$@" >"$(phase_dir "$1")/log" 2>&1
 }
 
 ORDER=() ROOTS=()
@@ -198,33 +189,34 @@ for g in $GDALS; do
   mkdir -p "$(phase_dir "$g")"
 done
 
-# The roots' suites run while this machine's does (VT_TEST_PARALLEL=0: one after the
-# other): the integration tests mostly wait on the lab's delays, so two suites at
-# once on two cores take about as long as the longer one. A root's output is then
-# kept in its log and printed whole once this machine's suite is done.
+# Every GDAL at once (VT_TEST_PARALLEL=0: one after the other): the integration
+# tests mostly wait on the lab's delays (two suites at once used 0.8 of a core on
+# average), so the run takes about as long as the longest suite.
+# The roots' output is kept in their logs and printed whole once all are done.
+# Nothing of one suite meets another: each lab picks free ports, a root has its own
+# PID namespace, /tmp and /dev/shm.
 PARALLEL=${VT_TEST_PARALLEL:-1}
-[ "${#ROOTS[@]}" -gt 0 ] && [[ " $GDALS " == *" host "* ]] || PARALLEL=0
-ROOTS_PID=
+declare -A JOB
 # shellcheck disable=SC2317
-stop_roots() { [ -z "$ROOTS_PID" ] || kill "$ROOTS_PID" 2>/dev/null || true; }
+stop_roots() { local p; for p in "${JOB[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap stop_roots EXIT
-if [ "${#ROOTS[@]}" -gt 0 ]; then
-  if [ "$PARALLEL" = 1 ]; then
-    echo "===== GDAL of Debian ${ROOTS[*]}: running in the background (logs: $BUILD_DIR/phase-*/log)"
-    roots_phases "$@" >/dev/null 2>&1 &
-    ROOTS_PID=$!
-  fi
+if [ "$PARALLEL" = 1 ]; then
+  for g in "${ROOTS[@]}"; do
+    echo "===== GDAL of Debian $g: running in the background (log: $(phase_dir "$g")/log)"
+    root_job "$g" "$@" &
+    JOB[$g]=$!
+  done
 fi
 if [[ " $GDALS " == *" host "* ]]; then host_phase "$@"; fi
-if [ "${#ROOTS[@]}" -gt 0 ]; then
+for g in "${ROOTS[@]}"; do
   if [ "$PARALLEL" = 1 ]; then
-    wait "$ROOTS_PID" || true
-    ROOTS_PID=
-    for g in "${ROOTS[@]}"; do cat "$(phase_dir "$g")/log" 2>/dev/null || true; done
+    wait "${JOB[$g]}" || true
+    unset "JOB[$g]"
+    cat "$(phase_dir "$g")/log" 2>/dev/null || true
   else
-    roots_phases "$@"
+    root_phase "$g" "$@"
   fi
-fi
+done
 
 echo
 echo "===== summary (per GDAL)"
@@ -246,7 +238,7 @@ for g in "${ORDER[@]}"; do
   [ "$st" = SKIPPED ] && nskip=$((nskip + 1))
   [ "$st" = FAILED ] && [ ! -f "${rd:-/nonexistent}/pytest.xml" ] && nbroken=$((nbroken + 1))
 done
-echo "total time $SECONDS s ($([ "$PARALLEL" = 1 ] && echo "the roots beside this machine's suite" || echo "one GDAL after another"))"
+echo "total time $SECONDS s ($([ "$PARALLEL" = 1 ] && echo "every GDAL at once" || echo "one GDAL after another"))"
 # The closing line: every GDAL's ctest and pytest counts added up.
 echo "total: $(counts "$nskip" "$nbroken" "${dirs[@]}" | tail -1)"
 exit "$rc"

@@ -27,6 +27,7 @@ import stat
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -347,7 +348,8 @@ def test_fork_worker_oom_killed_is_not_ended(lab, small_cog, stats_dir):
     if not os.access(cg_root, os.W_OK):
         pytest.skip("needs root and a writable cgroup v1 memory hierarchy")
     env = vsitune_env(lab, stats_dir)
-    cg = cg_root / f"tunerd-oom-{os.getpid()}"
+    # unique across PID namespaces too (scripts/test.sh runs roots' suites at once)
+    cg = cg_root / f"tunerd-oom-{uuid.uuid4().hex[:12]}"
     cg.mkdir()
     try:
         (cg / "memory.limit_in_bytes").write_text(str(600 * 2**20))
