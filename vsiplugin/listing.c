@@ -546,28 +546,34 @@ void vt__listing_remember_names(const char *dirpath, char **names)
     insert_made(l);
 }
 
+/* mu held: the fresh names-only listing of path's directory, or NULL;
+ * ep is path's endpoint identity. */
+static vt_listing *gdal_dir_of(const char *path, const char *ep)
+{
+    vt_listing *l;
+    size_t epl = strlen(ep), dl = (size_t)(strrchr(path, '/') + 1 - path);
+    long t = ttl(path);
+    time_t now = time(NULL);
+    for (l = table; l; l = l->next)
+        if (l->names_only && now - l->at < t && l->dir_len == dl &&
+            strncmp(l->path, path, dl) == 0 && strncmp(l->id, ep, epl) == 0 &&
+            l->id[epl] == '\n')
+            return l;
+    return NULL;
+}
+
 char **vt__listing_names_of_dir(const char *path, size_t max_names)
 {
     vt_listing *l;
     char ep[1024], **out = NULL;
-    size_t epl, dl, i;
-    long t = ttl(path);
-    time_t now = time(NULL);
-    const char *base = strrchr(path, '/');
+    size_t i;
 
-    if (!base || vt__object_non_cached(path) ||
+    if (!strrchr(path, '/') || vt__object_non_cached(path) ||
         !endpoint_of(path, ep, sizeof(ep)))
         return NULL;
-    epl = strlen(ep);
-    dl = (size_t)(base + 1 - path);
     pthread_mutex_lock(&mu);
-    for (l = table; l; l = l->next) {
-        if (!l->names_only || now - l->at >= t || l->dir_len != dl ||
-            strncmp(l->path, path, dl) != 0 || strncmp(l->id, ep, epl) != 0 ||
-            l->id[epl] != '\n')
-            continue;
-        if (max_names > 0 && l->page.n > max_names)
-            break;
+    l = gdal_dir_of(path, ep);
+    if (l && (max_names == 0 || l->page.n <= max_names)) {
         out = calloc(l->page.n + 1, sizeof(char *));
         for (i = 0; out && i < l->page.n; i++)
             if (!(out[i] = strdup(l->page.e[i].name))) {
@@ -576,7 +582,6 @@ char **vt__listing_names_of_dir(const char *path, size_t max_names)
                 free(out);
                 out = NULL;
             }
-        break;
     }
     pthread_mutex_unlock(&mu);
     return out;
@@ -584,17 +589,20 @@ char **vt__listing_names_of_dir(const char *path, size_t max_names)
 
 int vt__listing_in_gdal_dir(const char *path)
 {
-    char **names;
+    vt_listing *l;
+    char ep[1024];
     const char *base = strrchr(path, '/');
-    int found = 0;
+    int found = -1;
     size_t i;
-    if (!base || !(names = vt__listing_names_of_dir(path, 0)))
+
+    if (!base || vt__object_non_cached(path) ||
+        !endpoint_of(path, ep, sizeof(ep)))
         return -1;
-    for (i = 0; names[i]; i++) {
-        found |= strcmp(names[i], base + 1) == 0;
-        free(names[i]);
-    }
-    free(names);
+    pthread_mutex_lock(&mu);
+    if ((l = gdal_dir_of(path, ep)) != NULL)
+        for (found = 0, i = 0; i < l->page.n && !found; i++)
+            found = strcmp(l->page.e[i].name, base + 1) == 0;
+    pthread_mutex_unlock(&mu);
     return found;
 }
 
