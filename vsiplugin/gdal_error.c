@@ -199,6 +199,33 @@ int vt__gdal_error_for_known(const vt_gdal_fail *f, int set_error,
 #endif
 }
 
+int vt__gdal_keeps_failure(const vt_gdal_fail *f)
+{
+    if (f->err == VT_ECREDS)
+        return 0;
+#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
+    return f->status > 0;
+#else
+    return 1;
+#endif
+}
+
+int vt__gdal_error_for_open_again(const vt_gdal_fail *f, int set_error,
+                                  int vsi_error_set, vt_gdal_report *out)
+{
+    vt_gdal_report first;
+    if (!vt__gdal_error_for_known(f, set_error, 0, vsi_error_set, out))
+        return 0;
+    vt__gdal_error_for_open(f, &first); /* for its detail */
+    snprintf(out->detail, sizeof(out->detail), "%s", first.detail);
+    if (out->vsie != VSIE_None && f->status > 0 && f->body && f->body_len > 0) {
+        size_t n = strlen(out->message);
+        snprintf(out->message + n, sizeof(out->message) - n, " (vsitune: %s)",
+                 first.detail);
+    }
+    return 1;
+}
+
 int vt__gdal_read_of_missing_says(void)
 {
     return GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0);

@@ -47,6 +47,9 @@ typedef struct vt_gdal_fail {
                               (already in GDAL's words), else NULL */
     const char *where;     /* "s3://bucket/key" */
     const char *url;       /* the URL asked (GDAL's warning names it) or NULL */
+    int again;             /* the same failure as the last one this process
+                              saw for the name (s3_fail.c), which stock GDAL
+                              would have answered from its cache */
 } vt_gdal_fail;
 
 #define VT_GDAL_MSG_CAP 2048
@@ -94,6 +97,25 @@ void vt__gdal_error_in_context(const vt_gdal_fail *f, int set_error,
 int vt__gdal_error_for_known(const vt_gdal_fail *f, int set_error,
                              int size_asked, int vsi_error_set,
                              vt_gdal_report *out);
+
+/* 1 when stock GDAL keeps the failure f of a name in its cache of file
+ * properties, so that its next open or stat of the name meets it without a
+ * request (vt__gdal_error_for_known words that): any HTTP answer; a failure
+ * without one only up to GDAL 3.12 (3.13 asks again: "Do not update cached
+ * file properties if cURL returned a non-HTTP error"); never a credentials
+ * failure (no request was made). */
+int vt__gdal_keeps_failure(const vt_gdal_fail *f);
+
+/* The open of a name failing again as f (f->again, vt__gdal_keeps_failure)
+ * as stock GDAL words it, its answer coming from its cache: filled by
+ * vt__gdal_error_for_known for an open (set_error: the open's bSetError;
+ * vsi_error_set: a VSI error is set already), where GDAL's message (3.10+:
+ * "HTTP response code: <n>") gets vsitune's detail appended when S3 sent an
+ * error body, as vt__gdal_error_for_open does. Returns 0 when GDAL says
+ * nothing (GDAL 3.6-3.9; no VSI error, no warning: GDALOpen then reports
+ * "... does not exist in the file system ..."), else 1 and *out. */
+int vt__gdal_error_for_open_again(const vt_gdal_fail *f, int set_error,
+                                  int vsi_error_set, vt_gdal_report *out);
 
 /* 1 when stock GDAL's first read of a name it opened without checking it
  * (an empty handle on an extension-less name) sets the server's error as the

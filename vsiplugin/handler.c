@@ -354,9 +354,11 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
  * GDAL does (gdal_error.h): GDAL's class and message, vsitune's detail after
  * it, and GDAL's warning "HTTP response code on <url>: <n>" where GDAL emits
  * one, for this open (set_error: vt__handler_open_asks_no_error) with a VSI
- * error set before it or not (vsi_error_set). 0 when there is no such answer
- * to report (the caller words it). */
-static int report_as_gdal(const char *path, int vsi_error_set)
+ * error set before it or not (vsi_error_set); again_ok: when the failure is
+ * the one this name met last (gdal_error.h, vt_gdal_fail.again), as GDAL
+ * words a failure it remembers. 0 when there is no such answer to report
+ * (the caller words it). */
+static int report_as_gdal(const char *path, int vsi_error_set, int again_ok)
 {
     char *bucket = NULL, *key = NULL;
     vt_gdal_fail f;
@@ -364,9 +366,22 @@ static int report_as_gdal(const char *path, int vsi_error_set)
     int found = vt__s3_split(path, &bucket, &key) == VT_OK &&
                 vt__s3_last_failure(bucket, key, &f);
 
-    if (found) {
+    if (found && again_ok && f.again && vt__gdal_keeps_failure(&f) &&
+        !vt__object_non_cached(path)) {
+        /* The same failure as this name's last one: GDAL would have met it
+         * in its cache (asked again here all the same: a healed server is
+         * read at once) and words it so; 3.6 says nothing at all. */
+        memset(&rep, 0, sizeof(rep));
+        if (!vt__gdal_error_for_open_again(&f, !t_open_no_error,
+                                           vsi_error_set, &rep))
+            rep.vsie = VSIE_None;
+        CPLDebug("VSITUNE", "open %s failed as before: worded as GDAL's "
+                 "remembered failure", path);
+    } else if (found) {
         vt__gdal_error_for_open(&f, &rep);
         vt__gdal_error_in_context(&f, !t_open_no_error, vsi_error_set, &rep);
+    }
+    if (found) {
         t_open_quiet = rep.vsie == VSIE_None;
         if (rep.warn)
             CPLError(CE_Warning, CPLE_AppDefined, "%s", rep.warning);
@@ -488,7 +503,7 @@ static void *cb_open(void *ud, const char *path, const char *access)
             int remembered = vt__object_open_remembered();
             int words = remembered ? known_failure(path, err, status, 1, 0,
                                                    vsi_set, &rep)
-                                   : report_as_gdal(path, vsi_set);
+                                   : report_as_gdal(path, vsi_set, 0);
             switch (stock_on_missing(path)) {
             case MISSING_SILENT:
                 t_open_error[0] = '\0';
@@ -528,7 +543,20 @@ static void *cb_open(void *ud, const char *path, const char *access)
             t_open_error[0] = '\0';
             return h;
         }
-        if (!report_as_gdal(path, vsi_set)) {
+        if (vt__object_open_remembered()) {
+            /* A missing bucket vsitune remembers (VSITUNE_NEGATIVE_TTL), no
+             * request: GDAL meets its cached failure too (gdal_error.h) */
+            t_open_error[0] = '\0';
+            if (known_failure(path, err, status, !t_open_no_error, 0, vsi_set,
+                              &rep) &&
+                rep.vsie != VSIE_None) {
+                t_open_error_class = rep.cple;
+                snprintf(t_open_error, sizeof(t_open_error), "%s",
+                         rep.message);
+            }
+            return NULL;
+        }
+        if (!report_as_gdal(path, vsi_set, 1)) {
             t_open_error_class = cple_for(status, errbuf);
             snprintf(t_open_error, sizeof(t_open_error), "%s", errbuf);
         }

@@ -527,12 +527,25 @@ static _Thread_local struct {
     char message[1024]; /* VT_ECREDS: the chain's words */
     char body[FAIL_BODY_CAP];
     size_t body_len;
+    int again; /* the same failure as the name's last one (s3_fail.c) */
 } t_fail;
 
+/* first: the request answers for the name itself (an open's or a stat's:
+ * a HEAD, or a GET from byte 0 not pinned to an ETag), whose failure GDAL
+ * would keep in its cache; its failure is noted (vt__s3_fail_note). */
 static void fail_record(const char *bucket, const char *key, vt_err err,
                         const vt_http_resp *r, const char *url,
-                        const char *message)
+                        const char *message, int first)
 {
+    t_fail.again = 0;
+    if (first) {
+        char *code = r && r->body && r->body_len
+                         ? vt__xml_tag((const char *)r->body, r->body_len, "Code")
+                         : NULL;
+        t_fail.again = vt__s3_fail_note(bucket, key, r ? r->status : 0, err,
+                                        code);
+        free(code);
+    }
     t_fail.set = 1;
     t_fail.err = err;
     t_fail.status = r ? r->status : 0;
@@ -568,6 +581,7 @@ int vt__s3_last_failure(const char *bucket, const char *key,
     out->message = t_fail.message[0] ? t_fail.message : NULL;
     out->where = t_fail.where;
     out->url = t_fail.url[0] ? t_fail.url : NULL;
+    out->again = t_fail.again;
     return 1;
 }
 
@@ -586,6 +600,10 @@ static vt_err s3_perform(const char *method, const char *bucket,
     struct vt_s3_route rt, next;
     char url[4096] = "";
 
+    /* the name's own first answer (see fail_record) */
+    int first = !query && *key &&
+                (!strcmp(method, "HEAD") || (off == 0 && !if_match));
+
     memset(resp, 0, sizeof(*resp));
     t_fail.set = 0;
     err = begin(bucket, key, &rt, errbuf, errlen);
@@ -595,7 +613,7 @@ static vt_err s3_perform(const char *method, const char *bucket,
         err = build_in(method, bucket, key, query, off, len, if_match, &rt,
                        &rq, errbuf, errlen);
         if (err) {
-            fail_record(bucket, key, err, NULL, NULL, errbuf);
+            fail_record(bucket, key, err, NULL, NULL, errbuf, 0);
             return err;
         }
         if (max_body)
@@ -605,7 +623,7 @@ static vt_err s3_perform(const char *method, const char *bucket,
         vt__s3_request_clear(&rq);
         if (err) {
             vt__s3_describe(errbuf, errlen, bucket, key, resp, err);
-            fail_record(bucket, key, err, resp, url, NULL);
+            fail_record(bucket, key, err, resp, url, NULL, first);
             return err;
         }
         long st = resp->status;
@@ -627,7 +645,9 @@ static vt_err s3_perform(const char *method, const char *bucket,
     err = vt__s3_status_err(resp->status);
     if (err) {
         vt__s3_describe(errbuf, errlen, bucket, key, resp, err);
-        fail_record(bucket, key, err, resp, url, NULL);
+        fail_record(bucket, key, err, resp, url, NULL, first);
+    } else if (!query && *key) {
+        vt__s3_fail_ok(bucket, key);
     }
     return err;
 }

@@ -96,6 +96,12 @@ struct vt_gdal_fail;
 int vt__s3_last_failure(const char *bucket, const char *key,
                         struct vt_gdal_fail *out);
 
+/* Forget the failures remembered for the wording of a failure met again
+ * (s3_fail.c) of every name starting with prefix ("bucket/dir", leading '/'
+ * skipped; NULL or "": all): VSICurlClearCache, VSICurlPartialClearCache
+ * and a write, as GDAL forgets its cached properties. Thread-safe. */
+void vt__s3_forget_failures(const char *prefix);
+
 /* Forget remembered redirects (VSICurlClearCache, as GDAL forgets its). */
 void vt__s3_forget_routes(void);
 

@@ -37,6 +37,19 @@ vt_err vt__s3_route(const char *bucket, const char *key,
 void vt__s3_route_remember(const char *bucket, const char *key,
                            const struct vt_s3_route *r, int temporary);
 
+/* A failure of a request answering for bucket/key itself (an open's or a
+ * stat's first request; s3.c): status (0: no HTTP answer), vsitune's err
+ * and S3's <Code> (NULL or ""). Returns 1 when it is the same failure as the
+ * last one this process saw for that name (same status, err and code), 0
+ * for a first or different one; remembers this one either way. Only for
+ * the wording (s3_fail.c); never decides a request. Thread-safe. */
+int vt__s3_fail_note(const char *bucket, const char *key, long status,
+                     vt_err err, const char *code);
+
+/* A request for bucket/key succeeded: its next failure is a first one.
+ * Lock-free when no failure is remembered. Thread-safe. */
+void vt__s3_fail_ok(const char *bucket, const char *key);
+
 /* A region name as S3 spells them: lowercase letters, digits, '-'. */
 int vt__s3_valid_region(const char *r);
 

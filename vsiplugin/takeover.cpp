@@ -165,14 +165,18 @@ bool is_ours(const char *name)
 // Forget what vsitune knows of a /vsis3/ name (written, deleted, renamed).
 void forget(const char *name)
 {
-    if (is_ours(name))
+    if (is_ours(name)) {
         vt__object_forget(name + kStockPrefixLen);
+        vt__s3_forget_failures(name + kStockPrefixLen);
+    }
 }
 
 void forget_prefix(const char *name)
 {
-    if (is_ours(name))
+    if (is_ours(name)) {
         vt__object_forget_prefix(name + kStockPrefixLen);
+        vt__s3_forget_failures(name + kStockPrefixLen);
+    }
 }
 
 // The VSIE_ code matching a CPLE_ class, so that VSIToCPLError restores it.
@@ -452,6 +456,7 @@ class Hooks
         orig(&Hooks::ClearCache);
         vt__object_clear_all();
         vt__s3_forget_routes(); /* GDAL forgets its redirects too */
+        vt__s3_forget_failures(nullptr); /* and the failures it kept */
         vt__creds_reset();      /* and the credentials it fetched */
     }
     void PartialClearCache(const char *prefix)

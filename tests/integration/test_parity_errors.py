@@ -26,32 +26,14 @@ SCENARIOS = {
     "unreachable": (OK, {"AWS_S3_ENDPOINT": "127.0.0.1:9"}),
 }
 
-_RIO = ("by design: the name failed before in this process; GDAL remembers that and its open "
-        "says '... does not exist in the file system ...', vsitune asks again and says why")
-_VSIERR = ("by design: the name failed before in this process; GDAL remembers that and sets no "
-           "VSI error (0, ''), vsitune asks again and sets the cause")
+# A name that fails again the same way as the last time this process saw it fail is
+# worded as stock GDAL words the failure it remembers (its cache of file properties):
+# GDAL 3.6 sets no VSI error and GDALOpen says "... does not exist in the file system ...";
+# 3.10+ sets "HTTP response code: <n>"; 3.13 remembers no failure without an HTTP answer.
+# vsitune remembers only how the name failed, never that it failed: it asks again each
+# time (test_failure_met_again_is_asked_again below).
 XFAIL = {}
-# By design (docs/compatibility.md): vsitune never remembers a failure (but a 404), so a name
-# opened again after it failed reports the cause again where GDAL remembers it and stays silent.
-# GDAL 3.13 no longer remembers a failure without an HTTP answer (cpl_vsil_curl.cpp: "Do not
-# update cached file properties if cURL returned a non-HTTP error"): there the unreachable
-# endpoint is asked again by both, and both say why.
-for sc in SCENARIOS:
-    if sc in ("no-credentials", "missing-key", "missing-key-noext"):
-        continue
-    if sc == "unreachable" and gdal_at_least(3, 13):
-        continue
-    XFAIL[("fopen_ex", sc)] = _VSIERR
-    XFAIL[("rasterio", sc)] = _RIO
 TOOL_XFAIL = {}
-# GDAL 3.13's ogrinfo opens the name a second time after the first open failed: the same
-# by-design difference in a tool (vsitune asks again and warns "HTTP response code on <url>:
-# 403" a second time; GDAL's second open meets its remembered failure and says nothing).
-if gdal_at_least(3, 13):
-    for sc in ("access-denied", "bad-secret", "unknown-key-id"):
-        TOOL_XFAIL[("ogrinfo", sc)] = (
-            "by design: GDAL 3.13's ogrinfo opens the failed name again; GDAL remembers the "
-            "failure and stays silent, vsitune asks again and repeats GDAL's 403 warning")
 
 
 OPS = ["gdalopen", "stat", "fopen_ex", "readdir", "rasterio"]
