@@ -82,3 +82,21 @@ def test_error_tool(lab, fixtures, tool, name):
     stock, vt = both_tool(lab, "errors", f"{tool} {name}", argv, extra=env, timeout=120)
     assert stock["rc"] != 0, stock
     assert_same(stock, vt, f"{tool} {name}")
+
+
+@pytest.mark.parametrize("name", ["access-denied", "missing-bucket", "unreachable"])
+def test_error_met_again_until_cache_cleared(lab, fixtures, name):
+    """In one process: the second open of a failed name is worded as GDAL words the failure
+    it remembers; VSICurlClearCache and a VSICurlPartialClearCache covering the name make the
+    next failure a first one again (GDAL asks again then), one of another prefix does not."""
+    path, env = SCENARIOS[name]
+    bucket_dir = path.rsplit("/", 1)[0]
+    other = "/vsis3/lab/parity/elsewhere" if "nosuchbucket" not in path else "/vsis3/otherbucket"
+    fopen = {"op": "fopen_ex", "path": path}
+    probes = [fopen, fopen,
+              {"op": "clear_cache"}, fopen, fopen,
+              {"op": "partial_clear_cache", "prefix": other}, fopen,
+              {"op": "partial_clear_cache", "prefix": bucket_dir}, fopen,
+              {"op": "raster", "path": path, "checksums": False}]
+    stock, vt = both(lab, "errors", f"met again {name}", probes, extra=env)
+    assert_same(stock, vt, f"met again {name}")

@@ -155,6 +155,41 @@ def test_object_replaced_mid_read_is_an_error(lab, small_cog, tmp_path):
     assert lab.log(since=mark2)[0]["range"].startswith("bytes=0-")
 
 
+def test_failed_open_is_asked_again_and_heals(lab, small_cog):
+    """No failure is remembered (issue 13): each open of a name that failed asks the server
+    again. When it fails the same way as the last time, it is worded as stock GDAL words a
+    failure it remembers (issue 9, test_parity_errors: 3.6 sets no VSI error and GDALOpen
+    says "does not exist in the file system"; 3.10+ "HTTP response code: 403"); a different
+    failure is reported with its own cause; once the server heals, the next open reads."""
+    from osgeo import gdal
+    key, path = small_cog["key"], s3path(small_cog)
+    asked, msgs = [], []
+    with Worker(lab, extra=FAST_RETRY) as w:
+        for fault in ("forbidden", "forbidden", "internal", None):
+            lab.clear_faults()
+            if fault:
+                lab.fault(fault, count=1000, key=key)
+            mark = last_seq(lab)
+            try:
+                msgs.append(w.call(OPEN_CODE, path=path))
+            except WorkerError as e:
+                msgs.append(" | ".join(m for _, _, m in e.answer["errors"]))
+            asked.append([e["status"] for e in lab.log(since=mark) if e["key"] == key])
+        lab.clear_faults()
+    first, again, other, healed = msgs
+    # every open asked the server, and was answered as the fault said
+    assert asked[0] and set(asked[0]) == {403} and set(asked[1]) == {403}, asked
+    assert asked[2] and set(asked[2]) == {500}, asked
+    assert 206 in asked[3], asked
+    assert "403" in first and "AccessDenied" in first and key in first, first
+    if int(gdal.VersionInfo()) >= 3100000:
+        assert "HTTP response code: 403" in again, again
+    else:
+        assert "does not exist in the file system" in again and "403" not in again, again
+    assert "500" in other and key in other, other
+    assert healed == 2048
+
+
 @pytest.mark.parametrize("endpoint", ["h1", "h2"])
 def test_stalled_tile_read_is_abandoned_and_retried(lab, small_cog, endpoint):
     # The lab sends headers and part of the body, then nothing, for ever. With a
