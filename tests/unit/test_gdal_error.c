@@ -187,6 +187,43 @@ static void test_known_failure(void **state)
 #endif
 }
 
+/* An open failing again as the name's last failure: the words of GDAL's
+ * open meeting the failure it keeps (VSICurlHandle::Exists), vsitune's
+ * detail after them where S3 sent a body; which failures GDAL keeps. */
+static void test_open_again(void **state)
+{
+    (void)state;
+    const char *denied = XML("AccessDenied", "Access Denied");
+    vt_gdal_fail f = {.err = VT_EACCESS, .status = 403, .body = denied,
+                      .body_len = strlen(denied), .where = "s3://b/k.tif",
+                      .url = URL, .again = 1};
+    vt_gdal_fail net = {.err = VT_ENETWORK, .status = 0, .where = "s3://b/k.tif",
+                        .url = URL, .transport = "Failed to connect"};
+    vt_gdal_fail cr = {.err = VT_ECREDS, .where = "s3://b/k.tif"};
+    vt_gdal_report r;
+    assert_int_equal(vt__gdal_keeps_failure(&f), 1);
+    assert_int_equal(vt__gdal_keeps_failure(&cr), 0); /* no request made */
+    /* never a warning, never over an error already set, never unasked */
+    assert_int_equal(vt__gdal_error_for_open_again(&f, 0, 0, &r), 0);
+    assert_int_equal(vt__gdal_error_for_open_again(&f, 1, 1, &r), 0);
+#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 10, 0)
+    assert_int_equal(vt__gdal_error_for_open_again(&f, 1, 0, &r), 1);
+    assert_int_equal(r.vsie, VSIE_HttpError);
+    assert_int_equal(r.cple, CPLE_HttpResponse);
+    assert_string_equal(r.message, "HTTP response code: 403 (vsitune: "
+                                   "s3://b/k.tif: HTTP 403 AccessDenied)");
+    assert_int_equal(r.warn, 0);
+#else
+    assert_int_equal(vt__gdal_error_for_open_again(&f, 1, 0, &r), 0);
+#endif
+#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
+    assert_int_equal(vt__gdal_keeps_failure(&net), 0); /* asked again */
+#else
+    assert_int_equal(vt__gdal_keeps_failure(&net), 1);
+    assert_int_equal(vt__gdal_error_for_open_again(&net, 1, 0, &r), 0);
+#endif
+}
+
 /* An open that asks for no error, or meets one already set: GDAL's
  * GetFileSizeOrHeaders (the same from 3.6 to 3.13) sets its VSI error only
  * when asked and none is set, but for S3's body, which sets it whenever
@@ -293,6 +330,7 @@ int main(void)
         cmocka_unit_test(test_transport),
         cmocka_unit_test(test_credentials),
         cmocka_unit_test(test_known_failure),
+        cmocka_unit_test(test_open_again),
         cmocka_unit_test(test_no_creds_words),
         cmocka_unit_test(test_in_context),
         cmocka_unit_test(test_vsie_to_cple),
