@@ -88,15 +88,17 @@ def test_error_tool(lab, fixtures, tool, name):
 def test_error_met_again_until_cache_cleared(lab, fixtures, name):
     """In one process: the second open of a failed name is worded as GDAL words the failure
     it remembers; VSICurlClearCache and a VSICurlPartialClearCache covering the name make the
-    next failure a first one again (GDAL asks again then), one of another prefix does not."""
+    next failure a first one again (GDAL asks again then), one of another prefix does not.
+    Each phase starts with a GDALOpen, as a user's session does (see docs/compatibility.md
+    for GDAL 3.13's wording when a bare VSIFOpenExL came first)."""
     path, env = SCENARIOS[name]
     bucket_dir = path.rsplit("/", 1)[0]
     other = "/vsis3/lab/parity/elsewhere" if "nosuchbucket" not in path else "/vsis3/otherbucket"
     fopen = {"op": "fopen_ex", "path": path}
-    probes = [fopen, fopen,
-              {"op": "clear_cache"}, fopen, fopen,
-              {"op": "partial_clear_cache", "prefix": other}, fopen,
-              {"op": "partial_clear_cache", "prefix": bucket_dir}, fopen,
-              {"op": "raster", "path": path, "checksums": False}]
+    raster = {"op": "raster", "path": path, "checksums": False}
+    probes = [raster, fopen, raster,
+              {"op": "clear_cache"}, raster, fopen,
+              {"op": "partial_clear_cache", "prefix": other}, fopen, raster,
+              {"op": "partial_clear_cache", "prefix": bucket_dir}, raster, fopen]
     stock, vt = both(lab, "errors", f"met again {name}", probes, extra=env)
     assert_same(stock, vt, f"met again {name}")

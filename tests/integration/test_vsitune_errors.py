@@ -173,7 +173,8 @@ def test_failed_open_is_asked_again_and_heals(lab, small_cog):
             try:
                 msgs.append(w.call(OPEN_CODE, path=path))
             except WorkerError as e:
-                msgs.append(" | ".join(m for _, _, m in e.answer["errors"]))
+                msgs.append(" | ".join([m for _, _, m in e.answer["errors"]]
+                                       + [e.answer.get("cpl") or ""]))
             asked.append([e["status"] for e in lab.log(since=mark) if e["key"] == key])
         lab.clear_faults()
     first, again, other, healed = msgs
