@@ -102,3 +102,19 @@ def test_error_met_again_until_cache_cleared(lab, fixtures, name):
               {"op": "partial_clear_cache", "prefix": bucket_dir}, raster, fopen]
     stock, vt = both(lab, "errors", f"met again {name}", probes, extra=env)
     assert_same(stock, vt, f"met again {name}")
+
+
+_BARE_FIRST = ("GDAL 3.13: after a bare VSIFOpenExL met the failure first, GDALOpen's stat "
+               "lists name/ once and stock reports that listing's S3 error (CPLE 14); vsitune's "
+               "stat words no listing error and gives the remembered wording (CPLE 11)")
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=[xfail(_BARE_FIRST)] if gdal_at_least(3, 13) else [])
+    for n in ("access-denied", "missing-bucket")])
+def test_error_bare_open_then_gdalopen(lab, fixtures, name):
+    """A VSIFOpenExL first, then a GDALOpen of the same failing name (docs/compatibility.md)."""
+    path, env = SCENARIOS[name]
+    probes = [{"op": "fopen_ex", "path": path}, {"op": "raster", "path": path, "checksums": False}]
+    stock, vt = both(lab, "errors", f"bare open first {name}", probes, extra=env)
+    assert_same(stock, vt, f"bare open first {name}")
