@@ -227,7 +227,7 @@ for g in "${ORDER[@]}"; do
   st=$(phase_get "$g" status) res='' rd=$(phase_get "$g" results)
   [ -n "$st" ] || st=FAILED  # the phase did not end (killed)
   if [ -n "$rd" ] && [ -d "$rd" ]; then
-    res=$(counts 0 0 "$rd" | head -1)
+    res=$(counts 0 0 "$rd" | sed -n 1p)  # sed reads all: no broken pipe
     dirs+=("$rd")
   fi
   secs=$(phase_get "$g" seconds)

@@ -72,9 +72,18 @@ def apply_thread_limit(n=None):
 
 
 def install(app):
-    """FastAPI / Starlette: apply_thread_limit() when the app starts. Returns app."""
-    async def _apply_tunerd_plan():
-        apply_thread_limit()
+    """FastAPI / Starlette: apply_thread_limit() when the app starts (at the start of its
+    lifespan, before the app's own; every Starlette release has router.lifespan_context,
+    where add_event_handler is gone from recent ones). Returns app."""
+    import contextlib
 
-    app.add_event_handler("startup", _apply_tunerd_plan)
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def _tunerd_lifespan(a):
+        apply_thread_limit()
+        async with inner(a) as state:
+            yield state
+
+    app.router.lifespan_context = _tunerd_lifespan
     return app
