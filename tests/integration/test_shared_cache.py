@@ -104,24 +104,33 @@ def run_readers(lab, cog, n, extra, windows, endpoint="h1"):
         assert res["nerrors"] == 0, res["errors"]
 
 
+def _gets(lab):
+    """(range GETs, bytes they carried) of the lab's log since its last reset."""
+    log = [e for e in lab.log() if e["kind"] == "GET_RANGE"]
+    return len(log), sum(e.get("bytes_sent") or 0 for e in log)
+
+
 def test_n_processes_cost_the_requests_of_one(lab, small_cog, pool):
-    """4 processes reading the same 8 windows at once cost what one costs alone
-    (coalesced across processes), where per-process caches cost 4 times as much.
-    Two processes may split one window's blocks between them (each fetching the
-    half it claimed first), so the bound is 1.25x, not 1x."""
+    """4 processes reading the same 8 windows at once fetch each byte once for the host
+    (coalesced across processes), where per-process caches fetch everything 4 times.
+    Processes claim blocks one at a time, so when two reach a window together each may
+    fetch the part it claimed first: the same bytes in more, smaller requests. Bytes are
+    therefore held to 1.1x of one process's, requests to at most half the private
+    caches' (the CI run with every GDAL at once saw 7 -> 14 once; 7 -> 7 alone)."""
     rnd = random.Random(11)
     wins = [(rnd.randrange(0, 1800), rnd.randrange(0, 1800), 240, 240) for _ in range(8)]
     run_readers(lab, small_cog, 1, shared(pool), wins)
-    one = lab.counts()["GET_RANGE"]
+    one, one_bytes = _gets(lab)
     lab.reset()
     run_readers(lab, small_cog, 4, shared(pool), wins)
-    four_shared = lab.counts()["GET_RANGE"]
+    four_shared, shared_bytes = _gets(lab)
     lab.reset()
     run_readers(lab, small_cog, 4, {"GDAL_CACHEMAX": "0"}, wins)
-    four_private = lab.counts()["GET_RANGE"]
-    assert one >= 5
-    assert four_private == 4 * one
-    assert one <= four_shared <= one * 1.25, (one, four_shared)
+    four_private, private_bytes = _gets(lab)
+    assert one >= 5 and one_bytes > 0
+    assert four_private == 4 * one and private_bytes == 4 * one_bytes
+    assert one_bytes <= shared_bytes <= one_bytes * 1.1, (one_bytes, shared_bytes)
+    assert one <= four_shared <= four_private / 2, (one, four_shared, four_private)
 
 
 POOL = HERE / "shm_pool.py"
