@@ -430,6 +430,9 @@ def sec_versions(r):
         "measured (sha256 prefix, build directory): " +
         "; ".join(f"{v['version']}: `{v['plugin']['sha256'][:12]}`, `{v['plugin']['build_dir']}`"
                   for v in gd.values() if v.get("plugin")) + ". " +
+        ("The libcurl each stock GDAL uses: " +
+         "; ".join(f"{v['version']}: {v['curl']}" for v in gd.values() if v.get("curl")) + ". "
+         if any(v.get("curl") for v in gd.values()) else "") +
         (r["meta"].get("root_note") or ""))
     rows = []
     for c in res["cold"]:

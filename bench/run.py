@@ -101,6 +101,9 @@ def parse_args(argv):
     ap.add_argument("--root", action="append", default=[], metavar="SUITE",
                     help="scenario 9: also measure the GDAL of this scripts/debroot.sh root "
                     "(e.g. sid; its plugin built by `VT_TEST_GDALS=SUITE scripts/test.sh`)")
+    ap.add_argument("--stall-reps", type=int, metavar="N",
+                    help="scenario 9: h2 tile-server runs per contender (default: 5; the "
+                    "stall question wants many)")
     ap.add_argument("--keep-others", action="store_true",
                     help="with --only: keep the other scenarios of the existing results file "
                     "(each scenario records the commit and date it was measured at)")
@@ -164,7 +167,9 @@ def main(argv=None):
               file=sys.stderr)
         return 2
     os.environ["VT_BUILD_DIR"] = str(Path(a.build_dir).resolve())
-    p = QUICK if a.quick else FULL
+    p = dict(QUICK if a.quick else FULL)
+    if a.stall_reps:
+        p["versions_stall_reps"] = a.stall_reps
     prog = common.Progress()
     t_start = time.monotonic()
     results = {

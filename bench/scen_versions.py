@@ -61,6 +61,20 @@ class Gdal:
         return env
 
 
+# The libcurl that GDAL's libgdal links, with its Debian package and version.
+CURL_OF_GDAL = r"""
+lib=$(ldd "$(command -v gdalinfo)" | awk '/libgdal\.so/{print $3}')
+c=$(ldd "$lib" | awk '/libcurl/{print $3}' | head -1)
+pkg=$(dpkg -S "$(readlink -f "$c")" 2>/dev/null | cut -d: -f1 | head -1)
+echo "$(basename "$c") ($(dpkg-query -W -f='${Package} ${Version}' "$pkg" 2>/dev/null))"
+"""
+
+
+def _curl_of(g):
+    cp = common.run_child(*g.argv(["bash", "-c", CURL_OF_GDAL], {}), timeout=60)
+    return cp.stdout.strip() or None
+
+
 def gdals(ctx):
     """This machine's GDAL and, per suite in ctx.roots, a root's (when built)."""
     out = [Gdal("host", version=common._version(["gdal-config", "--version"]))]
@@ -76,6 +90,8 @@ def gdals(ctx):
         cp = common.run_child(*g.argv(["gdal-config", "--version"], {}), timeout=60)
         g.version = cp.stdout.strip() or None
         out.append(g)
+    for g in out:
+        g.curl = _curl_of(g)
     return out
 
 
@@ -202,7 +218,8 @@ def gdal_versions(ctx):
            "requests_per_run": nreq, "cold_reps": cold_reps, "stall_reps": stall_reps,
            "stall_s": p["versions_stall_s"], "stall_timeout_s": p["versions_stall_timeout"],
            "expected_checksum": want, "expected_tiles_checksum": want_tiles,
-           "gdals": {g.name: {"version": g.version, "root": str(g.root) if g.root else None,
+           "gdals": {g.name: {"version": g.version, "curl": g.curl,
+                              "root": str(g.root) if g.root else None,
                               "launcher_s": launcher[g.name], "plugin": _plugin_of(g, ctx)}
                      for g in gs},
            "contenders": {n: {"gdal": g.name, "kind": k} for n, (g, k) in names.items()},
