@@ -403,7 +403,8 @@ def sec_headline_versions(r):
             f"stock GDAL {host} in the same run (cold window: open + read inside the process; "
             "gdalinfo: wall time less the root's launcher; tile server: windows/s). A tile-server "
             f"run of {res['stall_s']} s or more counts as stalled.\n\n" +
-            table(["measure"] + [_vname(res, n) for n in names], rows))
+            table(["measure"] + [_vname(res, n) for n in names], rows) + "\n\n" +
+            _stall_words(res))
 
 
 def sec_versions(r):
@@ -468,16 +469,19 @@ def sec_versions(r):
           table(["protocol", "contender", "windows/s", *_speed_heads(res), "conn.",
                  f"runs >= {res['stall_s']} s",
                  "each run's wall s", "wrong checksums", "failed"], rows))
-    # the stall question, in words, from the numbers
+    return "\n\n".join([intro, t1, t2, t3, _stall_words(res)])
+
+
+def _stall_words(res):
+    """The stall question, in words, from the numbers of scenario 9."""
     said = []
     for t in res["tiles"]:
         if t["protocol"] != "h2" or res["contenders"][t["contender"]]["kind"] == "vsitune":
             continue
         said.append(f"{_vname(res, t['contender'])}: {t['slow_runs']} of {len(t['runs'])} h2 runs "
                     f"stalled (longest {f(max(t['walls_s'] or [0]), 0)} s)")
-    stall = ("**The 180 s HTTP/2 stall** (stock GDAL multiplexing 16 threads over one h2 "
-             "connection): " + "; ".join(said) + ".")
-    return "\n\n".join([intro, t1, t2, t3, stall])
+    return ("**The 180 s HTTP/2 stall** (stock GDAL multiplexing 16 threads over one h2 "
+            "connection): " + "; ".join(said) + ".")
 
 
 # -- plots ---------------------------------------------------------------------------
