@@ -123,6 +123,7 @@ vt_err vt__cache_sh_wait(vt_cache *c, vt_block *b, char *msg, size_t msglen)
     size_t len = 0;
     int err = 0;
     vt_shmc_role r;
+    char why[1024]; /* the filler's words, kept for a later wait on b */
 
     copy_msg(msg, msglen, "");
     if (b->state == READY)
@@ -133,8 +134,10 @@ vt_err vt__cache_sh_wait(vt_cache *c, vt_block *b, char *msg, size_t msglen)
     }
     if (!b->sh_wait)
         return VT_EAGAIN; /* a fill the caller never made: make it now */
+    why[0] = '\0';
     r = vt__shmc_wait(c->shm, &b->ref, b->digest, b->index, c->shm_wait_ms,
-                      b->data, &len, &err, msg, msglen);
+                      b->data, &len, &err, why, sizeof(why));
+    copy_msg(msg, msglen, why);
     b->sh_wait = 0;
     switch (r) {
     case VT_SHMC_HIT:
@@ -149,6 +152,8 @@ vt_err vt__cache_sh_wait(vt_cache *c, vt_block *b, char *msg, size_t msglen)
             return VT_EAGAIN;    /* its filler gave up: fetch it ourselves */
         b->state = FAILED;
         b->err = err == VT_OK ? VT_EPROTO : (vt_err)err;
+        free(b->msg);
+        b->msg = why[0] ? strdup(why) : NULL;
         return b->err;
     case VT_SHMC_FILL:
         b->sh_fill = 1;

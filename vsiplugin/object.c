@@ -1054,7 +1054,7 @@ vt_err vt__object_read(vt_object *o, size_t n, void *const *dst,
     uint64_t *idx = NULL, ra_blocks = 0, first_fill = 0, last_fill = 0;
     pinned *p = NULL;
     size_t nidx = 0, cap = 0, i, np = 0;
-    int any_fill = 0;
+    int any_fill = 0, waited_out = 0;
     vt_err err = VT_OK;
 
     errbuf[0] = '\0';
@@ -1098,6 +1098,22 @@ vt_err vt__object_read(vt_object *o, size_t n, void *const *dst,
         if (!p[i].blk) {
             err = VT_ENOMEM;
             break;
+        }
+        if (p[i].role == VT_ROLE_WAIT && vt__cache_shared(c) &&
+            (waited_out || (!any_fill && i + 1 < np))) {
+            /* Another process is fetching this block, and we hold no claim
+             * yet: it claimed the rest of its run along with it. Wait for
+             * it before claiming further, so that a window two processes
+             * reach together is fetched once, not split between them into
+             * more, smaller requests. A filler given up on (too slow, or
+             * dead) makes the block ours, and the next ones it holds are
+             * waited for the same way (each wait bounded), so that what we
+             * take over is fetched as one run. Any other outcome is settled
+             * (the wait below returns it at once). */
+            if (vt__cache_wait(c, p[i].blk, NULL, 0) == VT_EAGAIN) {
+                p[i].role = VT_ROLE_FILL;
+                waited_out = 1;
+            }
         }
         if (p[i].role == VT_ROLE_FILL) {
             if (!any_fill)
