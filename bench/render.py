@@ -637,6 +637,7 @@ def render(results, docs, source="bench/results/results.json"):
         render_shared.sec_dask(results),
         render_shared.sec_tile_workers(results),
         render_shared.sec_pool5(results),
+        render_shared.sec_sidecars(results),
     ]
     if plt is None:
         parts.append("_Plots not drawn: python3-matplotlib is not installed._")

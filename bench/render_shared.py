@@ -107,3 +107,33 @@ def sec_pool5(r):
             f"{res['protocol']}. PSS: the parent and its workers at the end.\n\n" +
             table(["contender", "requests", "MiB", "windows/s", "PSS",
                    "segment: in PSS / in /dev/shm", "wrong windows"], rows))
+
+
+def _wire(req):
+    """'7 (1 LIST, 6 GET)': a side's requests by kind (HEADs only when there were any)."""
+    parts = [f"{req.get('LIST', 0)} LIST", f"{req.get('GET_RANGE', 0) + req.get('GET', 0)} GET"]
+    if req.get("HEAD"):
+        parts.append(f"{req['HEAD']} HEAD")
+    return f"{req.get('total', 0)} ({', '.join(parts)})"
+
+
+def sec_sidecars(r):
+    res, why = _section(r, "sidecars", "13. The sibling question, per layout")
+    if res is None:
+        return why
+    rows = []
+    for name, row in sorted(res["cases"].items()):
+        same = "yes" if row["identical"] else (
+            "no (by design: a COG's .aux.xml)" if name == "cog_aux" else "**no**")
+        rows.append([name, _wire(row["stock"]["requests"]), _wire(row["vsitune"]["requests"]),
+                     same])
+    return ("## 13. The sibling question, per layout\n\n"
+            f"`{res['command']}` of every raster layout of the differential suite "
+            "(tests/integration/parity_fixtures.py), in a fresh process per contender, "
+            f"{res['endpoint']}; requests are the lab's. A COG is opened with no LIST (its header "
+            "shows it needs no sidecar); any other file gets one LIST scoped to its stem, except "
+            "where a driver probes more (EHdr's capitals: a second stem; GDAL 3.6/3.10's GeoTIFF "
+            "driver lists the directory itself when the stem holds sidecars; Zarr lists its "
+            "directories as stock does). 'Identical': exit status and stdout byte for byte "
+            "(docs/compatibility.md).\n\n" +
+            table(["layout", "stock GDAL", "vsitune", "identical"], rows))

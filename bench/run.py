@@ -31,6 +31,7 @@ import scen_cold  # noqa: E402
 import scen_local  # noqa: E402
 import scen_pool  # noqa: E402
 import scen_shared  # noqa: E402
+import scen_sidecars  # noqa: E402
 import scen_tiles  # noqa: E402
 import scen_versions  # noqa: E402
 
@@ -54,6 +55,7 @@ FULL = {
     "tile_scenes": 4, "tile_count": 2000, "tile_concurrency": 16, "tile_workers": 4,
     "tile_timeout": 900, "tile_one_budget_mb": 64,
     "pool5_workers": 5, "pool5_cols": 0, "pool5_rows": 0, "pool5_timeout": 900,
+    "sidecar_cases": None,  # every raster layout of the parity fixtures
 }
 QUICK = dict(FULL, **{
     "fixture": "small", "window": [1024, 1024, 512],
@@ -66,6 +68,7 @@ QUICK = dict(FULL, **{
     "dask_timeout": 300, "tile_scenes": 2, "tile_count": 40, "tile_concurrency": 4,
     "tile_workers": 2, "tile_timeout": 300, "pool5_workers": 2, "pool5_cols": 2,
     "pool5_rows": 2, "pool5_timeout": 300,
+    "sidecar_cases": ["cog", "tiled_ovr", "world_tfw"],
 })
 
 SCENARIOS = [
@@ -81,6 +84,7 @@ SCENARIOS = [
     ("10", "dask_twice", scen_shared.dask_twice),
     ("11", "tile_workers", scen_shared.tile_workers),
     ("12", "pool_fork5", scen_shared.pool_fork5),
+    ("13", "sidecars", scen_sidecars.sidecars),
 ]
 
 
@@ -88,7 +92,7 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(description="vsitune vs stock GDAL benchmarks")
     ap.add_argument("--quick", action="store_true",
                     help="each scenario once at small size (checks numbers come out)")
-    ap.add_argument("--only", default="", help="comma-separated scenario numbers (1-12)")
+    ap.add_argument("--only", default="", help="comma-separated scenario numbers (1-13)")
     ap.add_argument("--build-dir", default=os.environ.get("VT_BUILD_DIR") or
                     str(common.REPO / "build"), help="CMake build dir holding vsiplugin/")
     ap.add_argument("--out", help="results JSON (default: bench/results/results.json, "
@@ -117,7 +121,7 @@ def parse_args(argv):
     a.only = [s.strip() for s in a.only.split(",") if s.strip()]
     bad = [s for s in a.only if s not in known]
     if bad:
-        ap.error(f"unknown scenario {', '.join(bad)}; known: 1-12")
+        ap.error(f"unknown scenario {', '.join(bad)}; known: 1-13")
     quick_dir = Path(a.build_dir) / "bench-quick"
     a.out = Path(a.out) if a.out else (quick_dir / "results.json" if a.quick
                                        else common.BENCH / "results" / "results.json")

@@ -94,6 +94,13 @@ def test_every_scenario_has_numbers(quick):
     for run in s["pool_fork5"]["runs"]:
         if run["contender"] != "stock":
             assert run["ok"] and run["wrong_windows"] == 0 and run["pss"]["pss"] > 0, run
+    # 13: the sibling question per layout, stock GDAL beside vsitune, outputs identical
+    side = s["sidecars"]["cases"]
+    assert set(side) == {"cog", "tiled_ovr", "world_tfw"}
+    for name, row in side.items():
+        assert row["identical"] and row["stock"]["rc"] == 0, (name, row)
+        assert row["stock"]["requests"].get("LIST", 0) >= 1, (name, row)
+    assert side["cog"]["vsitune"]["requests"].get("LIST", 0) == 0, side["cog"]
 
 
 def test_page_and_plots_come_from_the_json(quick):
