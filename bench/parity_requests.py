@@ -3,9 +3,9 @@
 
 The differential suite (tests/integration/test_parity_*.py) records, for every case, what
 the S3 lab saw from each side ($VT_BUILD_DIR/parity/requests.json; counts by kind and
-bytes). This prints the `gdalinfo` rows of it as the markdown table docs/compatibility.md
-shows under "Requests per gdalinfo": how many LISTs and GETs an open costs per layout,
-measured in the same run for both. Nothing is asserted here (the suite asserts the answers are equal);
+bytes). This prints the `gdalinfo` rows of it as a markdown table (the shape of
+docs/performance.md's section 13, which bench scenario 13 measures on its own): how many
+LISTs and GETs an open costs per layout, measured in the same run for both. Nothing is asserted here (the suite asserts the answers are equal);
 this only reports the wire.
 
     VT_BUILD_DIR=build /usr/bin/python3 bench/parity_requests.py [requests.json]
