@@ -123,7 +123,7 @@ def test_page_and_plots_come_from_the_json(quick):
 
 
 def test_bad_arguments_fail_fast(tmp_path):
-    cp = _run(["--only", "13"], timeout=60)
-    assert cp.returncode == 2 and "unknown scenario 13" in cp.stderr
+    cp = _run(["--only", "14"], timeout=60)
+    assert cp.returncode == 2 and "unknown scenario 14" in cp.stderr
     cp = _run(["--quick", "--build-dir", tmp_path / "nowhere"], timeout=60)
     assert cp.returncode == 2 and "is not built" in cp.stderr
