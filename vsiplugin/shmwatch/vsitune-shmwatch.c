@@ -9,7 +9,7 @@
  * (shmseg.c), asks for a write lock on byte 0 and sleeps until the kernel
  * grants it, which is the moment no process is attached any more; then it
  * removes the name if it still names the same file, and exits. It holds an
- * exclusive lock on byte WATCHER_BYTE while it waits, so there is one
+ * exclusive lock on byte VT_SHM_LOCK_WATCHER while it waits, so there is one
  * watcher per segment. It maps nothing and links only libc.
  *
  * usage: vsitune-shmwatch PATH DEV INO   (exit 0; 1 when not needed) */
@@ -20,8 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define ATTACHED_BYTE 0
-#define WATCHER_BYTE 4095 /* shm_int.h: VT_SHM_LOCK_WATCHER */
+#include "../shm_int.h" /* the lock bytes, as the plugin takes them */
 
 static int lock(int fd, int cmd, short type, off_t byte)
 {
@@ -55,9 +54,9 @@ int main(int argc, char **argv)
         (unsigned long long)st.st_dev != strtoull(argv[2], NULL, 10) ||
         (unsigned long long)st.st_ino != strtoull(argv[3], NULL, 10))
         return 1;
-    if (lock(fd, F_OFD_SETLK, F_WRLCK, WATCHER_BYTE) != 0)
+    if (lock(fd, F_OFD_SETLK, F_WRLCK, VT_SHM_LOCK_WATCHER) != 0)
         return 1; /* another watcher has it */
-    if (lock(fd, F_OFD_SETLKW, F_WRLCK, ATTACHED_BYTE) != 0)
+    if (lock(fd, F_OFD_SETLKW, F_WRLCK, VT_SHM_LOCK_ATTACHED) != 0)
         return 1;
     if (stat(argv[1], &now) == 0 && now.st_dev == st.st_dev &&
         now.st_ino == st.st_ino)
