@@ -1,8 +1,9 @@
-"""render_shared.py: the performance page's sections for scenarios 9-11 (scen_shared.py).
+"""render_shared.py: the performance page's sections for scenarios 10-13.
 
 Pure: results dict in, Markdown out. Every number is a value of the results file.
 """
 
+from parity_requests import cell  # '7 (1 LIST, 6 GET)', as that script prints it
 from render import _section, f, table
 
 
@@ -109,14 +110,6 @@ def sec_pool5(r):
                    "segment: in PSS / in /dev/shm", "wrong windows"], rows))
 
 
-def _wire(req):
-    """'7 (1 LIST, 6 GET)': a side's requests by kind (HEADs only when there were any)."""
-    parts = [f"{req.get('LIST', 0)} LIST", f"{req.get('GET_RANGE', 0) + req.get('GET', 0)} GET"]
-    if req.get("HEAD"):
-        parts.append(f"{req['HEAD']} HEAD")
-    return f"{req.get('total', 0)} ({', '.join(parts)})"
-
-
 def sec_sidecars(r):
     res, why = _section(r, "sidecars", "13. The sibling question, per layout")
     if res is None:
@@ -125,7 +118,7 @@ def sec_sidecars(r):
     for name, row in sorted(res["cases"].items()):
         same = "yes" if row["identical"] else (
             "no (by design: a COG's .aux.xml)" if name == "cog_aux" else "**no**")
-        rows.append([name, _wire(row["stock"]["requests"]), _wire(row["vsitune"]["requests"]),
+        rows.append([name, cell(row["stock"]["requests"]), cell(row["vsitune"]["requests"]),
                      same])
     return ("## 13. The sibling question, per layout\n\n"
             f"`{res['command']}` of every raster layout of the differential suite "
