@@ -18,84 +18,10 @@
 #include "metricsd.h"
 #include "errbuf.h"
 #include "platform.h"
+#include "usage.h"
 
 #define MAX_WORKERS_OPT 4096
 #define MAX_CPUS_OPT 1024
-
-static const char usage_text[] =
-"usage: tunerd profile [--memory MIB] [--platform P] [--cpus N] [--workload W]\n"
-"                      [--workers N] [--format F] [--no-plugin] [--plugin-dir DIR]\n"
-"       tunerd detect [--json] [--sys-root DIR] [--proc-root DIR]\n"
-"       tunerd exec [profile options] [-v] [--fail-open] [--options-env VAR]\n"
-"                   -- CMD [ARGS...]\n"
-"       tunerd check-profiles [--profiles DIR]\n"
-"       tunerd watch [--interval S] [--count N] [--match STR] [--proc-root DIR]\n"
-"                    [--stats-dir DIR] [--listen ADDR:PORT]\n"
-"       tunerd stats [--dir DIR] [--json | --format table|json|prometheus] [--clean]\n"
-"                    [--proc-root DIR]\n"
-"       tunerd --help | --version\n"
-"\n"
-"profile   print the environment block for a platform and memory tier\n"
-"detect    print the platform, memory and CPU limits found, and where from\n"
-"exec      detect, set the profile's variables the caller did not set, exec CMD\n"
-"check-profiles  validate every profiles/*.profile file (file:line: message)\n"
-"watch     RSS, PSS and anonymous MiB of each process that mapped libgdal,\n"
-"          --count samples (default 1, max 1000000) every --interval seconds\n"
-"          (default 1, 0.1..3600); with the plugin's counters (--stats-dir,\n"
-"          default $VSITUNE_STATS_DIR) also each process's requests and cache MiB;\n"
-"          with --listen, serve all of it (and the counters) at /metrics for\n"
-"          Prometheus until SIGTERM (or --count scrapes)\n"
-"stats     the counters each vsitune process left in --dir (default\n"
-"          $VSITUNE_STATS_DIR): one row per process, state running, exited,\n"
-"          ended (a fork child gone with no OOM kill in its cgroup since) or\n"
-"          killed-or-gone (no clean exit: OOM kill, signal, crash); --clean\n"
-"          then removes the files of processes that are not running;\n"
-"          --format prometheus for node-exporter's textfile collector\n"
-"\n"
-"options:\n"
-"  --memory MIB      memory tier in MiB (what Lambda and Cloud Run call MB),\n"
-"                    1..1048576 (default: detected)\n"
-"  --platform P      lambda | cloudrun | azure-functions | kubernetes | host, or\n"
-"                    any other <P>.profile in the profiles directory (default:\n"
-"                    detected from the platforms' variables; for profile,\n"
-"                    lambda when --memory is given and none is detected; else host)\n"
-"  --cpus N          vCPU for cloudrun/kubernetes/host (default: detected)\n"
-"  --workload W      batch (processes, CPU work after reads; default) | tiles\n"
-"                    (threads, I/O-bound tile serving)\n"
-"  --workers N       worker processes (default: from the sizing model)\n"
-"  --format F        env | shell | dotenv | json | lambda-json | terraform |\n"
-"                    dockerfile | k8s-yaml (default: env)\n"
-"  --no-plugin       stock GDAL settings instead of the vsitune plugin\n"
-"  --plugin-dir DIR  GDAL_DRIVER_PATH to emit, ':'-separated absolute paths\n"
-"                    (default: <tunerd's dir>/" TUNERD_PLUGIN_RELDIR ", tunerd's own\n"
-"                    install; for another platform than this one, its profile's)\n"
-"  --profiles DIR    platform profiles (default: $TUNERD_PROFILES_DIR, then\n"
-"                    <exe>/../share/vsitune/profiles, then the install dir)\n"
-"  --sys-root DIR    read /sys from DIR (or $TUNERD_SYSFS_ROOT)\n"
-"  --proc-root DIR   read /proc from DIR (or $TUNERD_PROCFS_ROOT)\n"
-"  --json            detect, stats: print JSON\n"
-"  --dir DIR         stats: the VSITUNE_STATS_DIR to read\n"
-"  --format F        stats: table (default) | json | prometheus\n"
-"  --listen A:P      watch: serve http://A:P/metrics (A numeric; P 0 = any port)\n"
-"  --clean           stats: remove the files of exited and killed-or-gone processes\n"
-"  --stats-dir DIR   watch: read the plugin's counters from DIR\n"
-"  -v, --verbose     exec: report each variable set or kept on stderr\n"
-"  --fail-open       exec: if anything fails (a bad option included), warn in\n"
-"                    one line and run CMD unchanged\n"
-"  --options-env VAR exec: more options from $VAR (blank-separated words)\n"
-"\n"
-"exit status:\n"
-"  0    success\n"
-"  1    internal error (write error, out of memory)\n"
-"  2    bad option or value, or a request the platform contradicts\n"
-"  3    the memory tier is too small for the minimum ledger\n"
-"  4    a platform profile file is missing or invalid\n"
-"  5    memory or CPUs could not be determined (pass --memory / --cpus);\n"
-"       watch, stats: /proc cannot be read\n"
-"  6    stats: the directory cannot be read, or --clean could not remove a file\n"
-"  126  exec: CMD is not executable     127  exec: CMD not found\n"
-"\n"
-"The sizing model and its sources: docs/tuning.md.\n";
 
 static int parse_whole(const char *s, long lo, long hi, long *out)
 {
@@ -134,6 +60,7 @@ static int valid_path_list(const char *s)
 
 int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen)
 {
+    unsigned cmd;
     int i = 1;
 
     memset(o, 0, sizeof *o);
@@ -145,8 +72,8 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
     err[0] = '\0';
 
     if (argc < 2) {
-        vt__seterr(err, errlen, "no command (valid: profile, detect, exec, check-profiles, watch, "
-               "stats; see tunerd --help)");
+        vt__seterr(err, errlen, "no command (valid: %s; see tunerd --help)",
+                   vt__usage_commands());
         return VT_EXIT_USAGE;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -158,19 +85,19 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
         return VT_EXIT_OK;
     }
     o->command = argv[1];
-    if (strcmp(o->command, "profile") && strcmp(o->command, "detect") &&
-        strcmp(o->command, "exec") && strcmp(o->command, "check-profiles") &&
-        strcmp(o->command, "watch") && strcmp(o->command, "stats")) {
-        vt__seterr(err, errlen, "unknown command '%s' (valid: profile, detect, exec, "
-               "check-profiles, watch, stats)", o->command);
+    cmd = vt__usage_command(o->command);
+    if (!cmd) {
+        vt__seterr(err, errlen, "unknown command '%s' (valid: %s)", o->command,
+                   vt__usage_commands());
         return VT_EXIT_USAGE;
     }
     for (i = 2; i < argc; i++) {
-        char *arg = argv[i], *val = NULL, name[64];
+        char *arg = argv[i], *val = NULL, name[64], list[512];
         char *eq;
+        int takes_value = 0, known;
 
         if (strcmp(arg, "--") == 0) {
-            if (strcmp(o->command, "exec") != 0) {
+            if (cmd != VT_CMD_EXEC) {
                 vt__seterr(err, errlen, "'--' is only valid with exec");
                 return VT_EXIT_USAGE;
             }
@@ -187,7 +114,7 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
         }
         if (strncmp(arg, "--", 2) != 0 && strcmp(arg, "-v") != 0) {
             vt__seterr(err, errlen, "unexpected argument '%s'%s", arg,
-                   strcmp(o->command, "exec") == 0 ? " (put the command after '--')" : "");
+                   cmd == VT_CMD_EXEC ? " (put the command after '--')" : "");
             return VT_EXIT_USAGE;
         }
         snprintf(name, sizeof name, "%s", arg);
@@ -196,10 +123,23 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
             *eq = '\0';
             val = arg + (eq - name) + 1;
         }
+        known = vt__usage_option(cmd, name, &takes_value);
+        if (known == 0) {
+            vt__usage_valid(cmd, list, sizeof list);
+            vt__seterr(err, errlen, "unknown option '%s' for %s (valid: %s)", name,
+                       o->command, list);
+            return VT_EXIT_USAGE;
+        }
+        if (known < 0) {
+            char takers[128];
+            vt__usage_takers(name, takers, sizeof takers);
+            vt__usage_valid(cmd, list, sizeof list);
+            vt__seterr(err, errlen, "%s is only valid with %s (%s takes: %s)", name, takers,
+                       o->command, list);
+            return VT_EXIT_USAGE;
+        }
         /* flags */
-        if (!strcmp(name, "--no-plugin") || !strcmp(name, "--json") ||
-            !strcmp(name, "-v") || !strcmp(name, "--verbose") ||
-            !strcmp(name, "--fail-open") || !strcmp(name, "--clean")) {
+        if (!takes_value) {
             if (val) {
                 vt__seterr(err, errlen, "%s takes no value", name);
                 return VT_EXIT_USAGE;
@@ -217,21 +157,6 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
             else
                 o->verbose = 1;
             continue;
-        }
-        static const char *const with_value[] = {
-            "--memory", "--platform", "--cpus", "--workload", "--workers", "--format",
-            "--profiles", "--plugin-dir", "--sys-root", "--proc-root", "--interval",
-            "--count", "--match", "--dir", "--stats-dir", "--listen", "--options-env", NULL
-        };
-        int known = 0;
-        for (int k = 0; with_value[k]; k++)
-            known |= strcmp(name, with_value[k]) == 0;
-        if (!known) {
-            vt__seterr(err, errlen, "unknown option '%s' (valid: --memory, --platform, --cpus, "
-                   "--workload, --workers, --format, --no-plugin, --plugin-dir, --profiles, "
-                   "--sys-root, --proc-root, --json, --verbose, --fail-open, --interval, --count, "
-                   "--match, --dir, --clean, --stats-dir, --listen, --options-env)", name);
-            return VT_EXIT_USAGE;
         }
         if (!val) {
             if (i + 1 >= argc) {
@@ -290,7 +215,7 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
                 vt__seterr(err, errlen, "unknown workload '%s' (valid: batch, tiles)", val);
                 return VT_EXIT_USAGE;
             }
-        } else if (!strcmp(name, "--format") && !strcmp(o->command, "stats")) {
+        } else if (!strcmp(name, "--format") && cmd == VT_CMD_STATS) {
             if (!strcmp(val, "table"))
                 o->stats_format = VT_STATS_TABLE;
             else if (!strcmp(val, "json"))
@@ -330,18 +255,10 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
         } else if (!strcmp(name, "--listen")) {
             char host[256];
             int port;
-            if (strcmp(o->command, "watch") != 0) {
-                vt__seterr(err, errlen, "--listen is only valid with watch");
-                return VT_EXIT_USAGE;
-            }
             if (vt_metrics_parse_listen(val, host, sizeof host, &port, err, errlen))
                 return VT_EXIT_USAGE;
             o->listen = val;
         } else if (!strcmp(name, "--options-env")) {
-            if (strcmp(o->command, "exec") != 0) {
-                vt__seterr(err, errlen, "--options-env is only valid with exec");
-                return VT_EXIT_USAGE;
-            }
             o->options_env = val;
         } else if (!strcmp(name, "--interval")) {
             char *end;
@@ -361,21 +278,12 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
             }
             o->match = val;
         } else if (!strcmp(name, "--dir") || !strcmp(name, "--stats-dir")) {
-            const char *want = !strcmp(name, "--dir") ? "stats" : "watch";
-            if (strcmp(o->command, want) != 0) {
-                vt__seterr(err, errlen, "%s is only valid with %s", name, want);
-                return VT_EXIT_USAGE;
-            }
             if (!*val) {
                 vt__seterr(err, errlen, "%s needs a directory", name);
                 return VT_EXIT_USAGE;
             }
             o->stats_dir = val;
         }
-    }
-    if (o->clean && strcmp(o->command, "stats") != 0) {
-        vt__seterr(err, errlen, "--clean is only valid with stats");
-        return VT_EXIT_USAGE;
     }
     if (!strcmp(o->command, "exec") && !o->cmd) {
         vt__seterr(err, errlen, "exec needs a command: tunerd exec [options] -- CMD [ARGS...]");
@@ -472,7 +380,7 @@ int vt_cli_main(int argc, char **argv)
         goto out;
     if (o.help || o.version) {
         if (o.help)
-            fputs(usage_text, stdout);
+            vt__usage_print(stdout, o.command ? vt__usage_command(o.command) : 0);
         else
             printf("tunerd %s\n", VT_VERSION);
         rc = fflush(stdout) ? VT_EXIT_INTERNAL : VT_EXIT_OK;

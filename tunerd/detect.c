@@ -216,6 +216,15 @@ int vt_detect_run(const vt_detect_opts *opts, vt_detect *d, char *err, size_t er
     detect_meminfo(proc_root, d);
     detect_shm(d);
 
+    /* A platform that states its tier in a variable (Lambda, Azure Functions)
+     * but did not: the cgroup's limit may stand in for it; the machine's RAM
+     * may not (a Lambda microVM's MemTotal is not the function's tier, and a
+     * test host's is not a function's at all). */
+    if (d->has_profile && d->profile.memory_env[0] && d->platform_memory_mb == 0 &&
+        !d->warning[0] && d->cg_memory_mb <= 0)
+        vt__seterr(d->warning, VT_DETECT_SRC_MAX, "env %s is not set and no cgroup memory "
+                   "limit was found (%s detected: %s)", d->profile.memory_env,
+                   d->platform, d->platform_src);
     /* Effective memory: the platform's word, else the cgroup, else RAM. */
     if (d->platform_memory_mb > 0) {
         d->memory_mb = d->platform_memory_mb;

@@ -617,6 +617,76 @@ def test_platform_memory_variable_that_is_not_a_number():
     assert "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=3GB is not a whole number of MiB (ignored)" in d
 
 
+def lambda_fake_roots(tmp_path, memory_max=None):
+    """A /proc and /sys like a Lambda microVM's: 24 GiB of RAM (more than any tier),
+    cgroup v2 with or without a memory limit."""
+    (tmp_path / "proc" / "self").mkdir(parents=True)
+    (tmp_path / "proc" / "self" / "cgroup").write_text("0::/\n")
+    (tmp_path / "proc" / "self" / "mountinfo").write_text(
+        "30 22 0:27 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n")
+    (tmp_path / "proc" / "meminfo").write_text(f"MemTotal: {24 * 1024 * 1024} kB\n")
+    (tmp_path / "proc" / "self" / "status").write_text("Cpus_allowed_list:\t0-1\n")
+    cg = tmp_path / "sys" / "fs" / "cgroup"
+    cg.mkdir(parents=True)
+    (cg / "cgroup.controllers").write_text("cpu memory\n")
+    (cg / "memory.max").write_text(f"{memory_max}\n" if memory_max else "max\n")
+    return clean_env(AWS_LAMBDA_FUNCTION_NAME="fn", TUNERD_SYSFS_ROOT=str(tmp_path / "sys"),
+                     TUNERD_PROCFS_ROOT=str(tmp_path / "proc"))
+
+
+def test_lambda_without_its_memory_variable_is_an_error(tmp_path):
+    """AWS_LAMBDA_FUNCTION_NAME without AWS_LAMBDA_FUNCTION_MEMORY_SIZE: the machine's
+    RAM is not the function's tier, so profile and exec stop and say what is missing
+    (they sized 10,240 MiB from MemTotal before); a cgroup limit stands in for it."""
+    env = lambda_fake_roots(tmp_path)
+    for args in (["profile"], ["exec", "--", "true"]):
+        p = tunerd(*args, env=env, check=False)
+        assert p.returncode == 5 and p.stdout == "", (args, p.returncode, p.stderr)
+        line, = p.stderr.splitlines()
+        assert "AWS_LAMBDA_FUNCTION_MEMORY_SIZE is not set" in line, line
+        assert "pass --memory MiB" in line and "lambda detected" in line, line
+    assert tunerd("profile", "--memory", "3008", env=env).returncode == 0
+    d = json.loads(tunerd("detect", "--json", env=env).stdout)
+    assert "AWS_LAMBDA_FUNCTION_MEMORY_SIZE is not set" in d["warning"]
+    # the same function with a memory cgroup: sized from it, no warning
+    env = lambda_fake_roots(tmp_path / "cg", memory_max=2048 * 1024 ** 2)
+    doc = json.loads(tunerd("profile", "--format", "json", env=env).stdout)
+    assert doc["memory_mb"] == 2048, doc
+
+
+COMMANDS = ["profile", "detect", "exec", "check-profiles", "watch", "stats"]
+
+
+@pytest.mark.parametrize("cmd", COMMANDS)
+def test_command_help_is_that_commands_own(cmd):
+    """`tunerd CMD --help` prints CMD's usage and options only; `tunerd --help` has
+    every command's."""
+    whole = tunerd("--help").stdout
+    text = tunerd(cmd, "--help").stdout
+    assert text.startswith(f"usage: tunerd {cmd} "), text
+    for other in COMMANDS:
+        assert (f"tunerd {other} " in text) == (other == cmd), (other, text)
+        assert f"tunerd {other} " in whole
+    opts = set(re.findall(r"^  (--?[a-z-]+)", text, re.M)) - {"-h"}
+    # the options the help lists are exactly those the parser names as cmd's
+    bogus = tunerd(cmd, "--bogus", check=False)
+    assert bogus.returncode == 2
+    valid = re.search(r"\(valid: ([^)]*)\)", bogus.stderr).group(1).split(", ")
+    assert set(valid) == opts, (valid, opts)
+    assert "exit status:" in text
+
+
+def test_unknown_option_names_only_that_commands_options():
+    p = tunerd("detect", "--bogus", check=False)
+    line, = p.stderr.splitlines()
+    assert p.returncode == 2 and "unknown option '--bogus' for detect" in line
+    assert "--json" in line and "--memory" not in line and "--listen" not in line, line
+    # an option of another command is refused, naming who takes it
+    p = tunerd("detect", "--memory", "5", check=False)
+    line, = p.stderr.splitlines()
+    assert p.returncode == 2 and "--memory is only valid with profile, exec" in line, line
+
+
 def test_plugin_dir_option():
     ref = parse_env(tunerd("profile", "--memory", "2048", "--plugin-dir",
                            "/opt/lib/gdalplugins:/usr/lib/gdalplugins").stdout)
