@@ -79,7 +79,8 @@ def sec_headline(r):
         cs = cell["contenders"]
         rows.append([f"cold 512x512 window, RTT {cell['rtt_ms']} ms, {PROTO[cell['protocol']]}: "
                      "requests / wall ms"] +
-                    [f"{f(cs[c]['requests'])} / {f(_ms(cs[c]['wall_s']))}" for c in CONTENDERS])
+                    [f"{f(cs[c]['requests'])} / {f(_ms(cs[c]['wall_s']))}{_stall_note(cs[c])}"
+                     for c in CONTENDERS])
     ts = s.get("tile_server", {})
     for cell in ts.get("cells", []):
         if cell["threads"] == max(c["threads"] for c in ts["cells"]) and \
@@ -87,7 +88,8 @@ def sec_headline(r):
             cs = cell["contenders"]
             rows.append([f"tile server, {cell['threads']} threads, RTT {cell['rtt_ms']} ms, "
                          f"{PROTO[cell['protocol']]}: windows/s / connections"] +
-                        [f"{_tile_wps(cs[c])} / {f(cs[c]['connections'])}" for c in CONTENDERS])
+                        [f"{_tile_wps(cs[c])} / {f(cs[c]['connections'])}{_stall_note(cs[c])}"
+                         for c in CONTENDERS])
     so = s.get("memory_soak", {})
     for cell in so.get("cells", []):
         if cell["malloc_arena_max"] == "default":
@@ -131,6 +133,43 @@ def _mega(v):
     return None if v is None else v / 1e6
 
 
+def _stalls(v):
+    """'2 (181 s, 900 s killed)': a cell's stalls with each one's time; '0' without.
+    Results written before bench/stalls.py counted only killed runs ('stalls')."""
+    n = v.get("stalls") or 0
+    if not n:
+        return "0"
+    timed = [(run["stall"]["wall_s"], run["stall"]["how"]) if run.get("stall") else
+             (run["wall_s"], "watchdog") for run in v.get("runs", [])
+             if run.get("stall") or run.get("stalled")]
+    if not timed:
+        return str(n)
+    return f"{n} (" + ", ".join(f"{w:,.0f} s" + (" killed" if how == "watchdog" else "")
+                                for w, how in timed) + ")"
+
+
+def _stall_note(v):
+    """' (stalls: 1 (181 s))' after a headline value whose cell had stalls."""
+    s = _stalls(v)
+    return "" if s == "0" else f" (stalls: {s})"
+
+
+def _rule_words(res):
+    """What counted as a stall in this scenario's results, in words."""
+    rule = res.get("stall_rule")
+    if rule:
+        return (f"A run is a stall when the watchdog killed it ({rule['watchdog_s']} s, the "
+                "one bound of every run of the suite) or when it took more than "
+                f"{rule['factor']:g} times the median wall time of the same contender's other "
+                "runs in its cell; each stall is shown with its time (bench/stalls.py)")
+    if res.get("timeout_s") is not None:
+        return (f"A run still going after {res['timeout_s']} s is killed and counted as a stall "
+                "(these results predate the rule that also counts a run slower than twice its "
+                "peers' median)")
+    return (f"A run of {res['stall_s']} s or more counts as stalled (these results predate "
+            "the rule of bench/stalls.py)")
+
+
 def _tile_wps(c):
     if c.get("stalls") and c.get("windows_per_s") is None:
         return "stalled"
@@ -148,7 +187,8 @@ def sec_cold(r, key, title, intro, img):
                      f(v["bytes"]), f(_ms(v["wall_s"])), f(v["wall_rtt"], 1),
                      f(_ms(cell["floor_s"])), x(v["over_floor"]),
                      x(v.get("vsitune_speedup")) if c != "vsitune" else "",
-                     f"{v['failed']}" + (f", {v['wrong_checksums']} wrong" if v.get("wrong_checksums") else "")])
+                     f"{v['failed']}" + (f", {v['wrong_checksums']} wrong" if v.get("wrong_checksums") else "")
+                     + ("" if _stalls(v) == "0" else f"; stalls: {_stalls(v)}")])
     fl = res["cells"][0]["floor_parts"] if res["cells"] else {}
     inside = ""
     if any(v.get("open_read_s") is not None for _, _, v in _each(res)):
@@ -170,7 +210,8 @@ def sec_cold(r, key, title, intro, img):
             f"handshake; 1 for TLS 1.3) + {fl.get('request_rtts')} request round trip(s) + the "
             f"smallest byte count any contender moved, at the lab's loopback rate "
             f"({f((r['meta'].get('fixture', {}).get('loopback_bytes_per_s') or 0) / 1e6)} MB/s). "
-            f"{res['reps']} runs per cell, alternated; medians.")
+            f"{res['reps']} runs per cell, alternated; medians. " +
+            (_rule_words(res) + "." if res.get("stall_rule") else ""))
     return (f"## {title}\n\n{intro}\n\n" +
             table(["RTT ms", "protocol", "contender", "requests", "conn.", "bytes", "wall ms",
                    "wall / RTT", "floor ms", "× floor", "vsitune faster by", "failed runs"], rows) +
@@ -191,9 +232,12 @@ def sec_tiles(r, img):
                      _tile_wps(v), f(v["requests_per_window"], 2), f(v["connections"]),
                      f(v["peak_rss_mb"]), f(v["latency_max_s"], 2),
                      x(v.get("vsitune_speedup")) if c != "vsitune" else "",
-                     f"{v['stalls']} / {v['failed']}" +
+                     f"{_stalls(v)} / {v['failed']}" +
                      (f" / {v['wrong_checksums']} wrong" if v["wrong_checksums"] else "")])
     stalls = sum(cell["contenders"][c]["stalls"] for cell in res["cells"] for c in CONTENDERS)
+    where = [f"{SHORT[c]}, {PROTO[cell['protocol']]}, RTT {cell['rtt_ms']} ms, "
+             f"{cell['threads']} thread(s): {_stalls(cell['contenders'][c])}"
+             for cell in res["cells"] for c in CONTENDERS if cell["contenders"][c]["stalls"]]
     return ("## 3. Tile server (open per request)\n\n"
             "A thread pool serves random 256x256 windows; each request opens the COG with rasterio, "
             "reads, closes (TiTiler's shape). Windows per run: " +
@@ -201,12 +245,12 @@ def sec_tiles(r, img):
                       for cell in res["cells"][:len({c['threads'] for c in res['cells']})]) +
             f"; {res['reps']} run(s) per cell, alternated; windows/s counts the serving only "
             "(not the interpreter start). Connections: TCP connections the lab's front accepted. "
-            f"Peak RSS: the process's VmHWM. A run still going after {res['timeout_s']} s is killed "
-            f"and counted as a stall (issue 4: stock GDAL's HTTP/2 multiplexing can wait for "
-            f"nghttpx's 180 s timeout); {stalls} stall(s) in this run.\n\n" +
+            f"Peak RSS: the process's VmHWM. {_rule_words(res)} (issue 4: stock GDAL's HTTP/2 "
+            f"multiplexing can wait for nghttpx's 180 s timeout); {stalls} stall(s) in this run"
+            + (": " + "; ".join(where) if where else "") + ".\n\n" +
             table(["RTT ms", "protocol", "threads", "contender", "windows/s", "requests/window",
                    "conn.", "peak RSS MB", "slowest window s", "vsitune faster by",
-                   "stalls / failed"], rows) + _img("tile server", img))
+                   "stalls (time) / failed"], rows) + _img("tile server", img))
 
 
 def sec_pool(r, img):
@@ -227,6 +271,8 @@ def sec_pool(r, img):
                     cellv += f" [{pt['failed']} failed]"
                 if pt["wrong_windows"]:
                     cellv += f" [{pt['wrong_windows']} wrong]"
+                if _stalls(pt) != "0":
+                    cellv += f" [stalls: {_stalls(pt)}]"
                 row.append(cellv)
         rows.append(row)
     knees = table(["series", "flattens at (workers)"],
@@ -288,7 +334,8 @@ def sec_soak(r, img):
         rows.append([cell["malloc_arena_max"], SHORT[c], f(v["rss_before_mb"]),
                      f(v["rss_after_mb"]), f(v["growth_mb"]), f(v["peak_rss_mb"]),
                      f(v["windows_per_s"], 1), f(v["requests"]), f(v["connections"]),
-                     f"{v['failed']}" + (f", {v['wrong_checksums']} wrong" if v["wrong_checksums"] else "")])
+                     f"{v['failed']}" + (f", {v['wrong_checksums']} wrong" if v["wrong_checksums"] else "")
+                     + ("" if _stalls(v) == "0" else f"; stalls: {_stalls(v)}")])
     scaled = ("" if res["requests"] >= res["requests_seed"] else
               f" Scaled down from the seed's {res['requests_seed']:,} requests to "
               f"{res['requests']:,} so the whole suite fits its 15-minute budget on this machine.")
@@ -395,14 +442,14 @@ def sec_headline_versions(r):
         rows.append([f"tile server, {res['threads']} threads, {PROTO.get(ep, ep)}: "
                      "speed / connections / runs stalled"] +
                     [f"{x(cells[n].get('speed_vs_stock_host'))} / {f(cells[n]['connections'])} / "
-                     f"{cells[n]['slow_runs']} of {len(cells[n]['runs'])}" if n in cells else "–"
+                     f"{_v_stalls(cells[n])} of {len(cells[n]['runs'])}" if n in cells else "–"
                      for n in names])
     return ("### The headline on GDAL 3.6 and 3.13 (section 9, one run)\n\n"
             f"Stock GDAL and vsitune on this machine's GDAL {host} and on Debian sid's, "
             f"alternated in one run, RTT {res['rtt_ms']} ms. Speed: how many times faster than "
             f"stock GDAL {host} in the same run (cold window: open + read inside the process; "
-            "gdalinfo: wall time less the root's launcher; tile server: windows/s). A tile-server "
-            f"run of {res['stall_s']} s or more counts as stalled.\n\n" +
+            "gdalinfo: wall time less the root's launcher; tile server: windows/s). "
+            f"{_rule_words(res)}.\n\n" +
             table(["measure"] + [_vname(res, n) for n in names], rows) + "\n\n" +
             _stall_words(res))
 
@@ -460,16 +507,25 @@ def sec_versions(r):
     for t in res["tiles"]:
         rows.append([PROTO.get(t["protocol"], t["protocol"]), _vname(res, t["contender"]),
                      f(t["windows_per_s"], 1), *_speed_cells(t), f(t["connections"]),
-                     f"{t['slow_runs']} of {len(t['runs'])}", ", ".join(f(w, 0) for w in t["walls_s"]),
+                     f"{_v_stalls(t)} of {len(t['runs'])}", ", ".join(f(w, 0) for w in t["walls_s"]),
                      f(t["wrong_checksums"]), f(t["failed"])])
     t3 = (f"### Tile server, {res['threads']} threads, {res['requests_per_run']} windows per run\n\n"
-          f"A run may take up to {res['stall_timeout_s']} s (past nghttpx's 180 s idle timeout, so a "
+          f"A run may take up to {_watchdog(res)} s (past nghttpx's 180 s idle timeout, so a "
           f"stall shows as what it costs); h2 runs {res['stall_reps']} times per contender, "
-          f"HTTP/1.1 once. A run of {res['stall_s']} s or more counts as stalled.\n\n" +
+          f"HTTP/1.1 once. {_rule_words(res)}.\n\n" +
           table(["protocol", "contender", "windows/s", *_speed_heads(res), "conn.",
-                 f"runs >= {res['stall_s']} s",
+                 "runs stalled",
                  "each run's wall s", "wrong checksums", "failed"], rows))
     return "\n\n".join([intro, t1, t2, t3, _stall_words(res)])
+
+
+def _v_stalls(t):
+    """Scenario 9's stalled runs of a cell (older results: 'slow_runs', by a fixed bound)."""
+    return t["stalls"] if "stalls" in t else t["slow_runs"]
+
+
+def _watchdog(res):
+    return res["stall_rule"]["watchdog_s"] if res.get("stall_rule") else res["stall_timeout_s"]
 
 
 def _stall_words(res):
@@ -478,8 +534,10 @@ def _stall_words(res):
     for t in res["tiles"]:
         if t["protocol"] != "h2" or res["contenders"][t["contender"]]["kind"] == "vsitune":
             continue
-        said.append(f"{_vname(res, t['contender'])}: {t['slow_runs']} of {len(t['runs'])} h2 runs "
-                    f"stalled (longest {f(max(t['walls_s'] or [0]), 0)} s)")
+        times = (", ".join(f"{f(w, 0)} s" for w in t["stall_walls_s"]) if "stall_walls_s" in t
+                 else f"longest {f(max(t['walls_s'] or [0]), 0)} s")
+        said.append(f"{_vname(res, t['contender'])}: {_v_stalls(t)} of {len(t['runs'])} h2 runs "
+                    f"stalled" + (f" ({times})" if _v_stalls(t) or "stall_walls_s" not in t else ""))
     return ("**The 180 s HTTP/2 stall** (stock GDAL multiplexing 16 threads over one h2 "
             "connection): " + "; ".join(said) + ".")
 

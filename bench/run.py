@@ -9,6 +9,10 @@ results file, then renders docs/performance.md and its plots from that file alon
 (bench/render.py). --quick runs each scenario once at small size into the build
 directory: it checks that numbers come out, not what they are.
 
+Every child run has one watchdog (params "watchdog_s"); a run it kills, or one
+slower than twice the median of its peers, is a stall, reported with its time
+(bench/stalls.py).
+
 usage: /usr/bin/python3 bench/run.py [--quick] [--only 1,3,...] [--build-dir DIR]
                                      [--out FILE] [--docs DIR] [--no-render] [--root SUITE]
 Exit status: 0 all scenarios produced results; 1 a scenario failed or a run gave
@@ -34,40 +38,43 @@ import scen_shared  # noqa: E402
 import scen_sidecars  # noqa: E402
 import scen_tiles  # noqa: E402
 import scen_versions  # noqa: E402
+import stalls  # noqa: E402
 
+# One watchdog for every child run of every scenario ("watchdog_s"): a run still
+# going past it is killed and reported as a stall; a run that finishes but takes
+# more than twice the median of its peers is a stall too (bench/stalls.py).
 FULL = {
-    "fixture": "s2", "window": [4096, 4096, 512],
+    "fixture": "s2", "window": [4096, 4096, 512], "watchdog_s": 900,
     "rtts_ms": [20, 100], "protocols": ["h1", "h2"],
-    "cold_reps": 4, "cold_timeout": 60,
+    "cold_reps": 4,
     "tile_threads": [1, 4, 16], "tile_requests": {"1": 6, "4": 16, "16": 32},
-    "tile_reps": 2, "tile_timeout": 40,
+    "tile_reps": 2,
     "pool_workers": [1, 2, 3, 4, 6, 8], "pool_cols": 8, "pool_rows": 6,
-    "pool_protocol": "h1", "pool_rtt_ms": 20, "pool_reps": 1, "pool_timeout": 60,
+    "pool_protocol": "h1", "pool_rtt_ms": 20, "pool_reps": 1,
     "soak_requests": 320, "soak_protocol": "h1", "soak_rtt_ms": 0, "soak_reps": 1,
-    "soak_timeout": 300,
-    "cpu_windows": 8, "cpu_protocol": "h1tls", "cpu_reps": 1, "cpu_timeout": 300,
+    "cpu_windows": 8, "cpu_protocol": "h1tls", "cpu_reps": 1,
     "tunerd_runs": 200, "load_runs": 10,
     "versions_rtt_ms": 100, "versions_protocols": ["h1", "h2"], "versions_cold_reps": 3,
-    "versions_stall_reps": 5, "versions_stall_s": 60, "versions_stall_timeout": 240,
+    "versions_stall_reps": 5,
     "shared_protocol": "h1", "shared_rtt_ms": 20,
     "dask_workers": 4, "dask_region": 8192, "dask_chunk": 1024, "dask_x0": 1024,
-    "dask_y0": 1024, "dask_timeout": 900,
+    "dask_y0": 1024,
     "tile_scenes": 4, "tile_count": 2000, "tile_concurrency": 16, "tile_workers": 4,
-    "tile_timeout": 900, "tile_one_budget_mb": 64,
-    "pool5_workers": 5, "pool5_cols": 0, "pool5_rows": 0, "pool5_timeout": 900,
+    "tile_one_budget_mb": 64,
+    "pool5_workers": 5, "pool5_cols": 0, "pool5_rows": 0,
     "sidecar_cases": None,  # every raster layout of the parity fixtures
 }
 QUICK = dict(FULL, **{
-    "fixture": "small", "window": [1024, 1024, 512],
-    "rtts_ms": [20], "protocols": ["h2"], "cold_reps": 1, "pool_timeout": 40,
+    "fixture": "small", "window": [1024, 1024, 512], "watchdog_s": 300,
+    "rtts_ms": [20], "protocols": ["h2"], "cold_reps": 1,
     "tile_threads": [4], "tile_requests": {"4": 8}, "tile_reps": 1,
     "pool_workers": [2], "pool_cols": 2, "pool_rows": 2,
     "soak_requests": 16, "cpu_windows": 1, "tunerd_runs": 5, "load_runs": 2,
-    "versions_cold_reps": 1, "versions_stall_reps": 1, "versions_stall_timeout": 60,
+    "versions_cold_reps": 1, "versions_stall_reps": 1,
     "dask_workers": 2, "dask_region": 1024, "dask_chunk": 512, "dask_x0": 512, "dask_y0": 512,
-    "dask_timeout": 300, "tile_scenes": 2, "tile_count": 40, "tile_concurrency": 4,
-    "tile_workers": 2, "tile_timeout": 300, "pool5_workers": 2, "pool5_cols": 2,
-    "pool5_rows": 2, "pool5_timeout": 300,
+    "tile_scenes": 2, "tile_count": 40, "tile_concurrency": 4,
+    "tile_workers": 2, "pool5_workers": 2, "pool5_cols": 2,
+    "pool5_rows": 2,
     "sidecar_cases": ["cog", "tiled_ovr", "world_tfw"],
 })
 
@@ -182,6 +189,7 @@ def main(argv=None):
                  "snapshot": a.snapshot, "machine": common.machine(),
                  "params": p, "contenders": {c: common.LABELS[c] for c in common.CONTENDERS},
                  "root_note": a.root_note,
+                 "stall_rule": stalls.rule(p["watchdog_s"]),
                  "tuned_env": common.TUNED, "build_dir": str(Path(a.build_dir).resolve()),
                  "plugin_sha256": common.sha256(plugin)},
         "scenarios": {},

@@ -15,6 +15,7 @@ import os
 import time
 
 import common
+import stalls
 from common import CONTENDERS, PROBES, PYTHON, median, ratio
 
 WINDOW = (4096, 4096, 512)  # x, y, size: one internal tile of the s2 fixture
@@ -63,7 +64,7 @@ def _measure(ctx, name, argv_for, local_argv, reps, request_rtts, check):
     for rep in range(reps):
         # the floor's process (same program, local file), alternated with the rest
         env = common.lab_client.gdal_env({}, vsitune=False)
-        r = common.run_child(local_argv, env, timeout=120)
+        r = common.run_child(local_argv, env, timeout=ctx.p["watchdog_s"])
         local.append(r.wall if check(r) else None)
         if check(r) and r.result:
             local_inside.append(r.result["open_s"] + r.result["read_s"])
@@ -73,9 +74,10 @@ def _measure(ctx, name, argv_for, local_argv, reps, request_rtts, check):
                 lab.reset()
                 env = common.contender_env(lab, c, ep, ctx.build_dir)
                 lab.set_delay(rtt // 2, ep)
-                r = common.run_child(argv_for(ctx.remote_path), env, timeout=ctx.p["cold_timeout"])
+                r = common.run_child(argv_for(ctx.remote_path), env, timeout=ctx.p["watchdog_s"])
                 log = lab.log()
                 run = {"rep": rep, "wall_s": r.wall, "ok": check(r), "error": r.error(),
+                       "killed": r.timed_out,
                        "requests": common.request_summary(log),
                        "connections": lab.connections(ep)["accepted"]}
                 if r.result:
@@ -122,6 +124,7 @@ def _measure(ctx, name, argv_for, local_argv, reps, request_rtts, check):
                 "bytes": median([x["requests"]["bytes"] for x in ok]),
                 "over_floor": ratio(wall, floor),
                 "open_read_over_network_floor": ratio(median(inside), net_floor),
+                **stalls.mark(rs),
             }
         for c in ("stock", "tuned"):
             row["contenders"][c]["vsitune_speedup"] = ratio(row["contenders"][c]["wall_s"],
@@ -143,7 +146,8 @@ def cold_window(ctx):
     res = _measure(ctx, "1 cold window", argv, argv(ctx.local_path), ctx.p["cold_reps"],
                    request_rtts=2, check=check)
     # byte-exactness: every remote run's checksum equals the local file's
-    local = common.run_child(argv(ctx.local_path), common.lab_client.gdal_env({}), timeout=120)
+    local = common.run_child(argv(ctx.local_path), common.lab_client.gdal_env({}),
+                             timeout=ctx.p["watchdog_s"])
     want = local.result.get("checksum") if local.ok else None
     for cell in res["cells"]:
         for c in CONTENDERS:

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 import common
+import stalls
 from common import CONTENDERS, PROBES, PYTHON, median, ratio
 
 
@@ -49,9 +50,10 @@ def cpu_per_window(ctx):
                 argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
                         f"--callgrind-out-file={prefix}", PYTHON, PROBES / "cpu_window.py",
                         ctx.remote_path, n]
-                r = common.run_child(argv, env, timeout=p["cpu_timeout"])
+                r = common.run_child(argv, env, timeout=p["watchdog_s"])
                 instr = _callgrind_total(prefix) if r.ok else None
-                out[c].append({"ok": r.ok, "error": r.error(), "instructions": instr,
+                out[c].append({"ok": r.ok, "error": r.error(), "killed": r.timed_out,
+                               "instructions": instr,
                                "windows": n, "wall_s": r.wall,
                                "requests": common.request_summary(lab.log())})
                 prog.step(f"{c}: {instr / n / 1e6:.1f} M instr/window" if instr else f"{c}: FAILED")
@@ -60,7 +62,8 @@ def cpu_per_window(ctx):
     res = {"windows": n, "protocol": ep, "reps": p["cpu_reps"], "contenders": {}}
     for c in CONTENDERS:
         per = median([x["instructions"] / n for x in out[c] if x["ok"] and x["instructions"]])
-        res["contenders"][c] = {"runs": out[c], "instructions_per_window": per}
+        res["contenders"][c] = {"runs": out[c], "instructions_per_window": per,
+                                **stalls.mark(out[c])}
     v = res["contenders"]["vsitune"]["instructions_per_window"]
     for c in ("stock", "tuned"):
         res["contenders"][c]["vsitune_ratio"] = ratio(v, res["contenders"][c]["instructions_per_window"])
@@ -80,7 +83,7 @@ def tunerd_speed(ctx):
     true = shutil.which("true") or "/bin/true"
     walls, rss, bad, base, errors = [], [], 0, [], set()
     for _ in range(n):
-        wall, maxrss, rc, out, err = common.run_rusage(argv, env, timeout=30)
+        wall, maxrss, rc, out, err = common.run_rusage(argv, env, timeout=p["watchdog_s"])
         if rc == 0 and out.strip():
             walls.append(wall)
             rss.append(maxrss)
@@ -88,7 +91,7 @@ def tunerd_speed(ctx):
             bad += 1
             errors.add(f"exit status {rc}: {err.strip()[-300:]}")
         # the cost of fork+exec alone on this machine, alternated with tunerd
-        base.append(common.run_rusage([true], env, timeout=30)[0])
+        base.append(common.run_rusage([true], env, timeout=p["watchdog_s"])[0])
         prog.step(f"{wall * 1000:.1f} ms")
     walls.sort()
     return {"argv": [str(a) for a in argv[1:]], "runs": n, "failed": bad,
@@ -111,7 +114,7 @@ def plugin_load(ctx):
     for _ in range(n):
         for a, env in arms:
             wall, maxrss, rc, out, _err = common.run_rusage(["gdalinfo", "--version"], env,
-                                                            timeout=60)
+                                                            timeout=p["watchdog_s"])
             if rc == 0 and out.startswith("GDAL"):
                 data[a]["wall"].append(wall)
                 data[a]["rss"].append(maxrss)
@@ -129,6 +132,6 @@ def plugin_load(ctx):
     res["added_rss_mb"] = ((w["peak_rss_mb"] - wo["peak_rss_mb"])
                            if w["peak_rss_mb"] and wo["peak_rss_mb"] else None)
     # Was the plugin really loaded in the "with" arm? Its driver shows in --formats.
-    cp = common.run_child(["gdalinfo", "--formats"], with_plugin, timeout=60)
+    cp = common.run_child(["gdalinfo", "--formats"], with_plugin, timeout=p["watchdog_s"])
     res["plugin_registered"] = "vsitune" in cp.stdout.lower()
     return res

@@ -12,6 +12,7 @@ import math
 import os
 
 import common
+import stalls
 from common import CONTENDERS, PROBES, PYTHON, median, ratio
 
 EXECUTORS = ("process", "thread")
@@ -45,7 +46,7 @@ def knee(points):
 def pool_sweep(ctx):
     p, prog, lab = ctx.p, ctx.progress, ctx.lab
     ref = common.run_child(_argv(ctx, ctx.local_path, "thread", 2), common.lab_client.gdal_env({}),
-                           timeout=600)
+                           timeout=p["watchdog_s"])
     if not ref.ok:
         raise RuntimeError(f"reference pool run failed: {ref.error()}")
     want = ref.result["means"]
@@ -60,9 +61,10 @@ def pool_sweep(ctx):
                     env = common.contender_env(lab, c, p["pool_protocol"], ctx.build_dir)
                     lab.set_delay(p["pool_rtt_ms"] // 2, p["pool_protocol"])
                     r = common.run_child(_argv(ctx, ctx.remote_path, e, w), env,
-                                         timeout=p["pool_timeout"])
+                                         timeout=p["watchdog_s"])
                     log = lab.log()
                     run = {"rep": rep, "ok": r.ok, "error": r.error(), "wall_s": r.wall,
+                           "killed": r.timed_out,
                            "requests": common.request_summary(log),
                            "connections": lab.connections(p["pool_protocol"])["accepted"]}
                     if r.ok:
@@ -82,6 +84,7 @@ def pool_sweep(ctx):
                 pts.append({"workers": w, "windows_per_s": median([x["windows_per_s"] for x in ok]),
                             "runs": runs[(e, w, c)],
                             "failed": len(runs[(e, w, c)]) - len(ok),
+                            **stalls.mark(runs[(e, w, c)]),
                             "wrong_windows": sum(x["wrong_windows"] for x in ok),
                             "requests_per_window": median([x["requests"]["total"] / len(want)
                                                            for x in ok])})

@@ -24,6 +24,7 @@ import subprocess
 import time
 
 import common
+import stalls
 from common import PROBES, PYTHON
 
 LABELS = {"stock": "stock GDAL", "vsitune": "vsitune, per-process cache",
@@ -74,7 +75,7 @@ def _dask_run(ctx, contender, extra):
     proc = subprocess.Popen([str(a) for a in _dask_argv(ctx, ctx.remote_path)], env=env,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
-    run = {"contender": contender, "extra": extra, "ok": False}
+    run = {"contender": contender, "extra": extra, "ok": False, "killed": False}
     try:
         first = json.loads(proc.stdout.readline() or "{}")
         if first.get("phase") != "pass1":
@@ -83,7 +84,7 @@ def _dask_run(ctx, contender, extra):
         mark = log1[-1]["seq"] if log1 else 0
         proc.stdin.write("go\n")
         proc.stdin.flush()
-        out, err = proc.communicate(timeout=p["dask_timeout"])
+        out, err = proc.communicate(timeout=p["watchdog_s"])
         res = next((json.loads(ln)["result"] for ln in out.splitlines()
                     if ln.startswith('{"result"')), None)
         if proc.returncode != 0 or res is None:
@@ -100,17 +101,19 @@ def _dask_run(ctx, contender, extra):
         run["pass2_bytes_saved_pct"] = 100.0 * (1 - b2 / b1) if b1 else None
     except (RuntimeError, ValueError, OSError, subprocess.TimeoutExpired) as e:
         run["error"] = f"{type(e).__name__}: {e}"
+        run["killed"] = isinstance(e, subprocess.TimeoutExpired)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, 9)
             proc.wait()
+    run.setdefault("wall_s", time.monotonic() - t0)
     return run
 
 
 def dask_twice(ctx):
     p, prog = ctx.p, ctx.progress
     ref = common.run_child(_dask_argv(ctx, ctx.local_path, no_wait=True) + ["--reference"],
-                           common.lab_client.gdal_env({}), timeout=p["dask_timeout"])
+                           common.lab_client.gdal_env({}), timeout=p["watchdog_s"])
     if not ref.ok:
         raise RuntimeError(f"reference dask run failed: {ref.error()}")
     want = ref.result["means"]
@@ -128,6 +131,7 @@ def dask_twice(ctx):
     for contender, extra, budget in variants:
         r = _dask_run(ctx, contender, extra)
         r["budget"] = budget
+        stalls.mark([r])  # one run per variant: a stall only by the watchdog
         if r["ok"]:
             r["wrong_chunks"] = sum(1 for a, b in zip(r["means"], want) if not _close(a, b)) \
                 + abs(len(r["means"]) - len(want))
@@ -188,15 +192,16 @@ def tile_workers(ctx):
         argv = [PYTHON, PROBES / "tile_load.py", ctx.local_path, ",".join(scenes),
                 "--workers", workers, "--tiles", p["tile_count"],
                 "--concurrency", p["tile_concurrency"], "--seed", 11]
-        r = common.run_child(argv, env, timeout=p["tile_timeout"])
+        r = common.run_child(argv, env, timeout=p["watchdog_s"])
         run = {"contender": contender, "workers": workers, "extra": extra, "ok": r.ok,
-               "error": r.error(),
+               "error": r.error(), "killed": r.timed_out,
                "wall_s": r.wall, "requests": _requests(lab.log()),
                "connections": lab.connections(p["shared_protocol"])["accepted"]}
         if r.result:
             run.update({k: r.result[k] for k in ("tiles", "distinct_tiles", "tiles_per_s",
                                                  "p50_ms", "p99_ms", "errors", "wrong_tiles",
                                                  "pss")})
+        stalls.mark([run])  # one run per variant: a stall only by the watchdog
         runs.append(run)
         prog.step(f"{contender} x{workers}: " + (f"{run['requests']['total']} requests, "
                                                  f"{run['tiles_per_s']:.1f} tiles/s"
@@ -213,7 +218,8 @@ def pool_fork5(ctx):
     argv = lambda path: [PYTHON, PROBES / "pool.py", path, "--executor", "process",  # noqa
                          "--workers", p["pool5_workers"], "--cols", p["pool5_cols"],
                          "--rows", p["pool5_rows"]]
-    ref = common.run_child(argv(ctx.local_path), common.lab_client.gdal_env({}), timeout=900)
+    ref = common.run_child(argv(ctx.local_path), common.lab_client.gdal_env({}),
+                           timeout=p["watchdog_s"])
     if not ref.ok:
         raise RuntimeError(f"reference pool run failed: {ref.error()}")
     want = ref.result["means"]
@@ -223,8 +229,9 @@ def pool_fork5(ctx):
         lab.reset()
         lab.set_delay(p["shared_rtt_ms"] // 2, p["shared_protocol"])
         r = common.run_child(argv(ctx.remote_path), _env(ctx, contender),
-                             timeout=p["pool5_timeout"])
+                             timeout=p["watchdog_s"])
         run = {"contender": contender, "ok": r.ok, "error": r.error(), "wall_s": r.wall,
+               "killed": r.timed_out,
                "requests": _requests(lab.log())}
         if r.result:
             got = r.result["means"]
@@ -232,6 +239,7 @@ def pool_fork5(ctx):
                        pss=r.result.get("pss"),
                        wrong_windows=sum(1 for a, b in zip(got, want) if not _close(a, b))
                        + abs(len(got) - len(want)))
+        stalls.mark([run])  # one run per variant: a stall only by the watchdog
         runs.append(run)
         prog.step(f"{contender}: " + (f"{run['requests']['total']} requests"
                                       if r.ok else (run["error"] or "")[:80]))

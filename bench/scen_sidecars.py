@@ -39,7 +39,8 @@ def sidecars(ctx):
             env = common.contender_env(lab, side, "h1", ctx.build_dir)
             lab.reset()
             cp = subprocess.run(["gdalinfo", "-json", "-checksum", path], env=env,
-                                capture_output=True, text=True, timeout=300)
+                                capture_output=True, text=True,
+                                timeout=ctx.p["watchdog_s"])
             row[side] = {"rc": cp.returncode,
                          "out": hashlib.sha256(cp.stdout.encode()).hexdigest(),
                          "requests": common.request_summary(lab.log())}

@@ -9,10 +9,11 @@ probe spent opening and reading, timed inside the process), and the tile server
 with 16 threads over HTTP/1.1 and h2 (windows/s, connections, stalls).
 
 Stalls: stock GDAL 3.6 with curl 7.88 multiplexing h2 could wait for nghttpx's
-180 s idle timeout (issue 4). Here each tile-server run may take up to
-`versions_stall_timeout` (past 180 s), so a stall shows as what it costs, and the
-h2 16-thread cell is repeated `versions_stall_reps` times per contender: the
-result counts runs slower than `versions_stall_s` and records every wall time.
+180 s idle timeout (issue 4). Here each run may take up to the run's watchdog
+(`watchdog_s`, past 180 s), so a stall shows as what it costs, and the h2
+16-thread cell is repeated `versions_stall_reps` times per contender: a run the
+watchdog kills, or one slower than twice the median of the contender's other runs
+in the cell, is a stall (bench/stalls.py); every wall time is recorded.
 
 A run in the root goes through `scripts/debroot.sh --run` (private mount and PID
 namespaces, chroot): the lab is the host's (same network), its CA file is bound
@@ -26,6 +27,7 @@ import time
 from pathlib import Path
 
 import common
+import stalls
 from common import PROBES, PYTHON, median
 
 DEBROOT = common.REPO / "scripts" / "debroot.sh"
@@ -70,8 +72,8 @@ echo "$(basename "$c") ($(dpkg-query -W -f='${Package} ${Version}' "$pkg" 2>/dev
 """
 
 
-def _curl_of(g):
-    cp = common.run_child(*g.argv(["bash", "-c", CURL_OF_GDAL], {}), timeout=60)
+def _curl_of(g, watchdog):
+    cp = common.run_child(*g.argv(["bash", "-c", CURL_OF_GDAL], {}), timeout=watchdog)
     return cp.stdout.strip() or None
 
 
@@ -87,11 +89,12 @@ def gdals(ctx):
             raise RuntimeError(f"no plugin built for {suite} in {build}: run "
                                f"VT_TEST_GDALS={suite} scripts/test.sh first")
         g = Gdal(suite, root=root, build=build)
-        cp = common.run_child(*g.argv(["gdal-config", "--version"], {}), timeout=60)
+        cp = common.run_child(*g.argv(["gdal-config", "--version"], {}),
+                              timeout=ctx.p["watchdog_s"])
         g.version = cp.stdout.strip() or None
         out.append(g)
     for g in out:
-        g.curl = _curl_of(g)
+        g.curl = _curl_of(g, ctx.p["watchdog_s"])
     return out
 
 
@@ -104,7 +107,7 @@ def _plugin_of(g, ctx):
             "build_dir": str(build.resolve())}
 
 
-def _launcher_cost(g, reps=5):
+def _launcher_cost(g, watchdog, reps=5):
     """Median wall seconds of `python3 -c pass` under g minus on the host: what
     entering the root adds to every run's wall time."""
     if g.root is None:
@@ -112,22 +115,23 @@ def _launcher_cost(g, reps=5):
     inside, host = [], []
     for _ in range(reps):
         t0 = time.monotonic()
-        common.run_child(*g.argv([PYTHON, "-c", "pass"], {}), timeout=60)
+        common.run_child(*g.argv([PYTHON, "-c", "pass"], {}), timeout=watchdog)
         inside.append(time.monotonic() - t0)
         t0 = time.monotonic()
-        common.run_child([PYTHON, "-c", "pass"], dict(os.environ), timeout=60)
+        common.run_child([PYTHON, "-c", "pass"], dict(os.environ), timeout=watchdog)
         host.append(time.monotonic() - t0)
     return median(inside) - median(host)
 
 
-def _cold(ctx, g, kind, endpoint, rtt, argv, timeout):
+def _cold(ctx, g, kind, endpoint, rtt, argv):
     lab = ctx.lab
     lab.reset()
     env = g.env(lab, kind, endpoint, ctx.build_dir)
     lab.set_delay(rtt // 2, endpoint)
-    r = common.run_child(*g.argv(argv, env, binds=[lab.dir]), timeout=timeout)
+    r = common.run_child(*g.argv(argv, env, binds=[lab.dir]), timeout=ctx.p["watchdog_s"])
     log = lab.log()
     run = {"wall_s": r.wall, "ok": r.rc == 0 and not r.timed_out, "error": r.error(),
+           "killed": r.timed_out,
            "requests": common.request_summary(log),
            "connections": lab.connections(endpoint)["accepted"]}
     if r.result:
@@ -139,14 +143,14 @@ def _cold(ctx, g, kind, endpoint, rtt, argv, timeout):
     return run
 
 
-def _tiles(ctx, g, kind, endpoint, rtt, threads, requests, seed, timeout):
+def _tiles(ctx, g, kind, endpoint, rtt, threads, requests, seed):
     lab = ctx.lab
     lab.reset()
     env = g.env(lab, kind, endpoint, ctx.build_dir)
     lab.set_delay(rtt // 2, endpoint)
     argv = [PYTHON, PROBES / "tiles.py", ctx.remote_path, ctx.width, ctx.height,
             "--threads", threads, "--requests", requests, "--seed", seed]
-    r = common.run_child(*g.argv(argv, env, binds=[lab.dir]), timeout=timeout)
+    r = common.run_child(*g.argv(argv, env, binds=[lab.dir]), timeout=ctx.p["watchdog_s"])
     log = lab.log()
     done = max([ln["done"] for ln in r.lines if "done" in ln] or [0])
     run = {"wall_s": r.wall, "ok": r.ok, "error": r.error(), "killed": r.timed_out,
@@ -174,16 +178,16 @@ def gdal_versions(ctx):
                                                 + stall_reps - 1) + len(gs))
     launcher = {}
     for g in gs:
-        launcher[g.name] = _launcher_cost(g)
+        launcher[g.name] = _launcher_cost(g, p["watchdog_s"])
         prog.step(f"{g.name}: entering the root costs {launcher[g.name] * 1000:.0f} ms")
 
     # the expected answers: the local file through this machine's GDAL
     local = common.run_child([PYTHON, PROBES / "cold_window.py", ctx.local_path, x, y, size],
-                             common.lab_client.gdal_env({}), timeout=120)
+                             common.lab_client.gdal_env({}), timeout=p["watchdog_s"])
     want = local.result.get("checksum") if local.ok else None
     ref = common.run_child([PYTHON, PROBES / "tiles.py", ctx.local_path, ctx.width, ctx.height,
                             "--threads", 2, "--requests", nreq, "--seed", seed],
-                           common.lab_client.gdal_env({}), timeout=300)
+                           common.lab_client.gdal_env({}), timeout=p["watchdog_s"])
     want_tiles = ref.result["checksum"] if ref.ok else None
 
     cold = {(w, ep, n): [] for w in ("window", "gdalinfo") for ep in eps for n in names}
@@ -191,11 +195,11 @@ def gdal_versions(ctx):
         for ep in eps:
             for n, (g, k) in names.items():
                 run = _cold(ctx, g, k, ep, rtt, [PYTHON, PROBES / "cold_window.py",
-                                                 ctx.remote_path, x, y, size], 120)
+                                                 ctx.remote_path, x, y, size])
                 run["checksum_ok"] = (run.get("inside") or {}).get("checksum") == want
                 cold[("window", ep, n)].append(run)
                 prog.step(f"{n} window {ep}: {run['requests']['total']} req")
-                run = _cold(ctx, g, k, ep, rtt, ["gdalinfo", ctx.remote_path], 120)
+                run = _cold(ctx, g, k, ep, rtt, ["gdalinfo", ctx.remote_path])
                 cold[("gdalinfo", ep, n)].append(run)
                 prog.step(f"{n} gdalinfo {ep}: {run['requests']['total']} req")
 
@@ -205,8 +209,7 @@ def gdal_versions(ctx):
             if ep != "h2" and rep > 0:
                 continue  # the stall question is h2's; h1 once
             for n, (g, k) in names.items():
-                run = _tiles(ctx, g, k, ep, rtt, threads, nreq, seed,
-                             p["versions_stall_timeout"])
+                run = _tiles(ctx, g, k, ep, rtt, threads, nreq, seed)
                 run["checksum_ok"] = run.get("checksum") == want_tiles if run["ok"] else None
                 tiles[(ep, n)].append(run)
                 what = ("KILLED" if run["killed"] else
@@ -216,7 +219,7 @@ def gdal_versions(ctx):
 
     out = {"rtt_ms": rtt, "window": {"x": x, "y": y, "size": size}, "threads": threads,
            "requests_per_run": nreq, "cold_reps": cold_reps, "stall_reps": stall_reps,
-           "stall_s": p["versions_stall_s"], "stall_timeout_s": p["versions_stall_timeout"],
+           "stall_rule": stalls.rule(p["watchdog_s"]),
            "expected_checksum": want, "expected_tiles_checksum": want_tiles,
            "gdals": {g.name: {"version": g.version, "curl": g.curl,
                               "root": str(g.root) if g.root else None,
@@ -234,7 +237,7 @@ def gdal_versions(ctx):
                 g = names[n][0]
                 out["cold"].append({
                     "what": w, "protocol": ep, "contender": n, "runs": rs,
-                    "failed": len(rs) - len(ok),
+                    "failed": len(rs) - len(ok), **stalls.mark(rs),
                     "wrong_checksums": sum(1 for r in ok if w == "window" and not r["checksum_ok"]),
                     "requests": median([r["requests"]["total"] for r in ok]),
                     "lists": median([r["requests"].get("LIST", 0) for r in ok]),
@@ -256,7 +259,7 @@ def gdal_versions(ctx):
                 "protocol": ep, "contender": n, "runs": rs,
                 "failed": sum(1 for r in rs if not r["ok"]),
                 "killed": sum(1 for r in rs if r["killed"]),
-                "slow_runs": sum(1 for r in rs if r["wall_s"] >= p["versions_stall_s"]),
+                **stalls.mark(rs),
                 "walls_s": [round(r["wall_s"], 1) for r in rs],
                 "wrong_checksums": sum(1 for r in ok if r["checksum_ok"] is False),
                 "windows_per_s": median([r["windows_per_s"] for r in ok]),

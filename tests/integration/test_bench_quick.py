@@ -4,8 +4,10 @@ Runs `bench/run.py --quick` (each scenario once, small fixture, its own lab) int
 temporary directory and checks the results file and the rendered page: every
 scenario produced values for every contender, the bytes read were right (the run
 exits non-zero otherwise), the page and its plots exist and carry the JSON's
-numbers. No timing is asserted: timings belong to bench/, not to tests. Also checks
-that bad arguments fail fast with a clear message.
+numbers, every cell carries its stalls (bench/stalls.py), and the published files
+(bench/results/results.json, docs/performance.md) are untouched by the run. No timing
+is asserted: timings belong to bench/, not to tests. Also checks that bad arguments
+fail fast with a clear message, without measuring or writing anything.
 Run with /usr/bin/python3 -m pytest tests/integration/test_bench_quick.py.
 """
 
@@ -20,6 +22,8 @@ import pytest
 import lab_client
 
 RUN = lab_client.REPO / "bench" / "run.py"
+PUBLISHED = (lab_client.REPO / "bench" / "results" / "results.json",
+             lab_client.REPO / "docs" / "performance.md")
 CONTENDERS = ("stock", "tuned", "vsitune")
 
 
@@ -33,9 +37,11 @@ def quick(tmp_path_factory):
     if not lab_client.plugin_built():
         pytest.skip(f"gdal_vsitune.so not built in {lab_client.plugin_dir()}")
     out = tmp_path_factory.mktemp("bench")
+    before = [p.read_bytes() for p in PUBLISHED]
     # 600 s: a liveness bound on a loaded 2-core machine, not a timing assertion.
     cp = _run(["--quick", "--build-dir", lab_client.build_dir(), "--out", out / "results.json",
                "--docs", out / "docs"], timeout=600)
+    cp.published_before = before
     return cp, out
 
 
@@ -43,6 +49,23 @@ def test_quick_run_succeeds(quick):
     cp, out = quick
     assert cp.returncode == 0, cp.stderr[-3000:]
     assert "scenario 1 cold_window done" in cp.stderr  # the progress display ran
+    assert [p.read_bytes() for p in PUBLISHED] == cp.published_before
+
+
+def test_every_cell_carries_its_stalls(quick):
+    cp, out = quick
+    r = json.loads((out / "results.json").read_text())
+    assert r["meta"]["stall_rule"] == {"watchdog_s": r["meta"]["params"]["watchdog_s"],
+                                       "factor": 2.0}
+    s = r["scenarios"]
+    cells = [cell["contenders"][c] for key in ("cold_window", "gdalinfo_cold", "tile_server",
+                                               "memory_soak")
+             for cell in s[key]["cells"] for c in CONTENDERS]
+    cells += [pt for series in s["pool_sweep"]["series"].values() for pt in series["points"]]
+    for v in cells:
+        assert v["stalls"] == len(v["stall_walls_s"]) and all("stall" in run for run in v["runs"])
+    for key in ("dask_twice", "tile_workers", "pool_fork5"):
+        assert all("stall" in run and "killed" in run for run in s[key]["runs"]), key
 
 
 def test_every_scenario_has_numbers(quick):
@@ -123,7 +146,9 @@ def test_page_and_plots_come_from_the_json(quick):
 
 
 def test_bad_arguments_fail_fast(tmp_path):
-    cp = _run(["--only", "14"], timeout=60)
-    assert cp.returncode == 2 and "unknown scenario 14" in cp.stderr
+    # a build directory that does not exist: were 99 ever a scenario, the run would
+    # stop at "not built" instead of measuring (commit 9207200 published such a run)
+    cp = _run(["--only", "99", "--build-dir", tmp_path / "nowhere"], timeout=60)
+    assert cp.returncode == 2 and "unknown scenario 99" in cp.stderr, cp.stderr
     cp = _run(["--quick", "--build-dir", tmp_path / "nowhere"], timeout=60)
     assert cp.returncode == 2 and "is not built" in cp.stderr

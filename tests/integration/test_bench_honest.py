@@ -1,0 +1,131 @@
+"""test_bench_honest.py: the published benchmark numbers can be trusted (issue 22, item 5).
+
+Pure Python, no lab: bench/ is imported, never run.
+- the stall rule (bench/stalls.py): a run the watchdog killed, or one slower than
+  twice the median of its peers (the same contender's other runs in its cell), is a
+  stall with its time; a 181 s run among 3 s runs is one, under any watchdog;
+- the watchdog is one value: bench/run.py's parameters hold one bound
+  ("watchdog_s"), no key twice, and every scenario's child runs take it.
+Run with /usr/bin/python3 -m pytest tests/integration/test_bench_honest.py.
+"""
+
+import ast
+import importlib.util
+import sys
+
+import lab_client
+
+REPO = lab_client.REPO
+BENCH = REPO / "bench"
+sys.path.insert(0, str(BENCH))
+import render  # noqa: E402  (bench/render.py)
+import scen_tiles  # noqa: E402
+import stalls  # noqa: E402
+
+
+def _bench_run():
+    """bench/run.py as a module (its name, 'run', is too common to import bare)."""
+    spec = importlib.util.spec_from_file_location("bench_run", BENCH / "run.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# -- the stall rule --------------------------------------------------------------------
+def _walls(*walls, killed=()):
+    return [{"wall_s": w, "killed": i in killed} for i, w in enumerate(walls)]
+
+
+def test_a_run_twice_its_peers_median_is_a_stall_with_its_time():
+    runs = _walls(3.0, 181.0)
+    assert stalls.mark(runs) == {"stalls": 1, "stall_walls_s": [181.0]}
+    assert runs[0]["stall"] is None
+    assert runs[1]["stall"] == {"how": "slow", "wall_s": 181.0, "peers_median_s": 3.0}
+
+
+def test_peers_are_the_median_of_the_other_runs():
+    runs = _walls(2.0, 2.5, 3.0, 182.0, 2.2, 182.0)
+    assert stalls.mark(runs) == {"stalls": 2, "stall_walls_s": [182.0, 182.0]}
+    # exactly twice the median is not "more than twice"; ordinary noise is no stall
+    assert stalls.mark(_walls(2.0, 4.0))["stalls"] == 0
+    assert stalls.mark(_walls(3.0, 4.0, 5.0, 5.9))["stalls"] == 0
+
+
+def test_a_killed_run_is_a_stall_and_no_peer():
+    runs = _walls(3.0, 900.0, 7.0, killed=(1,))
+    assert stalls.mark(runs) == {"stalls": 2, "stall_walls_s": [900.0, 7.0]}
+    assert runs[1]["stall"]["how"] == "watchdog"
+    assert runs[2]["stall"] == {"how": "slow", "wall_s": 7.0, "peers_median_s": 3.0}
+
+
+def test_a_lone_run_is_a_stall_only_by_the_watchdog():
+    assert stalls.mark(_walls(181.0))["stalls"] == 0
+    assert stalls.mark(_walls(300.0, killed=(0,)))["stalls"] == 1
+
+
+def _tile_run(wall, wps):
+    return {"wall_s": wall, "ok": True, "killed": False, "checksum_ok": True,
+            "windows_per_s": wps, "requests": {"total": 40}, "connections": 16,
+            "vmhwm_kb": 200 * 1024, "latency_max_s": wall / 2}
+
+
+def test_a_stock_tile_server_run_of_181_s_shows_as_a_stall_on_the_page():
+    """The run that stalled 181 s under a 900 s watchdog was reported '0 stall(s)'."""
+    stock = scen_tiles.tile_cell([_tile_run(3.1, 11.0), _tile_run(181.2, 0.2)], 32)
+    assert stock["stalls"] == 1 and stock["stall_walls_s"] == [181.2]
+    others = {c: scen_tiles.tile_cell([_tile_run(3.0, 11.0), _tile_run(3.2, 10.0)], 32)
+              for c in ("tuned", "vsitune")}
+    stock["vsitune_speedup"] = others["tuned"]["vsitune_speedup"] = 1.0
+    cell = {"rtt_ms": 20, "protocol": "h2", "threads": 16, "requests_per_run": 32,
+            "contenders": {"stock": stock, **others}}
+    res = {"reps": 2, "seed": 3, "window": 256, "stall_rule": stalls.rule(900),
+           "cells": [cell]}
+    page = render.sec_tiles({"meta": {}, "scenarios": {"tile_server": res}}, None)
+    assert "1 stall(s) in this run: stock, h2 (TLS), RTT 20 ms, 16 thread(s): 1 (181 s)" in page
+    row = next(ln for ln in page.splitlines() if "| stock |" in ln)
+    assert row.endswith("| 1 (181 s) / 0 |"), row
+    results = {"meta": {"date": "d", "commit": "c"}, "scenarios": {"tile_server": res}}
+    assert "(stalls: 1 (181 s))" in render.sec_headline(results)
+
+
+# -- one watchdog ------------------------------------------------------------------------
+def _param_dicts():
+    """The dict literals of bench/run.py's FULL and QUICK, as AST nodes."""
+    tree = ast.parse((BENCH / "run.py").read_text())
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and node.targets[0].id in ("FULL", "QUICK"):
+            out[node.targets[0].id] = next(n for n in ast.walk(node.value)
+                                           if isinstance(n, ast.Dict))
+    return out
+
+
+def test_the_watchdog_is_one_parameter_and_no_key_is_set_twice():
+    dicts = _param_dicts()
+    assert set(dicts) == {"FULL", "QUICK"}
+    for name, d in dicts.items():
+        keys = [k.value for k in d.keys]
+        assert sorted({k for k in keys if keys.count(k) > 1}) == [], f"{name} sets a key twice"
+        bounds = [k for k in keys if "timeout" in k or "watchdog" in k or k.endswith("stall_s")]
+        assert bounds == ["watchdog_s"], f"{name}: {bounds}"
+    run = _bench_run()
+    assert run.FULL["watchdog_s"] > 180  # past nghttpx's idle timeout: a stall costs its time
+    assert "watchdog_s" in run.QUICK
+
+
+def test_every_scenario_run_takes_the_watchdog():
+    """Every child run of every scenario module is bounded by params['watchdog_s']."""
+    seen = 0
+    for path in sorted(BENCH.glob("scen_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            func = ast.unparse(node.func)
+            if func.endswith("HTTPConnection"):
+                continue  # a socket's timeout (scen_cold's loopback rate), not a run
+            for kw in node.keywords:
+                if kw.arg == "timeout":
+                    seen += 1
+                    assert "watchdog" in ast.unparse(kw.value), \
+                        f"{path.name}:{node.lineno} {func}(timeout={ast.unparse(kw.value)})"
+    assert seen >= 15
