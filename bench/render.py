@@ -17,6 +17,15 @@ CONTENDERS = ("stock", "tuned", "vsitune")
 SHORT = {"stock": "stock", "tuned": "stock tuned", "vsitune": "vsitune"}
 COLORS = {"stock": "#9e9e9e", "tuned": "#5b8fd6", "vsitune": "#e07b24"}
 PROTO = {"h1": "HTTP/1.1", "h2": "h2 (TLS)", "h1tls": "HTTP/1.1 (TLS)"}
+PLOTS = ("cold_window", "gdalinfo_cold", "tile_server", "pool_sweep", "memory_soak")
+PUBLISH = "bench/run.sh --publish --root sid"
+TITLES = {"cold_window": "1. Cold window", "gdalinfo_cold": "2. gdalinfo, cold",
+          "tile_server": "3. Tile server", "pool_sweep": "4. Process-pool sweep",
+          "memory_soak": "5. Memory soak", "cpu_per_window": "6. CPU per window",
+          "tunerd_speed": "7. tunerd profile speed", "plugin_load": "8. Plugin load cost",
+          "gdal_versions": "9. GDAL 3.13 beside GDAL 3.6", "dask_twice": "10. Dask",
+          "tile_workers": "11. Tile server: uvicorn workers",
+          "pool_fork5": "12. Seed 000's process pool", "sidecars": "13. The sibling question"}
 
 
 def f(v, nd=0, suffix=""):
@@ -71,7 +80,7 @@ def sec_machine(r):
 
 def sec_headline(r):
     s = r["scenarios"]
-    rows = []
+    rows, used = [], []
     cw = s.get("cold_window", {})
     for cell in cw.get("cells", []):
         if cell["rtt_ms"] != max(c["rtt_ms"] for c in cw["cells"]):
@@ -81,6 +90,7 @@ def sec_headline(r):
                      "requests / wall ms"] +
                     [f"{f(cs[c]['requests'])} / {f(_ms(cs[c]['wall_s']))}{_stall_note(cs[c])}"
                      for c in CONTENDERS])
+        used.append("cold_window")
     ts = s.get("tile_server", {})
     for cell in ts.get("cells", []):
         if cell["threads"] == max(c["threads"] for c in ts["cells"]) and \
@@ -90,20 +100,81 @@ def sec_headline(r):
                          f"{PROTO[cell['protocol']]}: windows/s / connections"] +
                         [f"{_tile_wps(cs[c])} / {f(cs[c]['connections'])}{_stall_note(cs[c])}"
                          for c in CONTENDERS])
+            used.append("tile_server")
     so = s.get("memory_soak", {})
     for cell in so.get("cells", []):
         if cell["malloc_arena_max"] == "default":
             cs = cell["contenders"]
             rows.append([f"memory soak, {so['requests']} tiles at concurrency 16: RSS growth MB"] +
                         [f(cs[c]["growth_mb"]) for c in CONTENDERS])
+            used.append("memory_soak")
     cpu = s.get("cpu_per_window", {})
     if cpu.get("contenders"):
         rows.append(["CPU per warm 512x512 window (callgrind): million instructions"] +
                      [f(_mega(cpu["contenders"][c]["instructions_per_window"]), 1) for c in CONTENDERS])
+        used.append("cpu_per_window")
     if not rows:
         return "## Headline\n\nNo scenario produced a headline number in this run."
-    return ("## Headline\n\nMedians from this run (details and every repeat below).\n\n" +
+    return ("## Headline\n\nMedians from " + _runs_of(r, used) +
+            " (details and every repeat below).\n\n" +
             table(["measure"] + [SHORT[c] for c in CONTENDERS], rows))
+
+
+def _flags(meta):
+    """The partial-run flags a results file was made with, as the page names them."""
+    return ((" --quick" if meta.get("quick") else "") +
+            (f" --only {','.join(meta['only'])}" if meta.get("only") else "") +
+            (" --keep-others" if meta.get("kept_from") else ""))
+
+
+def sec_regenerate():
+    return ("## How to regenerate\n\n"
+            f"`{PUBLISH}` builds everything (scripts/setup.sh), runs every scenario at full "
+            "size (hours; scenario 9 needs the sid root's plugin: `VT_TEST_GDALS=sid "
+            "scripts/test.sh`) and, only when every scenario produced its numbers, replaces "
+            "`bench/results/results.json`, this page and `docs/img/` with that one run, so every "
+            "number here, headlines included, comes from it. `--publish` refuses `--quick`, "
+            "`--only` and `--keep-others` (exit status 2). Any other run (`bench/run.sh --quick`, "
+            "`--only 1,3`, `--only 9 --keep-others`, ...) writes its results file and its page "
+            "into a scratch folder of its own (`build/bench-runs/<date>-<commit>/`, or `--out` "
+            "and `--docs`), never here. Every child run of every scenario has one watchdog "
+            "(`watchdog_s` in bench/run.py); a run it kills, or a run slower than "
+            "twice the median of its peers (the same contender's other runs in the same cell), "
+            "is reported as a stall with its time. Re-render this page from the published file "
+            "without measuring: `/usr/bin/python3 bench/render.py bench/results/results.json "
+            "docs/`.")
+
+
+def _measured(r, key):
+    """(commit, date) of the run that measured scenario `key`: its own record,
+    else the file's (results written before scenarios recorded it)."""
+    m = r["scenarios"][key].get("measured") or r["meta"]
+    return m.get("commit"), m.get("date")
+
+
+def _runs_of(r, keys):
+    """'the run of DATE (commit C)', or the runs, when `keys` were measured in several."""
+    runs = sorted({_measured(r, k) for k in keys}, key=lambda cd: cd[1] or "")
+    words = [f"the run of {d} (commit {c or '–'})" for c, d in runs]
+    if len(words) == 1:
+        return words[0]
+    return "separate runs, " + "; ".join(words)
+
+
+def sec_provenance(r):
+    """Said plainly when the page is not one run: which run measured each scenario."""
+    keys = list(r["scenarios"])
+    if len({_measured(r, k) for k in keys}) <= 1:
+        return ""
+    keys.sort(key=lambda k: list(TITLES).index(k) if k in TITLES else len(TITLES))
+    rows = [[TITLES.get(k, k), c or "–", d or "–"] for k in keys for c, d in [_measured(r, k)]]
+    return ("## Not one run\n\n**This page is not one benchmark run.** Its scenarios come from "
+            f"{len({_measured(r, k) for k in keys})} separate runs, merged in one results file "
+            "by `--only ... --keep-others` (what `--publish` now refuses), at the commits and dates "
+            "below; numbers of different sections were not measured side by side, and the "
+            "machine description below is the last run's. Within a section, the contenders were "
+            "measured side by side in one run. Issue 22 asks for a full run to replace it.\n\n" +
+            table(["scenario", "commit measured", "date (UTC)"], rows))
 
 
 def _section(r, key, title):
@@ -446,7 +517,7 @@ def sec_headline_versions(r):
                      for n in names])
     return ("### The headline on GDAL 3.6 and 3.13 (section 9, one run)\n\n"
             f"Stock GDAL and vsitune on this machine's GDAL {host} and on Debian sid's, "
-            f"alternated in one run, RTT {res['rtt_ms']} ms. Speed: how many times faster than "
+            f"alternated in {_runs_of(r, ['gdal_versions'])}, RTT {res['rtt_ms']} ms. Speed: how many times faster than "
             f"stock GDAL {host} in the same run (cold window: open + read inside the process; "
             "gdalinfo: wall time less the root's launcher; tile server: windows/s). "
             f"{_rule_words(res)}.\n\n" +
@@ -657,14 +728,11 @@ def render(results, docs, source="bench/results/results.json"):
     meta = results["meta"]
     parts = [
         "# Performance: vsitune against stock GDAL\n",
-        f"Generated by `bench/run.py`{' --quick' if meta['quick'] else ''} on {meta['date']} from "
+        f"Generated by `bench/run.py`{_flags(meta)} on {meta['date']} from "
         f"`{source}`; every number below is a value of that file (each run is "
-        "kept there, with the medians and ratios shown here). Regenerate everything with "
-        "`bench/run.sh` (or `/usr/bin/python3 bench/run.py`); do not edit this page by hand.\n" +
-        (f"\nScenarios {', '.join(meta['kept_from']['scenarios'])} come from the run of "
-         f"{meta['kept_from']['date']} (commit {meta['kept_from']['commit']}), kept in the same "
-         "file by `--only ... --keep-others`; each section's contenders were measured side by "
-         "side in one run.\n" if meta.get("kept_from") else ""),
+        "kept there, with the medians and ratios shown here). Do not edit this page by hand: "
+        "see [How to regenerate](#how-to-regenerate).\n",
+        sec_provenance(results),
         "Contenders, run alternately (A B C A B C ...) against the S3 lab (tests/lab: s3rver behind "
         "a SigV4 verifier, nghttpx TLS fronts, delay proxies for latency):\n\n"
         "- **stock**: stock GDAL 3.6 with its default configuration;\n"
@@ -696,6 +764,7 @@ def render(results, docs, source="bench/results/results.json"):
         render_shared.sec_tile_workers(results),
         render_shared.sec_pool5(results),
         render_shared.sec_sidecars(results),
+        sec_regenerate(),
     ]
     if plt is None:
         parts.append("_Plots not drawn: python3-matplotlib is not installed._")
@@ -708,6 +777,12 @@ def render(results, docs, source="bench/results/results.json"):
 def main(argv):
     if len(argv) != 3:
         print("usage: render.py RESULTS.json DOCS_DIR", file=sys.stderr)
+        return 2
+    repo = Path(__file__).resolve().parents[1]
+    published = repo / "bench" / "results" / "results.json"
+    if Path(argv[2]).resolve() == repo / "docs" and Path(argv[1]).resolve() != published:
+        print(f"render: docs/ shows the published results only ({published}); render "
+              "another results file into a scratch folder", file=sys.stderr)
         return 2
     try:
         results = json.loads(Path(argv[1]).read_text())

@@ -5,9 +5,16 @@ Starts the S3 lab (tests/lab, through tests/integration/lab_client.py), uploads
 the fixture COG with its sibling keys, runs the scenarios with the three
 contenders alternated (stock GDAL default, stock GDAL with seed 001's variables,
 vsitune with no configuration), writes every run and every median/ratio to a JSON
-results file, then renders docs/performance.md and its plots from that file alone
-(bench/render.py). --quick runs each scenario once at small size into the build
-directory: it checks that numbers come out, not what they are.
+results file, then renders a performance.md and its plots from that file alone
+(bench/render.py). --quick runs each scenario once at small size: it checks that
+numbers come out, not what they are.
+
+Every run writes to a scratch folder of its own (<build>/bench-runs/<date>-<commit>/,
+or --out/--docs). Only --publish changes the published numbers: after a full run
+(every scenario, full size; refused with --quick, --only, --keep-others) in which
+every scenario produced its numbers, it copies the results to
+bench/results/results.json and renders docs/performance.md and docs/img/ from them,
+so every number on the page comes from that one run.
 
 Every child run has one watchdog (params "watchdog_s"); a run it kills, or one
 slower than twice the median of its peers, is a stall, reported with its time
@@ -15,14 +22,17 @@ slower than twice the median of its peers, is a stall, reported with its time
 
 usage: /usr/bin/python3 bench/run.py [--quick] [--only 1,3,...] [--build-dir DIR]
                                      [--out FILE] [--docs DIR] [--no-render] [--root SUITE]
-Exit status: 0 all scenarios produced results; 1 a scenario failed or a run gave
-wrong bytes; 2 bad arguments or missing prerequisites (plugin not built, ...).
+                                     [--publish]
+Exit status: 0 all scenarios produced results (and, with --publish, were published);
+1 a scenario failed, a run gave wrong bytes, or --publish found the run unfit;
+2 bad arguments or missing prerequisites (plugin not built, ...).
 """
 
 import argparse
 import datetime
 import json
 import os
+import shutil
 import sys
 import time
 import types
@@ -93,6 +103,8 @@ SCENARIOS = [
     ("12", "pool_fork5", scen_shared.pool_fork5),
     ("13", "sidecars", scen_sidecars.sidecars),
 ]
+PUBLISHED = common.BENCH / "results" / "results.json"
+DOCS = common.REPO / "docs"
 
 
 def parse_args(argv):
@@ -102,10 +114,14 @@ def parse_args(argv):
     ap.add_argument("--only", default="", help="comma-separated scenario numbers (1-13)")
     ap.add_argument("--build-dir", default=os.environ.get("VT_BUILD_DIR") or
                     str(common.REPO / "build"), help="CMake build dir holding vsiplugin/")
-    ap.add_argument("--out", help="results JSON (default: bench/results/results.json, "
-                    "or <build>/bench-quick/results.json with --quick)")
-    ap.add_argument("--docs", help="where performance.md and img/ go (default: docs/, "
-                    "or <build>/bench-quick/ with --quick)")
+    ap.add_argument("--out", help="results JSON (default: results.json in a scratch folder "
+                    "of its own, <build>/bench-runs/<date>-<commit>/)")
+    ap.add_argument("--docs", help="where this run's performance.md and img/ go (default: "
+                    "the scratch folder)")
+    ap.add_argument("--publish", action="store_true",
+                    help="after a full run with no problem, copy its results to "
+                    f"{PUBLISHED.relative_to(common.REPO)} and render docs/performance.md "
+                    "and docs/img/ from them (refused with --quick, --only, --keep-others)")
     ap.add_argument("--no-render", action="store_true", help="write the JSON only")
     ap.add_argument("--root-note", default="", help="scenario 9: a sentence on what the "
                     "root's plugin was built from (printed with its table)")
@@ -116,24 +132,50 @@ def parse_args(argv):
                     help="scenario 9: h2 tile-server runs per contender (default: 5; the "
                     "stall question wants many)")
     ap.add_argument("--keep-others", action="store_true",
-                    help="with --only: keep the other scenarios of the existing results file "
-                    "(each scenario records the commit and date it was measured at)")
+                    help="with --only: keep the other scenarios of an earlier results file "
+                    "(--out's if it exists, else the published one) in this run's scratch "
+                    "results (each scenario records the commit and date it was measured at)")
     ap.add_argument("--snapshot", action="store_true",
                     help="measure the committed code: build the plugin and tunerd from "
                     "`git archive HEAD` in a directory of their own (ignores --build-dir)")
     a = ap.parse_args(argv)
     if a.keep_others and not a.only:
         ap.error("--keep-others needs --only")
+    if a.publish:
+        # Published numbers come from one full run: every scenario, full size.
+        partial = [f for f, on in (("--quick", a.quick), ("--only", a.only),
+                                   ("--keep-others", a.keep_others),
+                                   ("--no-render", a.no_render)) if on]
+        if partial:
+            ap.error(f"--publish takes a full run only, not {' '.join(partial)}: a partial "
+                     "run goes to a scratch folder, never to bench/results/ or docs/")
+        if a.out or a.docs:
+            ap.error("--publish writes bench/results/results.json and docs/; --out and "
+                     "--docs name a scratch run's files")
     known = {n for n, _, _ in SCENARIOS}
     a.only = [s.strip() for s in a.only.split(",") if s.strip()]
     bad = [s for s in a.only if s not in known]
     if bad:
-        ap.error(f"unknown scenario {', '.join(bad)}; known: 1-13")
-    quick_dir = Path(a.build_dir) / "bench-quick"
-    a.out = Path(a.out) if a.out else (quick_dir / "results.json" if a.quick
-                                       else common.BENCH / "results" / "results.json")
-    a.docs = Path(a.docs) if a.docs else (quick_dir if a.quick else common.REPO / "docs")
+        ap.error(f"unknown scenario {', '.join(bad)}; known: 1-{len(SCENARIOS)}")
+    for what, path in (("--out", a.out), ("--docs", a.docs)):
+        if path and _published_place(Path(path)):
+            ap.error(f"{what} {path} is where published numbers live: only --publish (after "
+                     "a full run) writes there")
+    a.scratch = None
+    if not a.out or not a.docs:
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        a.scratch = (Path(a.build_dir) / "bench-runs" /
+                     f"{stamp}-{common.git_commit() or 'nocommit'}{'-quick' if a.quick else ''}")
+    a.out = Path(a.out) if a.out else a.scratch / "results.json"
+    a.docs = Path(a.docs) if a.docs else a.scratch
     return a
+
+
+def _published_place(path):
+    """Is `path` the published results file or inside the published docs?"""
+    path = path.resolve()
+    return any(path == d or d in path.parents
+               for d in (PUBLISHED.parent.resolve(), DOCS.resolve()))
 
 
 def snapshot_build():
@@ -188,24 +230,26 @@ def main(argv=None):
                  "quick": a.quick, "commit": (commit[:7] if commit else common.git_commit()),
                  "snapshot": a.snapshot, "machine": common.machine(),
                  "params": p, "contenders": {c: common.LABELS[c] for c in common.CONTENDERS},
-                 "root_note": a.root_note,
+                 "root_note": a.root_note, "only": a.only,
                  "stall_rule": stalls.rule(p["watchdog_s"]),
                  "tuned_env": common.TUNED, "build_dir": str(Path(a.build_dir).resolve()),
                  "plugin_sha256": common.sha256(plugin)},
         "scenarios": {},
     }
     kept = {}
-    if a.keep_others and a.out.is_file():
+    earlier = a.out if a.out.is_file() else PUBLISHED
+    if a.keep_others and earlier.is_file():
         # Scenarios not run now keep their results (and say when they were
-        # measured); the page is rendered from the merged file.
-        old = json.loads(a.out.read_text())
+        # measured); the scratch page is rendered from the merged file, which
+        # --publish never takes.
+        old = json.loads(earlier.read_text())
         ran = {name for num, name, _ in SCENARIOS if num in a.only}
         for name, res in old.get("scenarios", {}).items():
             if name not in ran:
                 res.setdefault("measured", {"commit": old["meta"].get("commit"),
                                             "date": old["meta"].get("date")})
                 kept[name] = res
-        results["meta"]["kept_from"] = {"commit": old["meta"].get("commit"),
+        results["meta"]["kept_from"] = {"file": str(earlier), "commit": old["meta"].get("commit"),
                                         "date": old["meta"].get("date"),
                                         "scenarios": sorted(kept)}
         results["scenarios"].update(kept)
@@ -249,14 +293,58 @@ def main(argv=None):
         prog.note(f"PROBLEM: {msg}")
     failed = bool(problems)
     if not a.no_render:
-        try:
-            source = a.out.resolve().relative_to(common.REPO)
-        except ValueError:
-            source = a.out
-        written = render.render(results, a.docs, source=str(source))
+        written = render.render(results, a.docs, source=str(_shown(a.out)))
         prog.note("wrote " + ", ".join(str(w) for w in written))
     prog.note(f"results in {a.out} ({results['meta']['duration_s']:.0f} s)")
+    if a.publish:
+        unfit = problems + unpublishable(results)
+        if unfit:
+            prog.note(f"NOT PUBLISHED (bench/results/ and docs/ unchanged): "
+                      f"{'; '.join(unfit)[:2000]}")
+            return 1
+        publish(a.out, results)
+        prog.note(f"published: {PUBLISHED} and {DOCS / 'performance.md'}")
     return 1 if failed else 0
+
+
+def _shown(path):
+    """A path as the page cites it: relative to the repository when inside it."""
+    try:
+        return path.resolve().relative_to(common.REPO)
+    except ValueError:
+        return path
+
+
+def unpublishable(results):
+    """Why a results dict may not become the published page (empty: it may): it
+    must be one full run in which every scenario produced its numbers."""
+    m = results["meta"]
+    out = []
+    if m.get("quick") or m.get("only") or m.get("kept_from"):
+        out.append("not a full run (--quick, --only or --keep-others)")
+    for num, name, _ in SCENARIOS:
+        res = results["scenarios"].get(name)
+        if res is None:
+            out.append(f"scenario {num} {name} has no results")
+        elif "error" in res or "skipped" in res:
+            out.append(f"scenario {num} {name}: {res.get('error') or res.get('skipped')}")
+        elif (res.get("measured") or {}).get("date") != m["date"]:
+            out.append(f"scenario {num} {name} was measured in another run")
+    return out
+
+
+def publish(scratch_results, results):
+    """Copy one full run's results file to bench/results/results.json and render
+    docs/performance.md and docs/img/ from the copy (plots of an earlier page
+    that this render did not draw are removed, so none outlives its numbers)."""
+    PUBLISHED.parent.mkdir(parents=True, exist_ok=True)
+    tmp = PUBLISHED.with_suffix(".tmp")
+    shutil.copyfile(scratch_results, tmp)
+    os.replace(tmp, PUBLISHED)
+    written = render.render(results, DOCS, source=str(_shown(PUBLISHED)))
+    for png in (DOCS / "img").glob("*.png"):
+        if png not in written and png.stem in render.PLOTS:
+            png.unlink()
 
 
 def _write(path, results, t_start):

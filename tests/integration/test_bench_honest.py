@@ -1,22 +1,29 @@
 """test_bench_honest.py: the published benchmark numbers can be trusted (issue 22, item 5).
 
-Pure Python, no lab: bench/ is imported, never run.
+Pure Python, no lab: bench/ is imported and run only as far as its argument checks.
 - the stall rule (bench/stalls.py): a run the watchdog killed, or one slower than
   twice the median of its peers (the same contender's other runs in its cell), is a
   stall with its time; a 181 s run among 3 s runs is one, under any watchdog;
 - the watchdog is one value: bench/run.py's parameters hold one bound
-  ("watchdog_s"), no key twice, and every scenario's child runs take it.
+  ("watchdog_s"), no key twice, and every scenario's child runs take it;
+- a run writes to a scratch folder; only --publish writes bench/results/ and docs/,
+  and it refuses --quick, --only, --keep-others (exit 2, saying why).
 Run with /usr/bin/python3 -m pytest tests/integration/test_bench_honest.py.
 """
 
 import ast
 import importlib.util
+import subprocess
 import sys
+
+import pytest
 
 import lab_client
 
 REPO = lab_client.REPO
 BENCH = REPO / "bench"
+PAGE = REPO / "docs" / "performance.md"
+RESULTS = BENCH / "results" / "results.json"
 sys.path.insert(0, str(BENCH))
 import render  # noqa: E402  (bench/render.py)
 import scen_tiles  # noqa: E402
@@ -129,3 +136,60 @@ def test_every_scenario_run_takes_the_watchdog():
                     assert "watchdog" in ast.unparse(kw.value), \
                         f"{path.name}:{node.lineno} {func}(timeout={ast.unparse(kw.value)})"
     assert seen >= 15
+
+
+# -- scratch folder and --publish ------------------------------------------------------------
+def _run(*args):
+    """bench/run.py with args and a build directory that does not exist: should the
+    argument check ever let the run through, it stops at "not built" (exit 2, a
+    different message) before measuring or writing anything."""
+    return subprocess.run([sys.executable, str(BENCH / "run.py"), "--build-dir",
+                           str(REPO / "build" / "no-such-build"), *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("args", [["--quick"], ["--only", "1,3"],
+                                  ["--only", "9", "--keep-others"]])
+def test_publish_refuses_a_partial_run(args):
+    before = RESULTS.read_bytes(), PAGE.read_bytes()
+    cp = _run("--publish", *args)
+    assert cp.returncode == 2, cp.stderr
+    assert "--publish takes a full run only" in cp.stderr, cp.stderr
+    assert args[0] in cp.stderr.split("--publish takes a full run only")[1]
+    assert (RESULTS.read_bytes(), PAGE.read_bytes()) == before
+
+
+@pytest.mark.parametrize("flag,where", [("--out", "bench/results/results.json"),
+                                        ("--docs", "docs")])
+def test_a_run_without_publish_cannot_write_the_published_files(flag, where):
+    cp = _run("--quick", flag, str(REPO / where))
+    assert cp.returncode == 2 and "only --publish" in cp.stderr, cp.stderr
+
+
+def test_a_run_writes_to_a_scratch_folder_by_default(tmp_path):
+    run = _bench_run()
+    for argv in ([], ["--quick"], ["--only", "13"]):
+        a = run.parse_args(["--build-dir", str(tmp_path)] + argv)
+        assert a.out.parent == a.docs and tmp_path / "bench-runs" in a.out.parents, argv
+        assert not run._published_place(a.out) and not run._published_place(a.docs)
+
+
+def _full_results(run):
+    date = "2026-12-02T00:00:00+00:00"
+    return {"meta": {"date": date, "quick": False, "only": []},
+            "scenarios": {name: {"measured": {"commit": "c", "date": date}}
+                          for _, name, _ in run.SCENARIOS}}
+
+
+def test_only_one_full_run_is_publishable():
+    run = _bench_run()
+    r = _full_results(run)
+    assert run.unpublishable(r) == []
+    r["scenarios"]["sidecars"]["measured"]["date"] = "earlier"
+    assert run.unpublishable(r) == ["scenario 13 sidecars was measured in another run"]
+    r = _full_results(run)
+    r["scenarios"]["gdal_versions"] = {"skipped": "no --root given (e.g. --root sid)"}
+    assert run.unpublishable(r) == ["scenario 9 gdal_versions: no --root given (e.g. --root sid)"]
+    r = _full_results(run)
+    r["meta"]["quick"] = True
+    assert run.unpublishable(r) == ["not a full run (--quick, --only or --keep-others)"]
