@@ -201,6 +201,27 @@ def test_only_one_full_run_is_publishable():
     assert run.unpublishable(r) == ["not a full run (--quick, --only or --keep-others)"]
 
 
+def test_publish_copies_the_run_and_renders_the_page_from_the_copy(tmp_path, monkeypatch):
+    run = _bench_run()
+    monkeypatch.setattr(run, "PUBLISHED", tmp_path / "results" / "results.json")
+    monkeypatch.setattr(run, "DOCS", tmp_path / "docs")
+    stale = tmp_path / "docs" / "img" / "cold_window.png"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"a plot of an earlier page")
+    other = stale.with_name("diagram.png")  # not a plot of the page: left alone
+    other.write_bytes(b"kept")
+    scratch = tmp_path / "scratch" / "results.json"
+    scratch.parent.mkdir()
+    results = json.loads(RESULTS.read_text())
+    del results["scenarios"]["cold_window"]  # so its plot is not drawn again
+    scratch.write_text(json.dumps(results))
+    run.publish(scratch, results)
+    assert run.PUBLISHED.read_bytes() == scratch.read_bytes()
+    page = (run.DOCS / "performance.md").read_text()
+    assert f"from `{run.PUBLISHED}`" in page and "## 1. Cold window" not in page
+    assert not stale.exists() and other.read_bytes() == b"kept"
+
+
 @pytest.mark.xfail(strict=True, reason="issue 22 acceptance: bench/results/results.json and "
                    "docs/performance.md hold one full run again (today: 4 runs merged with "
                    "--keep-others)")
