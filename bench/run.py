@@ -152,6 +152,9 @@ def parse_args(argv):
         if a.out or a.docs:
             ap.error("--publish writes bench/results/results.json and docs/; --out and "
                      "--docs name a scratch run's files")
+        if not a.root:
+            ap.error("--publish needs --root SUITE (e.g. --root sid): scenario 9 measures "
+                     "that root's GDAL, and a page without it is not a full run")
     known = {n for n, _, _ in SCENARIOS}
     a.only = [s.strip() for s in a.only.split(",") if s.strip()]
     bad = [s for s in a.only if s not in known]

@@ -158,11 +158,16 @@ def _run(*args):
                                   ["--only", "9", "--keep-others"]])
 def test_publish_refuses_a_partial_run(args):
     before = RESULTS.read_bytes(), PAGE.read_bytes()
-    cp = _run("--publish", *args)
+    cp = _run("--publish", "--root", "sid", *args)
     assert cp.returncode == 2, cp.stderr
     assert "--publish takes a full run only" in cp.stderr, cp.stderr
     assert args[0] in cp.stderr.split("--publish takes a full run only")[1]
     assert (RESULTS.read_bytes(), PAGE.read_bytes()) == before
+
+
+def test_publish_needs_the_root_of_scenario_9():
+    cp = _run("--publish")
+    assert cp.returncode == 2 and "--publish needs --root SUITE" in cp.stderr, cp.stderr
 
 
 @pytest.mark.parametrize("flag,where", [("--out", "bench/results/results.json"),
