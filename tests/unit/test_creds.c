@@ -5,6 +5,7 @@
  * and ISO 8601 times, including random bytes. The network providers (STS,
  * container, IMDSv2) run against local servers in
  * tests/integration/test_creds_providers.py. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +25,7 @@
 #include <gdal_version.h>
 
 #include "creds.h"
+#include "creds_int.h"
 #include "creds_parse.h"
 
 #include "fuzz_bytes.h"
@@ -442,6 +444,38 @@ static void test_ini(void **state)
     assert_int_equal(vt__ini_section(t, strlen(t), "y", "profile y", &off, &n), 0);
 }
 
+/* A file read whole through a buffer that grows (it starts at 64 KiB):
+ * every byte up to the cap, EFBIG over it. */
+static void test_read_file_cap(void **state)
+{
+    (void)state;
+    size_t big = 200 * 1024 + 7, len = 0;
+    char *data = malloc(big), *got;
+    assert_non_null(data);
+    for (size_t i = 0; i < big; i++)
+        data[i] = (char)('a' + i % 26);
+    VSILFILE *f = VSIFileFromMemBuffer("/vsimem/test_creds_big", (GByte *)data,
+                                       big, FALSE);
+    assert_non_null(f);
+    VSIFCloseL(f);
+    got = vt__creds_read_file("/vsimem/test_creds_big", VT_CREDS_SHARED_CAP, &len);
+    assert_non_null(got);
+    assert_int_equal(len, big);
+    assert_memory_equal(got, data, big);
+    assert_int_equal(got[len], '\0');
+    free(got);
+    got = vt__creds_read_file("/vsimem/test_creds_big", big, &len); /* exactly */
+    assert_non_null(got);
+    assert_int_equal(len, big);
+    free(got);
+    errno = 0;
+    assert_null(vt__creds_read_file("/vsimem/test_creds_big", big - 1, &len));
+    assert_int_equal(errno, EFBIG);
+    assert_int_equal(len, 0);
+    VSIUnlink("/vsimem/test_creds_big");
+    free(data);
+}
+
 static void test_iso8601(void **state)
 {
     (void)state;
@@ -623,6 +657,7 @@ int main(void)
         cmocka_unit_test_setup(test_path_specific, setup),
         cmocka_unit_test_setup(test_threads, setup),
         cmocka_unit_test_setup(test_ini, setup),
+        cmocka_unit_test_setup(test_read_file_cap, setup),
         cmocka_unit_test_setup(test_iso8601, setup),
         cmocka_unit_test_setup(test_sts_xml, setup),
         cmocka_unit_test_setup(test_json, setup),
