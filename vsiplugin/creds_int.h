@@ -16,7 +16,10 @@
 #include "creds.h"
 #include "engine.h"
 
-#define VT_CREDS_FILE_CAP (1024 * 1024) /* shared files and token files */
+#define VT_CREDS_FILE_CAP (1024 * 1024) /* token files */
+/* The shared files: GDAL reads them line by line, whatever their size; a
+ * file this large (far beyond any real one) reads as absent here. */
+#define VT_CREDS_SHARED_CAP (256u * 1024 * 1024)
 
 /* ---- options (creds_opts.c) ------------------------------------------ */
 
@@ -98,12 +101,12 @@ void vt__creds_note(char *buf, size_t len, const char *fmt, ...)
 /* Deep copy (dst overwritten, not cleared). VT_ENOMEM leaves dst empty. */
 vt_err vt__creds_copy(vt_creds *dst, const vt_creds *src);
 
-/* Whole small file, malloc'd and NUL-terminated (caller frees), read
- * through VSIFOpenL (local paths, /vsimem/, /vsizip/...). NULL with errno
- * set when unreadable (ENOENT), over VT_CREDS_FILE_CAP (EFBIG), or a
- * network file system (EPERM: reading it would sign requests with the
- * credentials being looked up). */
-char *vt__creds_read_file(const char *path, size_t *len);
+/* Whole file, malloc'd and NUL-terminated (caller frees), read through
+ * VSIFOpenL (local paths, /vsimem/, /vsizip/...). NULL with errno set when
+ * unreadable (ENOENT), over cap bytes (EFBIG), or a network file system
+ * (EPERM: reading it would sign requests with the credentials being looked
+ * up). */
+char *vt__creds_read_file(const char *path, size_t cap, size_t *len);
 
 /* A token from a file or option: trimmed, malloc'd; NULL when empty or it
  * holds a line break or NUL (it goes into a header). */

@@ -34,7 +34,7 @@ int vt__creds_from_container(const struct vt_copts *o, vt_creds *out,
 
     if (tf) { /* the file wins: EKS rotates it */
         size_t n = 0;
-        raw = vt__creds_read_file(tf, &n);
+        raw = vt__creds_read_file(tf, VT_CREDS_FILE_CAP, &n);
         if (!raw || !(auth = vt__creds_clean_token(raw, n))) {
             vt__creds_put(errbuf, errlen,
                           "container credentials: cannot read a token "

@@ -31,78 +31,124 @@ static void trim(const char **s, const char **e)
         (*e)--;
 }
 
+/* One line of [*p, end) as GDAL's CPLReadLineL cuts a file: it ends at
+ * "\r\n", "\n\r", "\n" or "\r" (not part of it) or at the end, and GDAL
+ * sees it as a C string, so a NUL byte ends its text (*n). *p moves past
+ * the line end. */
+static void next_line(const char **p, const char *end, const char **s,
+                      size_t *n)
+{
+    const char *b = *p, *e = b, *z;
+
+    while (e < end && *e != '\n' && *e != '\r')
+        e++;
+    z = memchr(b, '\0', (size_t)(e - b));
+    *s = b;
+    *n = (size_t)((z ? z : e) - b);
+    if (e < end) {
+        if (e + 1 < end && (e[1] == '\n' || e[1] == '\r') && e[1] != e[0])
+            e++;
+        e++;
+    }
+    *p = e;
+}
+
+/* Is the line s[0, n) exactly "[name]"? (GDAL compares whole lines.) */
+static int header_is(const char *s, size_t n, const char *name)
+{
+    size_t k = name ? strlen(name) : 0;
+    return name && n == k + 2 && s[0] == '[' && s[n - 1] == ']' &&
+           !memcmp(s + 1, name, k);
+}
+
+int vt__ini_section(const char *text, size_t len, const char *name,
+                    const char *alt, size_t *off, size_t *n)
+{
+    const char *p = text, *end = text + len, *body = NULL, *s;
+    size_t ln;
+
+    *off = *n = 0;
+    if (!text || !name)
+        return 0;
+    while (p < end) {
+        const char *at = p;
+        next_line(&p, end, &s, &ln);
+        if (ln == 0 || s[0] != '[')
+            continue;
+        if (body) { /* the next header ends the section */
+            end = at;
+            break;
+        }
+        if (header_is(s, ln, name) || header_is(s, ln, alt))
+            body = p;
+    }
+    if (!body)
+        return 0;
+    *off = (size_t)(body - text);
+    *n = (size_t)(end - body);
+    return 1;
+}
+
+int vt__ini_next(const char *body, size_t len, size_t *pos,
+                 struct vt_ini_kv *kv)
+{
+    const char *p, *end = body + len, *s;
+    size_t ln;
+
+    memset(kv, 0, sizeof(*kv));
+    if (!body || *pos >= len)
+        return 0;
+    p = body + *pos;
+    while (p < end) {
+        next_line(&p, end, &s, &ln);
+        /* GDAL's CPLParseNameValue: the first '=' or ':' splits; the key
+         * loses trailing blanks, the value leading ones; nothing else. */
+        size_t i = 0;
+        while (i < ln && s[i] != '=' && s[i] != ':')
+            i++;
+        if (i == ln)
+            continue;
+        kv->key = s;
+        kv->klen = i;
+        while (kv->klen && (s[kv->klen - 1] == ' ' || s[kv->klen - 1] == '\t'))
+            kv->klen--;
+        for (i++; i < ln && (s[i] == ' ' || s[i] == '\t'); i++)
+            ;
+        kv->val = s + i;
+        kv->vlen = ln - i;
+        *pos = (size_t)(p - body);
+        return 1;
+    }
+    *pos = len;
+    return 0;
+}
+
+int vt__ini_key_is(const struct vt_ini_kv *kv, const char *key, int nocase)
+{
+    size_t k = strlen(key);
+    return kv->klen == k && (nocase ? !strncasecmp(kv->key, key, k)
+                                    : !memcmp(kv->key, key, k));
+}
+
 char *vt__ini_get(const char *text, size_t len, const char *section,
                   const char *key)
 {
-    const char *p = text, *end = text + len;
-    int in_section = 0;
+    struct vt_ini_kv kv;
+    size_t off, n, pos = 0;
     char *found = NULL;
-    size_t slen = section ? strlen(section) : 0, klen = key ? strlen(key) : 0;
 
-    if (!text || !slen || !klen)
+    if (!key || !vt__ini_section(text, len, section, NULL, &off, &n))
         return NULL;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *le = nl ? nl : end;
-        const char *s = p, *e = le;
-        int indented = (s < e && (*s == ' ' || *s == '\t'));
-        p = nl ? nl + 1 : end;
-        trim(&s, &e);
-        if (s == e || *s == '#' || *s == ';')
+    while (vt__ini_next(text + off, n, &pos, &kv)) {
+        if (!vt__ini_key_is(&kv, key, 1))
             continue;
-        if (*s == '[') {
-            const char *rb = memchr(s, ']', (size_t)(e - s));
-            if (!rb)
-                continue;
-            const char *ns = s + 1, *ne = rb;
-            trim(&ns, &ne);
-            in_section =
-                ((size_t)(ne - ns) == slen && !memcmp(ns, section, slen));
-            continue;
-        }
-        /* Indented lines continue a nested value (e.g. "s3 =\n  x = y"):
-         * never a top-level key. */
-        if (!in_section || indented)
-            continue;
-        const char *eq = memchr(s, '=', (size_t)(e - s));
-        if (!eq)
-            continue;
-        const char *ks = s, *ke = eq, *vs = eq + 1, *ve = e;
-        trim(&ks, &ke);
-        trim(&vs, &ve);
-        if ((size_t)(ke - ks) != klen || strncasecmp(ks, key, klen))
-            continue;
-        char *v = strndup(vs, (size_t)(ve - vs));
+        char *v = strndup(kv.val, kv.vlen);
         if (v) {
             free(found);
             found = v;
         }
     }
     return found;
-}
-
-int vt__ini_has_section(const char *text, size_t len, const char *section)
-{
-    const char *p = text, *end = text + len;
-    size_t slen = section ? strlen(section) : 0;
-    if (!text || !slen)
-        return 0;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *s = p, *e = nl ? nl : end;
-        p = nl ? nl + 1 : end;
-        trim(&s, &e);
-        if (s == e || *s != '[')
-            continue;
-        const char *rb = memchr(s, ']', (size_t)(e - s));
-        if (!rb)
-            continue;
-        const char *ns = s + 1, *ne = rb;
-        trim(&ns, &ne);
-        if ((size_t)(ne - ns) == slen && !memcmp(ns, section, slen))
-            return 1;
-    }
-    return 0;
 }
 
 static int digits(const char *s, int n, int *out)

@@ -13,14 +13,41 @@
 #include "creds.h"
 #include "error.h"
 
-/* Value of key in [section] of an INI text (AWS shared files: '#' and ';'
- * comments, "key = value", names trimmed, keys case-insensitive, last
- * duplicate wins). malloc'd (caller frees); NULL when absent. */
+/* The AWS shared files (credentials, config) read line by line as GDAL
+ * reads them (ReadAWSCredentials, GetConfigurationFromAWSConfigFiles in
+ * cpl_aws.cpp): lines end at \n, \r or both (a NUL byte ends a line's
+ * text); a section header is a whole line "[name]" from the first column
+ * (no blanks inside or around); the FIRST such section is the profile and
+ * the next line that starts with '[' ends it; in it, a line is a key and a
+ * value split at its first '=' or ':' (key: trailing blanks dropped, value:
+ * leading blanks dropped, nothing else: no comments, an inline "# ..." is
+ * part of the value); lines without either are skipped. */
+
+/* The first section headed "[name]" or "[alt]" (alt may be NULL): its
+ * body is text[*off, *off + *n). 1 when found; 0 (and 0, 0) when not. */
+int vt__ini_section(const char *text, size_t len, const char *name,
+                    const char *alt, size_t *off, size_t *n);
+
+/* One "key = value" line; pointers into the text, not NUL-terminated. */
+struct vt_ini_kv {
+    const char *key, *val;
+    size_t klen, vlen;
+};
+
+/* The next key line of body[*pos, len) into *kv (*pos moves past it): 1,
+ * or 0 at the end. Start with *pos = 0. */
+int vt__ini_next(const char *body, size_t len, size_t *pos,
+                 struct vt_ini_kv *kv);
+
+/* 1 when kv's key is key (nocase: ASCII case-insensitive, GDAL's EQUAL;
+ * else byte for byte, GDAL's strcmp). */
+int vt__ini_key_is(const struct vt_ini_kv *kv, const char *key, int nocase);
+
+/* Value of key (case-insensitive) in the first [section] of an INI text,
+ * the last line of it winning, as GDAL reads ~/.aws/credentials.
+ * malloc'd (caller frees); NULL when absent. */
 char *vt__ini_get(const char *text, size_t len, const char *section,
                   const char *key);
-
-/* 1 when the INI text has a [section] header (even an empty one). */
-int vt__ini_has_section(const char *text, size_t len, const char *section);
 
 /* Parse "YYYY-MM-DDTHH:MM:SS[.fff](Z|+HH:MM|-HH:MM)" into a UTC time_t.
  * Returns 0 on success, -1 when malformed. */

@@ -76,7 +76,7 @@ int vt__creds_from_web_identity(const struct vt_copts *o, vt_creds *out,
 {
     int rc = -1;
     size_t tlen = 0;
-    char *raw = vt__creds_read_file(token_file, &tlen);
+    char *raw = vt__creds_read_file(token_file, VT_CREDS_FILE_CAP, &tlen);
     char *token = NULL, *e_role = NULL, *e_tok = NULL, *e_name = NULL;
     char *url = NULL, *ferr = NULL, root[2048];
 

@@ -75,14 +75,16 @@ static int network_vsi(const char *path)
     return 0;
 }
 
-/* Read a whole (small) file through VSIFOpenL: malloc'd, NUL-terminated;
- * NULL with errno set when it cannot be read, is larger than
- * VT_CREDS_FILE_CAP (EFBIG) or lives on a network file system (EPERM). */
-char *vt__creds_read_file(const char *path, size_t *len)
+/* Read a whole file through VSIFOpenL: malloc'd, NUL-terminated; NULL
+ * with errno set when it cannot be read, is larger than cap (EFBIG) or
+ * lives on a network file system (EPERM). The buffer grows with what is
+ * read, so a small file costs a small buffer whatever the cap. */
+char *vt__creds_read_file(const char *path, size_t cap, size_t *len)
 {
     VSILFILE *f;
     char *buf = NULL;
-    size_t n = 0;
+    size_t n = 0, size = 0;
+    int ok = 0;
 
     *len = 0;
     if (!path || !*path) {
@@ -98,21 +100,36 @@ char *vt__creds_read_file(const char *path, size_t *len)
         errno = ENOENT;
         return NULL;
     }
-    buf = malloc(VT_CREDS_FILE_CAP + 1);
-    if (!buf) {
-        errno = ENOMEM;
-        goto out;
-    }
-    n = VSIFReadL(buf, 1, VT_CREDS_FILE_CAP + 1, f);
-    if (n > VT_CREDS_FILE_CAP) {
-        free(buf);
-        buf = NULL;
-        errno = EFBIG;
-        goto out;
+    for (;;) {
+        if (n == size) {
+            size_t want = size ? size * 2 : 64 * 1024;
+            char *nb;
+            if (size > cap) { /* cap + 1 bytes read */
+                errno = EFBIG;
+                goto out;
+            }
+            if (want > cap + 1)
+                want = cap + 1;
+            nb = realloc(buf, want + 1);
+            if (!nb) {
+                errno = ENOMEM;
+                goto out;
+            }
+            buf = nb;
+            size = want;
+        }
+        n += VSIFReadL(buf + n, 1, size - n, f);
+        if (n < size) /* a short read: the end (or an error, as GDAL) */
+            break;
     }
     buf[n] = '\0';
     *len = n;
+    ok = 1;
 out:
+    if (!ok) {
+        free(buf);
+        buf = NULL;
+    }
     VSIFCloseL(f);
     return buf;
 }

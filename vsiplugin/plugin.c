@@ -6,7 +6,10 @@
  * stock /vsis3/ alone) and registers a driver named VSITUNE with no open
  * function: it shows in `gdalinfo --formats` and its unload hook stops the
  * I/O engine at GDALDestroy. Registration is idempotent (rasterio registers
- * drivers twice). */
+ * drivers twice). GDAL_SKIP (or OGR_SKIP) naming VSITUNE turns the plugin
+ * off: nothing is installed, /vsis3/ stays GDAL's own, and the bare driver
+ * registered for GDAL's AutoSkipDrivers to remove (as it removes any skipped
+ * driver, silently) is gone by the time GDALAllRegister returns. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,7 +51,22 @@ void GDALRegister_vsitune(void)
     int takeover;
     VSIFilesystemPluginCallbacksStruct *cb;
 
-    if (done || GDALGetDriverByName(VT_DRIVER_NAME) != NULL)
+    if (GDALGetDriverByName(VT_DRIVER_NAME) != NULL)
+        return;
+    /* GDALAllRegister loads plugins first and applies GDAL_SKIP last: decide
+     * here, before anything is installed, what AutoSkipDrivers will do. At
+     * every registration: each GDALAllRegister skips again. */
+    if (vt__policy_skipped(CPLGetConfigOption("GDAL_SKIP", NULL),
+                           CPLGetConfigOption("OGR_SKIP", NULL),
+                           VT_DRIVER_NAME)) {
+        CPLDebug("VSITUNE", "vsitune %s not active: GDAL_SKIP/OGR_SKIP names "
+                 "%s; /vsis3/ is GDAL's own", VT_VERSION, VT_DRIVER_NAME);
+        if (vt__policy_gdal_supported(runtime, VT_BUILT_MAJOR, VT_BUILT_MINOR))
+            vt__driver_register(VT_DRIVER_NAME, "", VT_VERSION,
+                                GDAL_RELEASE_NAME, NULL);
+        return;
+    }
+    if (done)
         return;
     done = 1;
     if (!vt__policy_gdal_supported(runtime, VT_BUILT_MAJOR, VT_BUILT_MINOR)) {

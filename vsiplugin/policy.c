@@ -118,3 +118,25 @@ int vt__policy_gdal_supported(int runtime, int built_major, int built_minor)
     int major = runtime / 1000000, minor = (runtime / 10000) % 100;
     return runtime >= 3060000 && major == built_major && minor == built_minor;
 }
+
+/* 1 when an item of list (separated by sep) is name. */
+static int list_names(const char *list, char sep, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, sep);
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncasecmp(p, name, n) == 0)
+            return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+int vt__policy_skipped(const char *gdal_skip, const char *ogr_skip,
+                       const char *name)
+{
+    char sep = (gdal_skip && strchr(gdal_skip, ',')) ? ',' : ' ';
+    return list_names(gdal_skip, sep, name) ||
+           list_names(ogr_skip, ',', name);
+}

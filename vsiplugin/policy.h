@@ -34,4 +34,12 @@ int vt__policy_is_dir_like(const char *path);
  * against (takeover.cpp depends on GDAL's C++ ABI), and at least 3.6. */
 int vt__policy_gdal_supported(int runtime, int built_major, int built_minor);
 
+/* 1 when GDAL's AutoSkipDrivers would unload the driver `name` for these
+ * values of GDAL_SKIP and OGR_SKIP (either may be NULL): GDAL_SKIP is split
+ * on ',' when it holds one, else on ' '; OGR_SKIP on ','; empty items are
+ * dropped, the others kept as they are (" X" is not "X") and compared with
+ * the name case-insensitively, as GDALGetDriverByName does. */
+int vt__policy_skipped(const char *gdal_skip, const char *ogr_skip,
+                       const char *name);
+
 #endif

@@ -458,6 +458,15 @@ static int valid_amz_date(const char *d)
     return 1;
 }
 
+/* The access key goes into the Authorization header as GDAL puts it, with
+ * whatever the shared file's line held (blanks, an inline "# ..."): the
+ * server, not the signer, refuses a key it does not know. Only what would
+ * break the header is refused. */
+static int valid_key_id(const char *s)
+{
+    return s && *s && !strpbrk(s, "\r\n");
+}
+
 static int valid_token(const char *s)
 {
     if (!s || !*s)
@@ -483,7 +492,7 @@ vt_err vt__sigv4_sign(const vt_sigv4_input *in, vt_sigv4_output *out)
     if (!in || !in->method || !*in->method || !in->payload_hash ||
         !*in->payload_hash || !valid_amz_date(in->amz_date) ||
         !valid_token(in->region) || !valid_token(in->service) ||
-        !valid_token(in->access_key) || !in->secret_key) {
+        !valid_key_id(in->access_key) || !in->secret_key) {
         err = VT_EINVAL;
         goto out;
     }

@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import lab_client
-from parity import Side, assert_same, gdal_at_least, last_seq, uploaded
+from parity import Side, assert_same, gdal_at_least, last_seq, uploaded, xfail
 
 COG = "/vsis3/lab/parity/cog/scene.tif"
 RASTER = {"op": "raster", "path": COG, "checksums": True}
@@ -152,6 +152,18 @@ def fake():
     srv.server_close()
 
 
+def run_with_fake(lab, extra, fake):
+    """RASTER in a fresh process per side; {side: (results, lab log, fake's requests)}."""
+    out = {}
+    for vt in (False, True):
+        seq = last_seq(lab)
+        with Side(lab, vt, extra) as s:
+            res = s.run([RASTER])
+            s.close()
+        out["vsitune" if vt else "stock"] = (res, lab.log(since=seq), fake.take())
+    return out
+
+
 def imds_env(fake, tmp_path):
     # lab_client.gdal_env turns IMDS off with the AWS SDKs' switch: these cases turn it on.
     return dict(no_keys(tmp_path), CPL_AWS_EC2_API_ROOT_URL=f"http://{fake.host}",
@@ -163,13 +175,7 @@ def test_missing_default_profile_goes_on_to_ec2(lab, fixtures, fake, tmp_path, p
     """AWS_PROFILE=default that no file has: GDAL goes on down the chain to EC2 instance
     metadata, and to IMDSv1 when the token PUT is refused (403)."""
     fake.imds_put_status = put_status
-    out = {}
-    for vt in (False, True):
-        seq = last_seq(lab)
-        with Side(lab, vt, dict(imds_env(fake, tmp_path), AWS_PROFILE="default")) as s:
-            res = s.run([RASTER])
-            s.close()
-        out["vsitune" if vt else "stock"] = (res, lab.log(since=seq), fake.take())
+    out = run_with_fake(lab, dict(imds_env(fake, tmp_path), AWS_PROFILE="default"), fake)
     assert_same_sides(out, "missing default profile -> EC2")
     for side, (_, log, meta) in out.items():
         assert {(e["akid"], e["sig"]) for e in gets(log)} == {(TEMP[0], "ok")}, side
@@ -203,13 +209,7 @@ def test_assume_role_over_http(lab, fixtures, fake, tmp_path, mfa):
         f"aws_secret_access_key = {env['AWS_SECRET_ACCESS_KEY']}\n")
     extra = dict(no_keys(tmp_path), **files, AWS_PROFILE="dev", AWS_STS_ENDPOINT=fake.host,
                  AWS_HTTPS="NO")
-    out = {}
-    for vt in (False, True):
-        seq = last_seq(lab)
-        with Side(lab, vt, extra) as s:
-            res = s.run([RASTER])
-            s.close()
-        out["vsitune" if vt else "stock"] = (res, lab.log(since=seq), fake.take())
+    out = run_with_fake(lab, extra, fake)
     assert_same_sides(out, "assume role")
     sts = {}
     for side, (_, log, reqs) in out.items():
@@ -234,13 +234,7 @@ def test_source_profile_with_web_identity(lab, fixtures, fake, tmp_path):
         "[profile main]\nrole_arn = arn:aws:iam::1:role/main\nsource_profile = src\n")
     extra = dict(no_keys(tmp_path), **files, AWS_PROFILE="main", AWS_STS_ENDPOINT=fake.host,
                  CPL_AWS_STS_ROOT_URL=f"http://{fake.host}")
-    out = {}
-    for vt in (False, True):
-        seq = last_seq(lab)
-        with Side(lab, vt, extra) as s:
-            res = s.run([RASTER])
-            s.close()
-        out["vsitune" if vt else "stock"] = (res, lab.log(since=seq), fake.take())
+    out = run_with_fake(lab, extra, fake)
     assert_same_sides(out, "source profile with web identity")
     for side, (_, log, reqs) in out.items():
         assert {(e["akid"], e["sig"]) for e in gets(log)} == {(TEMP[0], "ok")}, side
@@ -363,3 +357,68 @@ def test_cache_budget_follows_gdal_option(lab, fixtures, opts, want):
                         text=True, timeout=120)
     assert cp.returncode == 0, cp.stderr
     assert int(cp.stdout.strip().splitlines()[-1]) == want
+
+
+# -- the shared files read as GDAL reads them (issue 18, item 9) --------------------------
+# Each case: (credentials file, config file, whose key stock GDAL signs with: "lab" (the
+# lab's key, read from the file), "imds" (nothing usable in the files: the chain goes on to
+# the fake EC2 metadata) or "other" (a key the lab does not know, or a wrong secret)).
+# What the server saw must be the same on both sides, and what GDAL returned.
+WRONG = "AKIAVTWRONGPROFILE01"
+PAD = "# " + "p" * 98 + "\n"  # 101 bytes a line
+
+
+def _quirk_files(lab, case):
+    env = lab.env("h1")
+    ak, sk = env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"]
+    keys = f"aws_access_key_id = {ak}\naws_secret_access_key = {sk}\n"
+    wrong = f"aws_access_key_id = {WRONG}\naws_secret_access_key = wrong\n"
+    return {
+        # the first [default] is the profile; a second one is never read
+        "duplicate_default": (f"[default]\n{keys}[default]\n{wrong}", "", "lab"),
+        # a header is the whole line "[default]": no blanks inside the brackets
+        "spaced_header": (f"[ default ]\n{keys}", "", "imds"),
+        # 10 MB of comments before the profile: read through, as GDAL does
+        "ten_megabytes": (PAD * (10 * 1024 * 1024 // len(PAD)) + f"[default]\n{keys}", "",
+                          "lab"),
+        # no inline comments: "# ..." is part of the value
+        "inline_comment_key_id": (f"[default]\naws_access_key_id = {ak} # the lab's\n"
+                                  f"aws_secret_access_key = {sk}\n", "", "other"),
+        "inline_comment_secret": (f"[default]\naws_access_key_id = {ak}\n"
+                                  f"aws_secret_access_key = {sk} # the lab's\n", "", "other"),
+        # a value keeps its trailing blanks
+        "trailing_blank": (f"[default]\naws_access_key_id = {ak}  \n"
+                           f"aws_secret_access_key = {sk}\n", "", "other"),
+        # the region with its comment signs the scope; the lab accepts any region (S3 would
+        # not); vsitune refuses a region that is no host-name part (s3_route.c)
+        "inline_comment_region": (f"[default]\n{keys}", "[default]\nregion = us-east-1 # note\n",
+                                  "lab"),
+        # config file: the first of [default] and [profile default]
+        "config_first_of_either": ("", f"[default]\n{keys}[profile default]\n{wrong}", "lab"),
+    }[case]
+
+
+@pytest.mark.parametrize("case", ["duplicate_default", "spaced_header", "ten_megabytes",
+                                  "inline_comment_key_id", "inline_comment_secret",
+                                  "trailing_blank", "config_first_of_either",
+                                  pytest.param("inline_comment_region", marks=xfail(
+                                      "vsitune refuses a region that cannot be part of a host "
+                                      "name (vt__s3_valid_region); stock GDAL signs with it"))])
+def test_shared_files_parsed_as_gdal(lab, fixtures, fake, tmp_path, case):
+    creds, config, signer = _quirk_files(lab, case)
+    extra = dict(imds_env(fake, tmp_path), **write_profiles(tmp_path, config, creds))
+    out = run_with_fake(lab, extra, fake)
+    seen = {side: {(e["akid"], e["sig"]) for e in gets(log)} for side, (_, log, _) in out.items()}
+    lab_key = lab.env("h1")["AWS_ACCESS_KEY_ID"]
+    # what stock GDAL did, measured here: the case is the one it is meant to be
+    if signer == "lab":
+        assert seen["stock"] == {(lab_key, "ok")}, seen
+    elif signer == "imds":
+        assert seen["stock"] == {(TEMP[0], "ok")}, seen
+    else:
+        assert seen["stock"] and all(s != "ok" for _, s in seen["stock"]), seen
+        assert out["stock"][0][-1].get("value") is None, out["stock"][0]
+    assert seen["vsitune"] == seen["stock"], seen
+    imds = {side: [(r["method"], r["path"]) for r in meta] for side, (_, _, meta) in out.items()}
+    assert bool(imds["vsitune"]) == bool(imds["stock"]), imds
+    assert_same(out["stock"][0], out["vsitune"][0], f"shared files: {case}")

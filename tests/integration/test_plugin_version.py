@@ -9,6 +9,9 @@
   this GDAL, it warns once per process (however often drivers are registered),
   registers no driver, and /vsis3/ is GDAL's own: the lab sees exactly the
   requests stock GDAL makes, none of them vsitune's.
+- GDAL_SKIP (or OGR_SKIP) naming VSITUNE, split as GDAL's AutoSkipDrivers splits it:
+  the driver is gone and /vsis3/ is stock GDAL's, wire included (issue 18, item 13);
+  a GDAL_SKIP that does not name it leaves vsitune active.
 Runs on every GDAL the suite runs on (scripts/test.sh: host, trixie, sid).
 """
 
@@ -116,3 +119,49 @@ def test_other_gdal_release_leaves_vsis3_alone(gdal, lab, small_cog):
     assert formats.returncode == 0
     assert "VSITUNE" not in formats.stdout
     assert formats.stderr.count("vsitune is not active") == 1, formats.stderr
+
+
+NAMES_IT = [{"GDAL_SKIP": "VSITUNE"}, {"GDAL_SKIP": "vsitune"}, {"GDAL_SKIP": "JPEG,VSITUNE"},
+            {"GDAL_SKIP": "HFA VSITUNE"}, {"OGR_SKIP": "GPKG,VSITUNE"}]
+# With a comma GDAL splits on commas only: " VSITUNE" names no driver.
+NAMES_OTHERS = [{"GDAL_SKIP": "JPEG,HFA"}, {"GDAL_SKIP": "JPEG, VSITUNE"}]
+
+
+def _pixel_both(gdal, lab, cog, env):
+    """PIXEL under stock GDAL and with the plugin, env on both; (stock, its log, vt, its
+    log)."""
+    args = [PY, "-c", PIXEL, s3path(cog)]
+    mark = last_seq(lab)
+    stock, _ = gdal.run(args, extra=env)
+    stock_log = lab.log(since=mark)
+    mark = last_seq(lab)
+    vt, _ = gdal.run(args, vsitune=True, extra=env)
+    vt_log = lab.log(since=mark)
+    assert stock.returncode == 0, stock.stderr
+    assert vt.returncode == 0, vt.stderr
+    assert stock.stdout.split("pixel")[1] == vt.stdout.split("pixel")[1]
+    return stock, stock_log, vt, vt_log
+
+
+@pytest.mark.parametrize("env", NAMES_IT, ids=lambda e: "|".join(f"{k}={v}" for k, v in e.items()))
+def test_gdal_skip_naming_vsitune_leaves_stock_in_charge(gdal, lab, cogs, env):
+    stock, stock_log, vt, vt_log = _pixel_both(gdal, lab, cogs["s2"], env)
+    assert "driver False" in vt.stdout and "driver False" in stock.stdout
+    # the wire: stock GDAL's own requests (a cold open lists the prefix), none by vsitune
+    assert "LIST" in kinds(stock_log), kinds(stock_log)
+    assert kinds(vt_log) == kinds(stock_log), (kinds(stock_log), kinds(vt_log))
+    assert by_vsitune(vt_log) == []
+    # skipped as GDAL skips an installed driver: silently (stock, with no such driver at
+    # all, warns that it cannot find it)
+    assert "vsitune" not in vt.stderr.lower(), vt.stderr
+    formats, _ = gdal.run(["gdalinfo", "--formats"], vsitune=True, extra=env)
+    assert formats.returncode == 0
+    assert "VSITUNE" not in formats.stdout and "VSITUNE" not in formats.stderr
+
+
+@pytest.mark.parametrize("env", NAMES_OTHERS, ids=lambda e: e["GDAL_SKIP"].replace(" ", "_"))
+def test_gdal_skip_naming_others_keeps_vsitune(gdal, lab, cogs, env):
+    stock, stock_log, vt, vt_log = _pixel_both(gdal, lab, cogs["s2"], env)
+    assert "driver True" in vt.stdout and "driver False" in stock.stdout
+    assert "LIST" not in kinds(vt_log) and by_vsitune(vt_log), kinds(vt_log)
+    assert vt.stderr == stock.stderr  # GDAL's own words on the names it cannot find

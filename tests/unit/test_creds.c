@@ -5,6 +5,7 @@
  * and ISO 8601 times, including random bytes. The network providers (STS,
  * container, IMDSv2) run against local servers in
  * tests/integration/test_creds_providers.py. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +25,7 @@
 #include <gdal_version.h>
 
 #include "creds.h"
+#include "creds_int.h"
 #include "creds_parse.h"
 
 #include "fuzz_bytes.h"
@@ -165,7 +167,7 @@ static void test_profiles(void **state)
 
     CPLSetConfigOption("AWS_PROFILE", "other");
     assert_int_equal(vt__creds_get(NULL, &c, err, sizeof(err)), VT_OK);
-    assert_string_equal(c.access_key, "AKOTHER");
+    assert_string_equal(c.access_key, "AKOTHER "); /* GDAL keeps the blank */
     assert_string_equal(c.session_token, "TOKOTHER");
     vt__creds_clear(&c);
 
@@ -394,25 +396,84 @@ static void test_threads(void **state)
     assert_int_equal(hammer_bad, 0);
 }
 
+/* value of key in section of t, compared with want (NULL: absent) */
+static void ini_is(const char *t, size_t n, const char *section,
+                   const char *key, const char *want)
+{
+    char *v = vt__ini_get(t, n, section, key);
+    if (want)
+        assert_string_equal(v ? v : "(absent)", want);
+    else
+        assert_null(v);
+    free(v);
+}
+
+/* GDAL's rules (cpl_aws.cpp ReadAWSCredentials): see creds_parse.h. */
 static void test_ini(void **state)
 {
     (void)state;
     const char *t = "[a]\nk = 1\n[b]\nk=2\nK = 3\n  k = nested\n[ c ]\nx=\n";
-    char *v = vt__ini_get(t, strlen(t), "a", "k");
-    assert_string_equal(v, "1");
-    free(v);
-    v = vt__ini_get(t, strlen(t), "b", "k");
-    assert_string_equal(v, "3"); /* last wins, keys case-insensitive */
-    free(v);
-    v = vt__ini_get(t, strlen(t), "c", "x");
-    assert_string_equal(v, "");
-    free(v);
-    assert_null(vt__ini_get(t, strlen(t), "d", "k"));
-    assert_null(vt__ini_get(t, strlen(t), "a", "x"));
-    assert_int_equal(vt__ini_has_section(t, strlen(t), "c"), 1);
-    assert_int_equal(vt__ini_has_section(t, strlen(t), "d"), 0);
+    ini_is(t, strlen(t), "a", "k", "1");
+    ini_is(t, strlen(t), "b", "k", "3"); /* last wins, keys case-insensitive */
+    ini_is(t, strlen(t), "c", "x", NULL); /* "[ c ]" is no "[c]" */
+    ini_is(t, strlen(t), "d", "k", NULL);
+    ini_is(t, strlen(t), "a", "x", NULL);
     /* Bounded by length: the part after len is not seen. */
-    assert_null(vt__ini_get(t, 8, "b", "k"));
+    ini_is(t, 8, "b", "k", NULL);
+    /* The first section of a name is the profile. */
+    t = "[default]\nk = first\n[other]\nk = o\n[default]\nk = second\n";
+    ini_is(t, strlen(t), "default", "k", "first");
+    /* No comments: an inline one is part of the value, as are trailing
+     * blanks; ':' splits too, at the first separator. */
+    t = "[d]\nk = v # note\nj:  a=b  \n# k = c\n;k = c\n";
+    ini_is(t, strlen(t), "d", "k", "v # note");
+    ini_is(t, strlen(t), "d", "j", "a=b  ");
+    /* A header is a whole line from the first column. */
+    t = "[d] \nk = 1\n [d]\nk = 2\n[d]\r\nk = 3\r\n";
+    ini_is(t, strlen(t), "d", "k", "3");
+    /* \r alone ends a line; a NUL ends a line's text. */
+    t = "[d]\rk = 4\rj = x\0y\n";
+    ini_is(t, 18, "d", "k", "4");
+    ini_is(t, 18, "d", "j", "x");
+    /* The config file: "[profile NAME]" or "[NAME]", the first of either. */
+    size_t off, n;
+    t = "[x]\nk = 1\n[profile x]\nk = 2\n";
+    assert_int_equal(vt__ini_section(t, strlen(t), "x", "profile x", &off, &n), 1);
+    assert_int_equal(off, 4);
+    assert_int_equal(n, 6);
+    assert_int_equal(vt__ini_section(t, strlen(t), "y", "profile y", &off, &n), 0);
+}
+
+/* A file read whole through a buffer that grows (it starts at 64 KiB):
+ * every byte up to the cap, EFBIG over it. */
+static void test_read_file_cap(void **state)
+{
+    (void)state;
+    size_t big = 200 * 1024 + 7, len = 0;
+    char *data = malloc(big), *got;
+    assert_non_null(data);
+    for (size_t i = 0; i < big; i++)
+        data[i] = (char)('a' + i % 26);
+    VSILFILE *f = VSIFileFromMemBuffer("/vsimem/test_creds_big", (GByte *)data,
+                                       big, FALSE);
+    assert_non_null(f);
+    VSIFCloseL(f);
+    got = vt__creds_read_file("/vsimem/test_creds_big", VT_CREDS_SHARED_CAP, &len);
+    assert_non_null(got);
+    assert_int_equal(len, big);
+    assert_memory_equal(got, data, big);
+    assert_int_equal(got[len], '\0');
+    free(got);
+    got = vt__creds_read_file("/vsimem/test_creds_big", big, &len); /* exactly */
+    assert_non_null(got);
+    assert_int_equal(len, big);
+    free(got);
+    errno = 0;
+    assert_null(vt__creds_read_file("/vsimem/test_creds_big", big - 1, &len));
+    assert_int_equal(errno, EFBIG);
+    assert_int_equal(len, 0);
+    VSIUnlink("/vsimem/test_creds_big");
+    free(data);
 }
 
 static void test_iso8601(void **state)
@@ -596,6 +657,7 @@ int main(void)
         cmocka_unit_test_setup(test_path_specific, setup),
         cmocka_unit_test_setup(test_threads, setup),
         cmocka_unit_test_setup(test_ini, setup),
+        cmocka_unit_test_setup(test_read_file_cap, setup),
         cmocka_unit_test_setup(test_iso8601, setup),
         cmocka_unit_test_setup(test_sts_xml, setup),
         cmocka_unit_test_setup(test_json, setup),

@@ -127,6 +127,28 @@ static void test_gdal_supported(void **state)
     assert_false(vt__policy_gdal_supported(0, 3, 6));        /* unparsable */
 }
 
+/* GDAL_SKIP / OGR_SKIP as GDALDriverManager::AutoSkipDrivers splits them. */
+static void test_skipped(void **state)
+{
+    (void)state;
+    assert_false(vt__policy_skipped(NULL, NULL, "VSITUNE"));
+    assert_false(vt__policy_skipped("", "", "VSITUNE"));
+    assert_true(vt__policy_skipped("VSITUNE", NULL, "VSITUNE"));
+    assert_true(vt__policy_skipped("vsitune", NULL, "VSITUNE"));
+    assert_true(vt__policy_skipped("GTiff VSITUNE", NULL, "VSITUNE"));
+    assert_true(vt__policy_skipped("GTiff,VSITUNE", NULL, "VSITUNE"));
+    assert_true(vt__policy_skipped(",,VSITUNE,", NULL, "VSITUNE"));
+    assert_true(vt__policy_skipped("  VSITUNE  ", NULL, "VSITUNE"));
+    /* a comma makes ',' the only separator: " VSITUNE" is another name */
+    assert_false(vt__policy_skipped("GTiff, VSITUNE", NULL, "VSITUNE"));
+    assert_false(vt__policy_skipped("GTiff VSITUNE,JPEG", NULL, "VSITUNE"));
+    assert_false(vt__policy_skipped("VSITUNE2 XVSITUNE", NULL, "VSITUNE"));
+    assert_false(vt__policy_skipped("GTiff,JPEG", "GPKG", "VSITUNE"));
+    /* OGR_SKIP: ',' only */
+    assert_true(vt__policy_skipped(NULL, "GPKG,VSITUNE", "VSITUNE"));
+    assert_false(vt__policy_skipped(NULL, "GPKG VSITUNE", "VSITUNE"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -135,6 +157,7 @@ int main(void)
         cmocka_unit_test(test_dir_like),
         cmocka_unit_test(test_parse_size),
         cmocka_unit_test(test_gdal_supported),
+        cmocka_unit_test(test_skipped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

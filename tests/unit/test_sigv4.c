@@ -430,6 +430,15 @@ static void test_bad_input(void **state)
     in.headers = ok;
     assert_int_equal(vt__sigv4_sign(&in, &out), VT_OK);
     vt__sigv4_output_clear(&out);
+    /* A key id as a shared file may hold it (GDAL signs with it; the server
+     * refuses it): signed; a line break in it: refused. */
+    in.access_key = "AK # note";
+    assert_int_equal(vt__sigv4_sign(&in, &out), VT_OK);
+    assert_non_null(strstr(out.authorization, "Credential=AK # note/20150830/"));
+    vt__sigv4_output_clear(&out);
+    in.access_key = "AK\r\nX-Evil: 1";
+    assert_int_equal(vt__sigv4_sign(&in, &out), VT_EINVAL);
+    in.access_key = "AK";
     /* Too many headers: refused, not a huge allocation. */
     static char lines[300][32];
     static const char *many[303];
