@@ -27,9 +27,9 @@ static void hex(const unsigned char *md, unsigned n, char *out)
         snprintf(out + 2 * i, 3, "%02x", md[i]);
 }
 
-void vt__ident_signer(const char *access_key_id, const char *secret,
-                      const char *session_token, const char *region,
-                      char *out, size_t outlen)
+int vt__ident_signer(const char *access_key_id, const char *secret,
+                     const char *session_token, const char *region,
+                     char *out, size_t outlen)
 {
     unsigned char md[32];
     unsigned int n = 0;
@@ -39,53 +39,56 @@ void vt__ident_signer(const char *access_key_id, const char *secret,
     size_t len = strlen(SIGNER_TAG) + strlen(access_key_id) + strlen(tok) +
                  strlen(reg) + 4;
     char *msg = malloc(len);
+    int rc = -1;
 
-    if (!msg) {
-        snprintf(out, outlen, "none"); /* shares nothing with anyone */
-        return;
-    }
+    if (outlen)
+        out[0] = '\0';
+    if (!msg)
+        return -1;
     snprintf(msg, len, "%s\n%s\n%s\n%s", SIGNER_TAG, access_key_id, tok, reg);
-    if (!HMAC(EVP_sha256(), secret, (int)strlen(secret),
-              (const unsigned char *)msg, strlen(msg), md, &n) || n != 32) {
-        snprintf(out, outlen, "none");
-    } else {
+    if (HMAC(EVP_sha256(), secret, (int)strlen(secret),
+             (const unsigned char *)msg, strlen(msg), md, &n) && n == 32) {
         hex(md, 32, h);
         snprintf(out, outlen, "signed:%s", h);
+        rc = 0;
     }
     OPENSSL_cleanse(msg, len);
     OPENSSL_cleanse(md, sizeof md);
     free(msg);
+    return rc;
 }
 
-/* The credential identity requests for path are signed with. */
-static void cred_identity(const char *path, char *out, size_t outlen)
+/* The credential identity requests for path are signed with; -1 when it
+ * cannot be told (no credentials: the request fails anyway; no memory). */
+static int cred_identity(const char *path, char *out, size_t outlen)
 {
     vt_creds c;
     char err[256], *region = NULL;
+    int rc = 0;
 
     if (vt__cfg_bool(path, "VSITUNE_SHARED_CACHE_ACROSS_CREDENTIALS", 0)) {
         snprintf(out, outlen, "*");
-        return;
+        return 0;
     }
-    if (vt__creds_get(path, &c, err, sizeof err) != VT_OK) {
-        snprintf(out, outlen, "none"); /* the request will fail anyway */
-        return;
-    }
+    if (vt__creds_get(path, &c, err, sizeof err) != VT_OK)
+        return -1;
     if (c.anonymous || !c.access_key || !c.secret_key) {
         snprintf(out, outlen, "anonymous");
     } else {
         region = vt__s3_options_region(path);
-        vt__ident_signer(c.access_key, c.secret_key, c.session_token, region,
-                         out, outlen);
+        rc = region ? vt__ident_signer(c.access_key, c.secret_key,
+                                       c.session_token, region, out, outlen)
+                    : -1;
     }
     free(region);
     vt__creds_clear(&c);
+    return rc;
 }
 
 /* SHA-256 (first 16 bytes, hex) of the options besides the credentials
  * that decide whether S3 serves the request: requester pays, extra headers
  * (the header file by name: its content is not read here). */
-static void request_shape(const char *path, char *out, size_t outlen)
+static int request_shape(const char *path, char *out, size_t outlen)
 {
     static const char *const names[] = {"AWS_REQUEST_PAYER", "GDAL_HTTP_HEADERS",
                                         "GDAL_HTTP_HEADER_FILE", NULL};
@@ -107,12 +110,11 @@ static void request_shape(const char *path, char *out, size_t outlen)
     }
     ok = ok && EVP_DigestFinal_ex(ctx, md, &n) && n == 32;
     EVP_MD_CTX_free(ctx);
-    if (!ok) {
-        snprintf(out, outlen, "none");
-        return;
-    }
+    if (!ok)
+        return -1;
     hex(md, 16, h);
     snprintf(out, outlen, "req:%s", h);
+    return 0;
 }
 
 /* The endpoint is the bucket's root URL as s3.c resolves it for path
@@ -126,13 +128,15 @@ char *vt__ident_object(const char *bucket, const char *key, const char *path)
 
     if (!ep)
         return NULL; /* a bad AWS_S3_ENDPOINT: the request fails anyway */
-    cred_identity(path, cred, sizeof cred);
-    request_shape(path, shape, sizeof shape);
+    if (cred_identity(path, cred, sizeof cred) != 0 ||
+        request_shape(path, shape, sizeof shape) != 0)
+        goto out; /* an identity that cannot be told shares nothing */
     n = strlen(ep) + strlen(bucket) + strlen(key) + strlen(cred) +
         strlen(shape) + 8;
     out = malloc(n);
     if (out)
         snprintf(out, n, "%s\n%s/%s\n%s\n%s", ep, bucket, key, cred, shape);
+out:
     free(ep);
     return out;
 }

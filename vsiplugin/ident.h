@@ -26,16 +26,19 @@
 #include "error.h"
 
 /* The object identity for the shared caches, malloc'd (caller frees), or
- * NULL when it cannot be built (then nothing is shared for this object).
- * path: "bucket/key", for path-specific options. Thread-safe. */
+ * NULL when it cannot be built (no credentials can be found, a bad
+ * endpoint, no memory: then nothing is shared for this object, and the
+ * request tells the user what stock GDAL would). path: "bucket/key", for
+ * path-specific options. Thread-safe; may fetch credentials (creds.h). */
 char *vt__ident_object(const char *bucket, const char *key, const char *path);
 
 /* "signed:<64 hex digits>" into out (at least 72 bytes): HMAC-SHA256 keyed
  * by secret of the key id, the session token (NULL or "": none, as on the
  * wire) and the signing region. Nothing in it can be turned back into the
- * secret or computed without it. Pure. */
-void vt__ident_signer(const char *access_key_id, const char *secret,
-                      const char *session_token, const char *region,
-                      char *out, size_t outlen);
+ * secret or computed without it. 0, or -1 (out "") when OpenSSL fails.
+ * Pure. */
+int vt__ident_signer(const char *access_key_id, const char *secret,
+                     const char *session_token, const char *region,
+                     char *out, size_t outlen);
 
 #endif

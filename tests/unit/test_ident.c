@@ -43,7 +43,7 @@ static int setup(void **state)
 static void signer(const char *akid, const char *secret, const char *token,
                    const char *region, char out[80])
 {
-    vt__ident_signer(akid, secret, token, region, out, 80);
+    assert_int_equal(vt__ident_signer(akid, secret, token, region, out, 80), 0);
 }
 
 static void test_signer_depends_on_every_part(void **state)
@@ -124,6 +124,26 @@ static void test_object_name_per_credential(void **state)
     assert_changes("AWS_S3_ENDPOINT", "127.0.0.1:9001");
 }
 
+static void test_no_credentials_names_nothing(void **state)
+{
+    (void)state;
+    CPLSetConfigOption("AWS_SECRET_ACCESS_KEY", "");
+    CPLSetConfigOption("AWS_ACCESS_KEY_ID", "");
+    CPLSetConfigOption("AWS_EC2_METADATA_DISABLED", "true");
+    CPLSetConfigOption("CPL_AWS_WEB_IDENTITY_ENABLE", "NO");
+    vt__creds_reset();
+    assert_null(vt__ident_object("b", "k.tif", "b/k.tif"));
+    CPLSetConfigOption("AWS_NO_SIGN_REQUEST", "YES");
+    vt__creds_reset();
+    {
+        char *id = vt__ident_object("b", "k.tif", "b/k.tif");
+        assert_non_null(id);
+        assert_non_null(strstr(id, "\nanonymous\n"));
+        free(id);
+    }
+    CPLSetConfigOption("AWS_NO_SIGN_REQUEST", NULL);
+}
+
 static void test_opt_in_shares_across_credentials(void **state)
 {
     char *a, *b;
@@ -145,6 +165,7 @@ int main(void)
         cmocka_unit_test_setup(test_signer_depends_on_every_part, setup),
         cmocka_unit_test_setup(test_signer_holds_no_secret, setup),
         cmocka_unit_test_setup(test_object_name_per_credential, setup),
+        cmocka_unit_test_setup(test_no_credentials_names_nothing, setup),
         cmocka_unit_test_setup(test_opt_in_shares_across_credentials, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
