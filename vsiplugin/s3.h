@@ -81,6 +81,10 @@ vt_err vt__s3_status_err(long status);
  * us-east-1 (GDAL 3.6's order). malloc'd. */
 char *vt__s3_region_for(const char *path);
 
+/* The same from the options alone (redirects left out), for the object
+ * identity: it must not change after the first request. malloc'd. */
+char *vt__s3_options_region(const char *path);
+
 /* Where path "bucket/key" lives by its options (redirects left out: they
  * point at the same bucket): "scheme://host[:port]/bucket" (path style) or
  * "scheme://bucket.host[:port]" (virtual hosting). malloc'd; NULL on a bad

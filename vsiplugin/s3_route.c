@@ -162,6 +162,11 @@ static char *options_region(const char *path)
     return r ? r : strdup("us-east-1");
 }
 
+char *vt__s3_options_region(const char *path)
+{
+    return options_region(path);
+}
+
 char *vt__s3_region_for(const char *path)
 {
     struct vt_s3_route r;

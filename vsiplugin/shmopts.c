@@ -1,8 +1,10 @@
 /* shmopts.c: the shared cache as the options ask for it (see shmopts.h). */
 #include "shmopts.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cpl_error.h>
 
@@ -10,6 +12,9 @@
 
 static vt_shm *g_shm;           /* the process's segment, for the exit hook */
 static char g_status[900];
+/* A warning to emit once the caller's lock is released (vt__shm_warn). */
+static char g_warning[1100];
+static atomic_int g_warn_pending;
 
 static void detach_at_exit(void)
 {
@@ -21,7 +26,9 @@ vt_shm *vt__shm_from_options(uint64_t block_size, long *wait_ms)
     vt_shm_opts o;
     char *dir = NULL, *pool = NULL, why[800];
     vt_shm *s = NULL;
+    int refused = 0;
 
+    memset(&o, 0, sizeof o);
     *wait_ms = 1000L * (long)vt__cfg_size(NULL, "VSITUNE_SHARED_CACHE_WAIT",
                                           VT_DEFAULT_SHARED_WAIT, 0, 3600);
     if (!vt__cfg_bool(NULL, "VSITUNE_SHARED_CACHE", VT_DEFAULT_SHARED_CACHE)) {
@@ -35,6 +42,7 @@ vt_shm *vt__shm_from_options(uint64_t block_size, long *wait_ms)
     o.budget = vt__cfg_size(NULL, "VSITUNE_SHARED_CACHE_SIZE",
                             VT_DEFAULT_SHARED_CACHE_SIZE, 0, (uint64_t)1 << 44);
     o.block_size = block_size;
+    o.refused = &refused;
     s = vt__shm_open(&o, why, sizeof why);
     if (s) {
         snprintf(g_status, sizeof g_status, "%s", why);
@@ -45,6 +53,17 @@ vt_shm *vt__shm_from_options(uint64_t block_size, long *wait_ms)
         snprintf(g_status, sizeof g_status,
                  "not used (%s): per-process cache instead", why);
         CPLDebug("VSITUNE", "shared cache: %s", g_status);
+        if (refused) {
+            /* Planted under our name: only its owner can remove it, and
+             * the user asked for sharing, so say so without CPL_DEBUG. */
+            snprintf(g_warning, sizeof g_warning,
+                     "vsitune: VSITUNE_SHARED_CACHE=YES, but %s: the shared "
+                     "cache is not used, this process uses its own cache. "
+                     "Remove it, or choose another pool "
+                     "(VSITUNE_SHARED_CACHE_NAME) or a directory only this "
+                     "user can write to (VSITUNE_SHM_DIR).", why);
+            atomic_store(&g_warn_pending, 1);
+        }
     }
     free(dir);
     free(pool);
@@ -54,4 +73,10 @@ vt_shm *vt__shm_from_options(uint64_t block_size, long *wait_ms)
 const char *vt__shm_status(void)
 {
     return g_status;
+}
+
+void vt__shm_warn(void)
+{
+    if (atomic_load(&g_warn_pending) && atomic_exchange(&g_warn_pending, 0))
+        CPLError(CE_Warning, CPLE_AppDefined, "%s", g_warning);
 }

@@ -27,6 +27,12 @@
  * segment lives until exit (detached by an exit handler). Call once. */
 vt_shm *vt__shm_from_options(uint64_t block_size, long *wait_ms);
 
+/* Emit, once per process, the warning vt__shm_from_options left when the
+ * segment's name holds something planted (shmseg.h, refused): a CE_Warning
+ * naming the file and the options that avoid it. Call with no lock held
+ * (the user's error handler runs in it). */
+void vt__shm_warn(void);
+
 /* What the last vt__shm_from_options found, for the stats ("" before). */
 const char *vt__shm_status(void);
 

@@ -4,8 +4,15 @@
  * (fallocate: a page of tmpfs that cannot be allocated later would be a
  * SIGBUS, not an error), map, initialise (robust process-shared mutexes,
  * free lists, LIRS), write the magic last, then linkat() it under its name.
- * Losing the race to another creator (EEXIST) just means attaching to
- * theirs. Data chunks are reserved as the cache grows (vt__shm_reserve).
+ * linkat() never replaces or follows what is there (O_EXCL's rule), so
+ * losing the race (EEXIST) means attaching to what won it, after checking
+ * it: the name is opened O_PATH|O_NOFOLLOW (a symbolic link is not
+ * followed, a FIFO not opened), its owner, type, links and mode are read
+ * from that descriptor, and only a regular file of this uid with one name
+ * is then opened read-write. Anything else under the name (another user's
+ * file, planted before us: in sticky /dev/shm only its owner can remove it)
+ * is never read, locked, mapped or removed; the caller warns. Data chunks
+ * are reserved as the cache grows (vt__shm_reserve).
  *
  * Who is attached: every attached process read-locks byte 0 of the file and
  * write-locks byte 1+k for its process slot k, with OFD locks (owned by the
@@ -240,35 +247,64 @@ out:
 
 /* ---- attaching ---- */
 
-/* 0 when the file at fd is a segment of ours this build can use; -1 when
- * it is ours but unusable (replaceable), -2 when it is not ours (never
- * touched); why says what is wrong. */
+/* What check() found under the name (SEG_ERROR: could not look). */
+enum { SEG_OURS = 0, SEG_REPLACEABLE = -1, SEG_FOREIGN = -2, SEG_ERROR = -3 };
+
+static const char *kind_of(mode_t m)
+{
+    return S_ISREG(m)    ? "a regular file"
+           : S_ISLNK(m)  ? "a symbolic link"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISDIR(m)  ? "a directory"
+           : S_ISSOCK(m) ? "a socket"
+                         : "a device";
+}
+
+/* Whether the thing at fd (opened O_PATH: nothing was opened for I/O) is a
+ * segment of ours this build can use (SEG_OURS), a file of ours that is not
+ * one (SEG_REPLACEABLE: removed when nobody uses it), or anything else
+ * (SEG_FOREIGN: a symbolic link, FIFO, directory, another user's file, a
+ * file with other names: never read, locked, mapped or removed). why says
+ * what is wrong. The checks are on what was opened (fstat), never on the
+ * name, so nothing can be swapped in between. */
 static int check(int fd, struct stat *st, char *why, size_t whylen)
+{
+    if (fstat(fd, st) != 0) {
+        snprintf(why, whylen, "fstat: %s", strerror(errno));
+        return SEG_ERROR;
+    }
+    if (st->st_uid != geteuid() || !S_ISREG(st->st_mode)) {
+        snprintf(why, whylen, "%s owned by uid %u", kind_of(st->st_mode),
+                 (unsigned)st->st_uid);
+        return SEG_FOREIGN;
+    }
+    if (st->st_nlink != 1) {
+        snprintf(why, whylen, "a file of uid %u with %u names",
+                 (unsigned)st->st_uid, (unsigned)st->st_nlink);
+        return SEG_FOREIGN; /* a segment has one name: a planted hard link */
+    }
+    if ((st->st_mode & 07777) != 0600) {
+        snprintf(why, whylen, "mode %o, not 600", (unsigned)(st->st_mode & 07777));
+        return SEG_REPLACEABLE;
+    }
+    return SEG_OURS;
+}
+
+/* The layout of the segment open at fd (ours by check()): SEG_OURS when this
+ * build can use it, else SEG_REPLACEABLE. */
+static int check_layout(int fd, const struct stat *st, char *why, size_t whylen)
 {
     vt_shm_hdr *h;
     int ok;
 
-    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
-        snprintf(why, whylen, "not a regular file");
-        return -1;
-    }
-    if (st->st_uid != geteuid()) {
-        snprintf(why, whylen, "owned by uid %u, not %u", (unsigned)st->st_uid,
-                 (unsigned)geteuid());
-        return -2;
-    }
-    if ((st->st_mode & 07777) != 0600) {
-        snprintf(why, whylen, "mode %o, not 600", (unsigned)(st->st_mode & 07777));
-        return -1;
-    }
     if ((uint64_t)st->st_size < sizeof(vt_shm_hdr)) {
         snprintf(why, whylen, "too short (%lld bytes)", (long long)st->st_size);
-        return -1;
+        return SEG_REPLACEABLE;
     }
     h = mmap(NULL, sizeof *h, PROT_READ, MAP_SHARED, fd, 0);
     if (h == MAP_FAILED) {
         snprintf(why, whylen, "mmap: %s", strerror(errno));
-        return -1;
+        return SEG_REPLACEABLE;
     }
     ok = atomic_load_explicit(&h->magic, memory_order_acquire) == VT_SHM_MAGIC &&
          h->version == VT_SHM_VERSION && h->layout == VT_SHM_LAYOUT &&
@@ -277,7 +313,47 @@ static int check(int fd, struct stat *st, char *why, size_t whylen)
         snprintf(why, whylen, "another layout (version %u, layout %u; ours %u, %u)",
                  h->version, h->layout, VT_SHM_VERSION, VT_SHM_LAYOUT);
     munmap(h, sizeof *h);
-    return ok ? 0 : -1;
+    return ok ? SEG_OURS : SEG_REPLACEABLE;
+}
+
+/* Open what is under path without following a symbolic link or opening
+ * anything for I/O (O_PATH: a FIFO is not opened, so nothing can block),
+ * check it, and only then open that same inode read-write (through
+ * /proc/self/fd, which names the inode, not the path). Returns an fd with
+ * *rc SEG_OURS or SEG_REPLACEABLE; else -1 with *rc SEG_OURS and errno
+ * ENOENT (nothing there: create it), or *rc SEG_FOREIGN or SEG_ERROR and
+ * why saying what was found. */
+static int open_checked(const char *path, struct stat *st, int *rc, char *why,
+                        size_t whylen)
+{
+    char proc_path[64];
+    int pfd, fd = -1, e;
+
+    *rc = SEG_OURS;
+    pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd < 0) {
+        e = errno;
+        snprintf(why, whylen, "%.100s: %s", path, strerror(e));
+        *rc = e == ENOENT ? SEG_OURS : SEG_ERROR;
+        errno = e;
+        return -1;
+    }
+    *rc = check(pfd, st, why, whylen);
+    if (*rc == SEG_FOREIGN || *rc == SEG_ERROR)
+        goto out;
+    snprintf(proc_path, sizeof proc_path, "/proc/self/fd/%d", pfd);
+    fd = open(proc_path, O_RDWR | O_NOCTTY | O_CLOEXEC); /* the inode checked */
+    if (fd < 0) {
+        snprintf(why, whylen, "%s: %s", proc_path, strerror(errno));
+        *rc = SEG_ERROR;
+        goto out;
+    }
+    if (*rc == SEG_OURS)
+        *rc = check_layout(fd, st, why, whylen);
+out:
+    close(pfd);
+    errno = 0;
+    return fd;
 }
 
 /* The file at path is unusable: remove it if nobody is attached to it. */
@@ -447,9 +523,9 @@ vt_shm *vt__shm_open(const vt_shm_opts *o, char *why, size_t whylen)
     for (attempt = 0; attempt < 4; attempt++) {
         struct stat st;
         vt_shm *s;
-        int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+        int fd = open_checked(path, &st, &rc, bad, sizeof bad);
 
-        if (fd < 0 && errno == ENOENT) {
+        if (fd < 0 && rc == SEG_OURS && errno == ENOENT) {
             if (size == 0) {
                 if (statvfs(dir, &vfs) != 0) {
                     snprintf(why, whylen, "%s: %s", dir, strerror(errno));
@@ -469,11 +545,21 @@ vt_shm *vt__shm_open(const vt_shm_opts *o, char *why, size_t whylen)
                 snprintf(why, whylen, "%s", bad);
                 return NULL;
             }
-        } else if (fd < 0) {
-            snprintf(why, whylen, "%s: %s", path, strerror(errno));
+        } else if (rc == SEG_FOREIGN) {
+            /* Planted, or another user's: never touched. In a sticky
+             * directory (/dev/shm) only its owner can remove it. */
+            if (fd >= 0)
+                close(fd);
+            if (o->refused)
+                *o->refused = 1;
+            snprintf(why, whylen, "%s is %s, not a segment of uid %u", path,
+                     bad, (unsigned)geteuid());
             return NULL;
-        } else if ((rc = check(fd, &st, bad, sizeof bad)) != 0) {
-            if (rc == -1 && replace_if_unused(path, fd, &st) == 0) {
+        } else if (rc == SEG_ERROR) {
+            snprintf(why, whylen, "%s", bad);
+            return NULL;
+        } else if (rc == SEG_REPLACEABLE) {
+            if (replace_if_unused(path, fd, &st) == 0) {
                 close(fd);
                 continue; /* removed: create a fresh one */
             }

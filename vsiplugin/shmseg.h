@@ -8,10 +8,12 @@
  * vt__shm_fit), the others attach to it as it is. Creation is atomic: the
  * file is built unnamed (O_TMPFILE) and linked under its name only once
  * fully initialised, so a process killed while creating leaves nothing and
- * an attacher never sees half a segment. A file under the name that is not
- * ours (owner, mode), or of another layout, is replaced when no process is
- * attached to it, otherwise left alone (this process falls back to its own
- * cache). The last process to detach cleanly removes the name; after a
+ * an attacher never sees half a segment. A file of ours under the name
+ * with another mode or layout is replaced when no process is attached to
+ * it, otherwise left alone (this process falls back to its own cache);
+ * anything else under the name (a symbolic link, a FIFO, another user's
+ * file, a file with a second name) is never followed, opened for I/O or
+ * touched, and sets *refused. The last process to detach cleanly removes the name; after a
  * SIGKILL of the last one the file stays until the next vsitune process of
  * that user and pool attaches and reuses it (its ready blocks are valid:
  * every block is checked by identity, state and length).
@@ -41,6 +43,9 @@ typedef struct vt_shm_opts {
     const char *pool;         /* NULL: "default"; [A-Za-z0-9_.-]{1,32} */
     uint64_t budget;          /* bytes asked for the whole segment */
     uint64_t block_size;      /* bytes per cache block */
+    int *refused;             /* optional out: set to 1 when the name holds
+                                 something that is not this user's to use
+                                 or remove (planted: the caller warns) */
 } vt_shm_opts;
 
 
