@@ -7,6 +7,7 @@
 #include "handler.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -764,12 +765,14 @@ static char **gdal_listed_siblings(const char *path)
 
 enum sibling_mode { SIBLINGS_AUTO, SIBLINGS_NONE, SIBLINGS_GDAL };
 
-/* Who answers the sibling question for path (see cb_sibling_files). */
-static enum sibling_mode sibling_mode(const char *path)
+/* Who answers the sibling question for path (see cb_sibling_files);
+ * *chosen: VSITUNE_SIDECARS is set (to any value). */
+static enum sibling_mode sibling_mode(const char *path, int *chosen)
 {
     char *sidecars = vt__cfg_dup(path, "VSITUNE_SIDECARS");
     char *readdir = vt__cfg_dup(path, "GDAL_DISABLE_READDIR_ON_OPEN");
     enum sibling_mode m = SIBLINGS_AUTO;
+    *chosen = sidecars != NULL;
     if (readdir && (EQUAL(readdir, "EMPTY_DIR") || CPLTestBool(readdir)))
         m = SIBLINGS_GDAL; /* GDAL applies its own option to a NULL answer */
     else if (sidecars && !EQUAL(sidecars, "AUTO"))
@@ -777,6 +780,45 @@ static enum sibling_mode sibling_mode(const char *path)
     free(sidecars);
     free(readdir);
     return m;
+}
+
+/* The one answer of the plugin that differs from stock GDAL's by design (a
+ * COG's external .aux.xml, .ovr, .msk are not read), said where it happens:
+ * once per process, the first time a COG is opened so while the user has
+ * not set VSITUNE_SIDECARS (any value, AUTO included, silences it).
+ *
+ * The channel is GDAL's debug channel (CE_Debug, category VSITUNE), forced
+ * on for this one line by a thread-local CPL_DEBUG (this thread only, put
+ * back at once), because it tells without changing what GDAL reports: the
+ * default handler prints it on stderr (or CPL_LOG) as "VSITUNE: ...", not as
+ * an "ERROR n:" or "Warning n:" line; CPLDebug leaves the last error class,
+ * number, message and the error counter alone (a CE_Warning would change
+ * them, and every handler, rasterio's log and the Python bindings would
+ * report a warning nothing caused); rasterio logs it at DEBUG. A handler
+ * installed without debug messages (CPLSetCurrentErrorHandlerCatchDebug)
+ * does not get it: GDAL's choice for that handler. */
+static atomic_int cog_notice_said;
+
+static void say_cog_without_sidecars(const char *path)
+{
+    const char *cur;
+    char *prev = NULL;
+    if (atomic_exchange(&cog_notice_said, 1))
+        return;
+    cur = CPLGetThreadLocalConfigOption("CPL_DEBUG", NULL);
+    if (cur)
+        prev = CPLStrdup(cur);
+    CPLSetThreadLocalConfigOption("CPL_DEBUG", "VSITUNE");
+    CPLDebug("VSITUNE",
+             "a COG is opened without looking for its sidecar files (the "
+             "first: s3://%s): an external .aux.xml (nodata, statistics, "
+             "metadata), .ovr or .msk beside a COG is not read, where stock "
+             "GDAL reads it. VSITUNE_SIDECARS=YES reads them as stock GDAL "
+             "does; VSITUNE_SIDECARS=AUTO keeps this and silences this line "
+             "(said once per process)",
+             path);
+    CPLSetThreadLocalConfigOption("CPL_DEBUG", prev);
+    CPLFree(prev);
 }
 
 /* GDAL's question "which files lie beside this one?". GDALOpenInfo asks it
@@ -802,9 +844,10 @@ static char **cb_sibling_files(void *ud, const char *path)
     char errbuf[1024];
     char **out = NULL;
     size_t i, n;
+    int chosen;
 
     (void)ud;
-    switch (sibling_mode(path)) {
+    switch (sibling_mode(path, &chosen)) {
     case SIBLINGS_NONE:
         vt__stats_avoided(VT_AVOIDED_LIST);
         return (char **)CPLCalloc(1, sizeof(char *));
@@ -828,6 +871,8 @@ static char **cb_sibling_files(void *ud, const char *path)
         vt__object_release(o);
         if (cog) {
             CPLDebug("VSITUNE", "siblings of %s: a COG, none looked for", path);
+            if (!chosen)
+                say_cog_without_sidecars(path);
             vt__stats_avoided(VT_AVOIDED_LIST);
             return (char **)CPLCalloc(1, sizeof(char *));
         }

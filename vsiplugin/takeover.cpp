@@ -45,7 +45,9 @@ extern "C" {
 #include "creds.h"
 #include "handler.h"
 #include "object.h"
+#include "policy.h"
 #include "s3.h"
+#include "streaming.h"
 }
 
 #if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
@@ -58,6 +60,8 @@ namespace {
 
 const char *const kStockPrefix = "/vsis3/";
 const size_t kStockPrefixLen = 7;
+const char *const kStreamPrefix = "/vsis3_streaming/";
+const size_t kStreamPrefixLen = 17;
 
 VSIFilesystemHandler *g_stock = nullptr;   // GDAL's own /vsis3/ handler
 VSIFilesystemHandler *g_reader = nullptr;  // vsitune's reader, on /vsitune/
@@ -168,6 +172,7 @@ void forget(const char *name)
     if (is_ours(name)) {
         vt__object_forget(name + kStockPrefixLen);
         vt__s3_forget_failures(name + kStockPrefixLen);
+        vt__stream_forget(name + kStockPrefixLen, 0);
     }
 }
 
@@ -176,7 +181,47 @@ void forget_prefix(const char *name)
     if (is_ours(name)) {
         vt__object_forget_prefix(name + kStockPrefixLen);
         vt__s3_forget_failures(name + kStockPrefixLen);
+        vt__stream_forget(name + kStockPrefixLen, 1);
     }
+}
+
+/* ---- GDAL's file-property cache, shared with /vsis3_streaming/ ----------- */
+
+// GDAL's URL of name (its handler's own GetActualURL, never redirected): the
+// key of GDAL's cache, the same through /vsis3/ and /vsis3_streaming/.
+std::string actual_url(VSIFilesystemHandler *fs, const char *name)
+{
+    const char *url = fs->GetActualURL(name);
+    return url ? std::string(url) : std::string();
+}
+
+// Before vsitune's reader answers a stat or an open of a /vsis3/ name:
+// -1 when /vsis3_streaming/ asked about nothing yet, else whether vsitune
+// already holds the object's size (1) or will fetch it (0).
+int size_known(const char *name)
+{
+    uint64_t size;
+    long long mtime;
+    if (!vt__stream_any())
+        return -1;
+    return vt__object_peek(name + kStockPrefixLen, &size, &mtime);
+}
+
+// After it: when the reader did not answer from what it held, the size it
+// found (st: its stat's answer; NULL after an open: the object table's) is
+// what GDAL's own /vsis3/ would have put in the cache /vsis3_streaming/
+// answers from (streaming.h).
+void note_learned(const char *name, int known_before, const VSIStatBufL *st)
+{
+    uint64_t size;
+    long long mtime;
+    if (known_before != 0)
+        return;
+    if (st)
+        size = static_cast<uint64_t>(st->st_size);
+    else if (!vt__object_peek(name + kStockPrefixLen, &size, &mtime))
+        return;
+    vt__stream_learned(actual_url(g_stock, name).c_str(), size);
 }
 
 // The VSIE_ code matching a CPLE_ class, so that VSIToCPLError restores it.
@@ -197,6 +242,17 @@ int vsie_for(int cple)
 bool is_read_access(const char *access)
 {
     return access == nullptr || std::strpbrk(access, "wa+") == nullptr;
+}
+
+// A read vsitune serves: not a directory-like name (a bucket, "prefix/").
+// GDAL's Open gives those a handle without asking anything (its name has
+// no last component to check), or "Filename should be of the form" for a
+// bare bucket; reading the handle is GDAL's own, and cheap. What vsitune
+// knows of "prefix" (a stat, a listing) must not change that answer.
+bool is_object_read(const char *name, const char *access)
+{
+    return is_read_access(access) && !t_delegating && is_ours(name) &&
+           !vt__policy_is_dir_like(name + kStockPrefixLen);
 }
 
 // A write handle of GDAL's own: the object exists (or changes) only once the
@@ -296,15 +352,18 @@ class Hooks
     VT_OPEN_RESULT Open(const char *name, const char *access, bool set_error,
                         CSLConstList options)
     {
-        if (is_read_access(access) && !t_delegating && is_ours(name)) {
+        if (is_object_read(name, access)) {
             std::string rn = reader_name(name);
             // An error set before stays as GDAL would leave it
             int prior = VSIGetLastErrorNo();
             std::string prior_msg = prior ? VSIGetLastErrorMsg() : "";
+            int known = size_known(name);
             vt__handler_open_asks_no_error(!set_error);
             VT_OPEN_RESULT h =
                 g_reader->Open(rn.c_str(), access, set_error, options);
             vt__handler_open_asks_no_error(0);
+            if (h)
+                note_learned(name, known, nullptr);
             if (!h && set_error) {
                 /* Replaces the plugin handler's "<name>: strerror" text; no
                  * error at all for a missing key, as stock GDAL. */
@@ -321,7 +380,8 @@ class Hooks
         }
         // A write: the object changes only when the upload completes, at
         // the handle's Close(); what vsitune knows of the name (a 404, the
-        // listing of its directory) stays true until then.
+        // listing of its directory) stays true until then. A directory-like
+        // name: GDAL's own answer (is_object_read).
         Delegating d;
         VT_OPEN_RESULT h = orig(&Hooks::Open, name, access, set_error, options);
         if (is_read_access(access))
@@ -338,7 +398,11 @@ class Hooks
             return 0;
         if (t_delegating || !is_ours(name))
             return orig(&Hooks::Stat, name, st, flags);
-        return g_reader->Stat(reader_name(name).c_str(), st, flags);
+        int known = size_known(name);
+        int ret = g_reader->Stat(reader_name(name).c_str(), st, flags);
+        if (ret == 0 && VSI_ISREG(st->st_mode))
+            note_learned(name, known, st);
+        return ret;
     }
     char **ReadDirEx(const char *name, int max_files)
     {
@@ -458,6 +522,7 @@ class Hooks
         vt__s3_forget_routes(); /* GDAL forgets its redirects too */
         vt__s3_forget_failures(nullptr); /* and the failures it kept */
         vt__creds_reset();      /* and the credentials it fetched */
+        vt__stream_clear();     /* GDAL's streaming handler forgot too */
     }
     void PartialClearCache(const char *prefix)
     {
@@ -473,9 +538,8 @@ struct Redirect {
     void *code;
 };
 
-template <typename R, typename... A>
-Redirect redirect(R (VSIFilesystemHandler::*virt)(A...),
-                  R (Hooks::*hook)(A...))
+template <typename H, typename R, typename... A>
+Redirect redirect(R (VSIFilesystemHandler::*virt)(A...), R (H::*hook)(A...))
 {
     return {vslot(virt), reinterpret_cast<void *>(rep_of(hook).ptr)};
 }
@@ -534,6 +598,110 @@ template <typename F> size_t probe(F call)
                                                 : SIZE_MAX;
 }
 
+/* ---- /vsis3_streaming/: two slots of GDAL's streaming handler ------------ */
+
+// GDAL's /vsis3_streaming/ handler stays GDAL's; only its Stat and read
+// Open are redirected the same way (a vtable copy), so that what vsitune's
+// /vsis3/ learned reaches it as GDAL's shared cache would carry it
+// (streaming.h). Its other methods, and every request it makes, are GDAL's.
+void **g_stream_orig = nullptr;  // the streaming object's own vtable
+size_t g_stream_slot_open = SIZE_MAX, g_stream_slot_stat = SIZE_MAX;
+
+bool is_stream(const char *name)
+{
+    return name != nullptr &&
+           std::strncmp(name, kStreamPrefix, kStreamPrefixLen) == 0;
+}
+
+// Never instantiated: `this` is GDAL's streaming handler object.
+class StreamHooks
+{
+    VSIFilesystemHandler *self()
+    {
+        return reinterpret_cast<VSIFilesystemHandler *>(this);
+    }
+    template <typename Pmf> Pmf orig(size_t slot)
+    {
+        return pmf_at<Pmf>(g_stream_orig[slot]);
+    }
+
+  public:
+    VT_OPEN_RESULT Open(const char *name, const char *access, bool set_error,
+                        CSLConstList options)
+    {
+        typedef VT_OPEN_RESULT (StreamHooks::*OpenFn)(
+            const char *, const char *, bool, CSLConstList);
+        OpenFn fn = orig<OpenFn>(g_stream_slot_open);
+        if (!is_read_access(access) || !is_stream(name))
+            return (this->*fn)(name, access, set_error, options);
+        // A handle takes its size from GDAL's cache, which vsitune cannot
+        // set: when /vsis3/ learned a newer one, GDAL's entry is dropped and
+        // the handle asks (one HEAD stock GDAL does not make).
+        std::string url = actual_url(self(), name);
+        if (vt__stream_take(url.c_str()))
+            vt__stock_partial_clear(name + kStreamPrefixLen);
+        VT_OPEN_RESULT h = (this->*fn)(name, access, set_error, options);
+        vt__stream_seen(url.c_str(), name + kStreamPrefixLen);
+        return h;
+    }
+    int Stat(const char *name, VSIStatBufL *st, int flags)
+    {
+        typedef int (StreamHooks::*StatFn)(const char *, VSIStatBufL *, int);
+        StatFn fn = orig<StatFn>(g_stream_slot_stat);
+        if ((flags & VSI_STAT_CACHE_ONLY) || !is_stream(name))
+            return (this->*fn)(name, st, flags);
+        std::string url = actual_url(self(), name);
+        uint64_t size;
+        if (vt__stream_answer(url.c_str(), &size)) {
+            // GDAL's streaming Stat from its cache: size and S_IFREG only
+            CPLDebug("VSITUNE", "stat %s: the size /vsis3/ learned, as "
+                     "GDAL's shared cache gives it", name);
+            std::memset(st, 0, sizeof(*st));
+            st->st_mode = S_IFREG;
+            st->st_size = static_cast<vsi_l_offset>(size);
+            return 0;
+        }
+        int ret = (this->*fn)(name, st, flags);
+        vt__stream_seen(url.c_str(), name + kStreamPrefixLen);
+        return ret;
+    }
+};
+
+// Redirect the streaming handler's Stat and Open; nothing when GDAL has no
+// such handler or its layout is not the one expected (then only a process
+// mixing both prefixes on an object overwritten through /vsis3/ differs).
+void install_streaming()
+{
+    VSIFilesystemHandler *fs = VSIFileManager::GetHandler(kStreamPrefix);
+    if (fs == nullptr ||
+        fs == VSIFileManager::GetHandler("/vsitune-no-such-prefix/") ||
+        dynamic_cast<void *>(fs) != static_cast<void *>(fs)) {
+        CPLDebug("VSITUNE", "%s not redirected (no such handler, or another "
+                 "C++ layout)", kStreamPrefix);
+        return;
+    }
+    void **orig = *reinterpret_cast<void ***>(fs);
+    size_t n = readable_slots(orig);
+    Redirect open = redirect<StreamHooks, VT_OPEN_RESULT, const char *,
+                             const char *, bool, CSLConstList>(
+        &VSIFilesystemHandler::Open, &StreamHooks::Open);
+    Redirect stat = redirect(&VSIFilesystemHandler::Stat, &StreamHooks::Stat);
+    if (open.slot >= n || stat.slot >= n) {
+        CPLDebug("VSITUNE", "%s not redirected (%zu slots)", kStreamPrefix,
+                 n);
+        return;
+    }
+    void **table = new void *[kPrefixWords + n];  // never freed, as g_table
+    std::memcpy(table, orig - kPrefixWords,
+                (kPrefixWords + n) * sizeof(void *));
+    table[kPrefixWords + open.slot] = open.code;
+    table[kPrefixWords + stat.slot] = stat.code;
+    g_stream_orig = orig;
+    g_stream_slot_open = open.slot;
+    g_stream_slot_stat = stat.slot;
+    *reinterpret_cast<void ***>(fs) = table + kPrefixWords;
+}
+
 }  // namespace
 
 extern "C" int vt__takeover_delegating(void) { return t_delegating; }
@@ -578,7 +746,7 @@ extern "C" int vt__takeover_install(const VSIFilesystemPluginCallbacksStruct *cb
     g_slot_partial = probe([] { VSICurlPartialClearCache(kStockPrefix); });
     g_slot_clear = probe([] { VSICurlClearCache(); });
 
-    add(redirect<VT_OPEN_RESULT, const char *, const char *, bool,
+    add(redirect<Hooks, VT_OPEN_RESULT, const char *, const char *, bool,
                  CSLConstList>(&VSIFilesystemHandler::Open, &Hooks::Open));
     add(redirect(&VSIFilesystemHandler::Stat, &Hooks::Stat));
     add(redirect(&VSIFilesystemHandler::SiblingFiles, &Hooks::SiblingFiles));
@@ -614,6 +782,7 @@ extern "C" int vt__takeover_install(const VSIFilesystemPluginCallbacksStruct *cb
     }
     for (size_t i = 0; i < g_nredirects; i++)
         table_slots()[g_redirects[i].slot] = g_redirects[i].code;
+    install_streaming();
     g_taken_over = true;
     CPLDebug("VSITUNE",
              "GDAL's /vsis3/ handler redirected (%zu slots, %zu hooks; "

@@ -7,11 +7,15 @@
  * vsitune's reader (the VSI plugin handler built from handler.c's callbacks)
  * is installed on "/vsitune/". With the takeover, the vtable pointer of GDAL's
  * handler object is replaced by a copy in which a few slots lead to vsitune:
- * read opens, stat and the sibling question go to the reader; writes,
+ * read opens (but of directory-like names: a bucket, "prefix/"), stat and
+ * the sibling question go to the reader; writes,
  * deletes, renames, Sync and copies run GDAL's own code and then make vsitune
  * forget the names; ClearCache and PartialClearCache run GDAL's own code and
  * then clear vsitune's metadata and blocks too. Everything else (listings,
- * metadata, signed URLs, ...) is GDAL's own code untouched. */
+ * metadata, signed URLs, ...) is GDAL's own code untouched. GDAL's
+ * /vsis3_streaming/ handler gets the same treatment for Stat and read Open
+ * only: what vsitune's /vsis3/ learned reaches it as GDAL's file-property
+ * cache, shared by both, would carry it (streaming.h). */
 #ifndef VT_TAKEOVER_H
 #define VT_TAKEOVER_H
 

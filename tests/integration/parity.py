@@ -221,12 +221,18 @@ class Pairs:
 
 
 _ERR_LINE = re.compile(r"^(ERROR|Warning) (\d+): (.*)$")
+# The plugin's one line per process on GDAL's debug channel (docs/compatibility.md; its
+# own test: test_parity_formats.py::test_cog_notice_once_per_process): never an error
+# line, nor a line of one.
+COG_NOTICE = "VSITUNE: a COG is opened without looking for its sidecar files"
 
 
 def parse_errors(stderr):
     """CPLError lines of a GDAL command-line tool: [[class, number, message], ...]."""
     out = []
     for line in stderr.splitlines():
+        if line.startswith(COG_NOTICE):
+            continue
         m = _ERR_LINE.match(line)
         if m:
             out.append([3 if m.group(1) == "ERROR" else 2, int(m.group(2)), m.group(3)])

@@ -95,13 +95,9 @@ PINNED = {
 KNOBS = {"test_vsis3_2": {"VSITUNE_HEADER_SIZE": "16384"}}
 
 # -- parity bugs the plugin has today (strict xfail: a fix turns into XPASS) ----------
-_STREAMING = ("GDAL's file-property cache, shared by /vsis3/ and /vsis3_streaming/, is internal "
-              "to GDAL: a size vsitune's /vsis3/ stat learned after an overwrite does not reach "
-              "/vsis3_streaming/, which answers its own older size")
 _TWICE = ("pinned: GDAL fetches {what} twice before the first GET (an already expired answer, "
           "refreshed again in GetCurlHeaders); vsitune once")
 KNOWN = {
-    "test_vsis3_4": _STREAMING,
     "test_vsis3_read_credentials_ec2_imdsv2": (
         "pinned: gdal.GetSignedURL is GDAL's own handler's, whose credentials cache vsitune's "
         "IMDS lookup did not fill, so it asks IMDS again after the test removed its fake "

@@ -18,8 +18,8 @@ XPASS failure, and the mark must go.
 
 import pytest
 
-from parity import (Pairs, assert_ok, assert_same, both, both_tool, last_seq, one_side, undo_writes,
-                    uploaded, writes_since, xfail)
+from parity import (COG_NOTICE, Pairs, assert_ok, assert_same, both, both_tool, last_seq,
+                    one_side, undo_writes, uploaded, writes_since, xfail)
 
 # Sidecar names GDAL may look for beside a file; VSIStatL of each must agree (absent or not).
 SIDECAR_SUFFIXES = [".aux.xml", ".ovr", ".msk", ".aux", ".tfw", ".wld", ".prj", "_rpc.txt",
@@ -108,6 +108,89 @@ def test_cog_aux_default_is_documented_difference(lab, cases):
                            extra_stock={"GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR"})
     assert stock_nosib[0]["value"]["md"].get("(default)", {}).get("PARITY_SOURCE") is None
     assert_same(stock_nosib, vt, "cog_aux default")
+
+
+# What a process sees around its COG opens: the error handler's calls (class, number,
+# message), GDAL's error state after each open, rasterio's log records.
+_NOTICE_SCRIPT = r"""
+import json, logging, sys
+mode, paths = sys.argv[1], sys.argv[2:]
+out = {"handler": [], "state": [], "log": []}
+if mode == "gdal":
+    from osgeo import gdal
+    gdal.DontUseExceptions()
+    gdal.PushErrorHandler(lambda c, n, m: out["handler"].append([int(c), int(n), m]))
+    for p in paths:
+        gdal.ErrorReset()
+        ds = gdal.Open(p)
+        out["state"].append([ds is not None, gdal.GetLastErrorType(), gdal.GetLastErrorNo(),
+                             gdal.GetLastErrorMsg()])
+        ds = None
+else:
+    class Keep(logging.Handler):
+        def emit(self, r):
+            out["log"].append([r.levelname, r.getMessage()])
+    logging.getLogger().addHandler(Keep())
+    logging.getLogger().setLevel(logging.DEBUG)
+    import rasterio
+    for p in paths:
+        with rasterio.open(p) as src:
+            out["state"].append([src.driver, src.nodata])
+print(json.dumps(out))
+"""
+
+
+def _is_cog_notice(line):
+    return line.startswith(COG_NOTICE)
+
+
+def test_cog_notice_once_per_process(lab, cases):
+    """The one deliberate difference is said where it happens: the first time a process
+    opens a COG without looking for its sidecars (VSITUNE_SIDECARS unset, CPL_DEBUG off),
+    the plugin logs one line naming the option, on GDAL's debug channel (CE_Debug,
+    category VSITUNE): gdalinfo prints it on stderr, GDAL's error state and error
+    handler's warnings and errors are untouched, rasterio logs it at DEBUG only. Every
+    other byte of stdout and stderr, and every handler call, is stock GDAL's."""
+    import json
+    import lab_client
+    from parity import side_env
+    cog, rgb, striped = cases["cog"].path, cases["cog_rgb"].path, cases["striped"].path
+
+    def run(argv, vsitune, extra=None):
+        cp, _ = lab_client.run_tool(argv, side_env(lab, vsitune, extra))
+        return cp
+
+    # gdalinfo: stdout, exit status and the whole stderr but the one line
+    stock, vt = (run(["gdalinfo", "-json", "-checksum", cog], v) for v in (False, True))
+    said = [ln for ln in vt.stderr.splitlines() if _is_cog_notice(ln)]
+    assert len(said) == 1, vt.stderr
+    assert "VSITUNE_SIDECARS" in said[0] and "aux.xml" in said[0], said
+    assert not any(_is_cog_notice(ln) for ln in stock.stderr.splitlines()), stock.stderr
+    assert (vt.returncode, vt.stdout) == (stock.returncode, stock.stdout)
+    assert [ln for ln in vt.stderr.splitlines() if not _is_cog_notice(ln)] == \
+        stock.stderr.splitlines()
+
+    # the library: three COGs and a striped TIFF in one process, once
+    py = ["/usr/bin/python3", "-c", _NOTICE_SCRIPT, "gdal", cog, rgb, cog, striped]
+    stock, vt = (json.loads(run(py, v).stdout) for v in (False, True))
+    said = [h for h in vt["handler"] if _is_cog_notice(h[2])]
+    assert [h[:2] for h in said] == [[1, 0]], vt["handler"]  # CE_Debug, CPLE_None
+    assert [h for h in vt["handler"] if h not in said] == stock["handler"]
+    assert vt["state"] == stock["state"]  # no error class, number or text left behind
+
+    # the option named, set: nothing said (YES: GDAL looks for sidecars; AUTO: kept)
+    for value in ("AUTO", "YES"):
+        quiet = run(["gdalinfo", cog], True, {"VSITUNE_SIDECARS": value})
+        assert quiet.returncode == 0 and not any(
+            _is_cog_notice(ln) for ln in quiet.stderr.splitlines()), (value, quiet.stderr)
+
+    # rasterio: a DEBUG record only; nothing at WARNING or above that stock lacks
+    py = ["/usr/bin/python3", "-c", _NOTICE_SCRIPT, "rasterio", cog, rgb]
+    stock, vt = (json.loads(run(py, v).stdout) for v in (False, True))
+    assert vt["state"] == stock["state"]
+    loud = lambda recs: [r for r in recs if r[0] not in ("DEBUG", "INFO")]  # noqa: E731
+    assert loud(vt["log"]) == loud(stock["log"])
+    assert [r[0] for r in vt["log"] if "VSITUNE_SIDECARS" in r[1]] == ["DEBUG"], vt["log"]
 
 
 def vector_probes(c):

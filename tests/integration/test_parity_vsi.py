@@ -98,11 +98,34 @@ def test_read_bytes(lab, keys, key):
 @pytest.mark.parametrize("path", [
     pytest.param(f"{ROOT}/zarrv2/cube.zarr", id="zarr-dir"),
     pytest.param(f"{ROOT}/cog", id="dir"),
-    pytest.param(f"{ROOT}/cog/", id="dir-slash")])
+    pytest.param(f"{ROOT}/cog/", id="dir-slash"),
+    pytest.param(f"{ROOT}/zarrv2/cube.zarr/", id="zarr-dir-slash"),
+    pytest.param("/vsis3/lab", id="bucket"),
+    pytest.param("/vsis3/lab/", id="bucket-slash"),
+    pytest.param("/vsis3/nosuchbucket/", id="missing-bucket-slash"),
+    pytest.param("/vsis3/nosuchbucket/x/", id="missing-bucket-dir-slash")])
 def test_fopen_directory(lab, keys, path):
-    """What VSIFOpenL of a directory-like path gives."""
-    stock, vt = both(lab, "vsi", f"fopen {path}", [{"op": "read", "path": path}])
+    """What VSIFOpenL of a directory-like path gives (a handle, and what reading it
+    gives; or NULL and GDAL's error), and VSIFOpenExL's VSI error."""
+    probes = [{"op": "read", "path": path, "ranges": [[0, 16]]},
+              {"op": "fopen_ex", "path": path}]
+    stock, vt = both(lab, "vsi", f"fopen {path}", probes)
     assert_same(stock, vt, f"VSIFOpenL {path}")
+
+
+@pytest.mark.parametrize("path", [f"{ROOT}/cog", f"{ROOT}/zarrv2/cube.zarr"],
+                         ids=["dir", "zarr-dir"])
+def test_fopen_directory_slash_after_stat(lab, keys, path):
+    """VSIFOpenL of "prefix/" after a VSIStatL (or a VSIFOpenL) of "prefix": stock GDAL
+    still gives a handle on the directory (its Open does not look at a name whose last
+    component is empty); the answers the stat left behind must not turn it into NULL."""
+    probes = [{"op": "stat", "path": path},
+              {"op": "read", "path": path + "/", "ranges": [[0, 16]]},
+              {"op": "read", "path": path},
+              {"op": "read", "path": path + "/", "ranges": [[0, 16]]}]
+    stock, vt = both(lab, "vsi", f"fopen {path}/ after stat", probes)
+    assert stock[1]["value"] is not None, stock[1]
+    assert_same(stock, vt, f"VSIFOpenL {path}/ after VSIStatL {path}")
 
 
 @pytest.mark.parametrize("allowed", [".tif", ".tif,.tfw", "{noext}"])
@@ -127,6 +150,33 @@ def test_read_bytes_streaming(lab, keys, key):
               {"op": "stat", "path": f"/vsis3_streaming/lab/parity/{key}", "flags": ["size"]}]
     stock, vt = both(lab, "vsi", f"streaming {key}", probes)
     assert_same(stock, vt, f"/vsis3_streaming/ {key}")
+
+
+@pytest.mark.parametrize("upload", ["multipart", "single"])
+def test_streaming_after_overwrite(lab, keys, upload):
+    """An object overwritten through /vsis3/ in the process, then stat()ed there: GDAL's
+    /vsis3_streaming/ answers from the file-property cache it shares with /vsis3/, so
+    stock's streaming stat gives the new size its /vsis3/ stat learned, without a request
+    (GDAL autotest test_vsis3_4). A multipart upload (1 MB parts, 1.5 MB written) leaves
+    that cache holding the old size until /vsis3/ asks again; a single PUT sets it
+    itself. The streaming open and read after it too (size, bytes, the end)."""
+    key = "tmp/streaming-overwrite.bin"
+    s3, st = f"{ROOT}/{key}", f"/vsis3_streaming/lab/parity/{key}"
+    new = ("0123456789abcdef" * 98304) if upload == "multipart" else "x" * 5000
+    s3_stat = {"op": "stat_many", "paths": [s3], "fields": ["size", "isdir"]}  # no mtime:
+    # Last-Modified is when each side wrote
+    probes = [{"op": "setconfig", "options": {"VSIS3_CHUNK_SIZE": "1"}},
+              {"op": "write", "path": s3, "data": "old object, 29 bytes long...."},
+              s3_stat, {"op": "stat", "path": st},
+              {"op": "write", "path": s3, "data": new},
+              s3_stat, {"op": "stat", "path": st},
+              {"op": "stat", "path": st},
+              {"op": "read", "path": st, "ranges": [[0, 16]]},
+              {"op": "stat", "path": st}]
+    stock, vt = both(lab, "vsi", f"streaming after {upload} overwrite", probes)
+    assert_ok(stock, "streaming after overwrite")
+    assert stock[6]["value"]["size"] == len(new), stock[6]
+    assert_same(stock, vt, f"/vsis3_streaming/ after a {upload} overwrite")
 
 
 def test_signed_url_and_file_metadata(lab, keys):
