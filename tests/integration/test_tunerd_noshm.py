@@ -41,8 +41,12 @@ TUNERD = BUILD / "tunerd" / "tunerd"
 PYDIR = REPO / "tunerd" / "python"
 
 # an empty, read-only /dev/shm for the command only (Lambda's has none at all:
-# sem_open fails either way, with EROFS here)
-NOSHM = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+# sem_open fails either way, with EROFS here). The new namespace's mounts are made
+# private before the mount, so it never propagates back: the whole tree where /
+# is a mount point (the host), else /dev/shm itself (in a chroot, such as the
+# roots of scripts/test.sh, where / is not one); if neither can be, no mount.
+NOSHM = ["unshare", "--mount", "--propagation", "unchanged", "--", "/bin/sh", "-c",
+         '{ mount --make-rprivate / 2>/dev/null || mount --make-private /dev/shm; } && '
          'mount -t tmpfs -o ro,size=64k vt-noshm /dev/shm && exec "$@"', "noshm"]
 
 PLATFORM_VARS = ("AWS_LAMBDA_FUNCTION_NAME", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "K_SERVICE",
