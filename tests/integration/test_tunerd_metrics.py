@@ -281,7 +281,7 @@ sys.stdin.readline()      # attached (the segment lives) until the test says
 
 def test_shared_cache_metrics(lab, cogs, tmp_path):
     """Two processes on one shared cache (the s2 COG, the same four windows,
-    one after the other): `tunerd stats --format prometheus` and `watch
+    the second while the first is still attached; read when both have exited): `tunerd stats --format prometheus` and `watch
     --listen` give the segment once (size, blocks, use, hits/waits/misses and
     the hit ratio, as the counters files say), promtool accepts both, and each
     process's budget is the segment's room for blocks, not the 0 its own
@@ -308,6 +308,9 @@ def test_shared_cache_metrics(lab, cogs, tmp_path):
                                 input="\n", capture_output=True, text=True, timeout=300)
         assert second.returncode == 0, second.stderr
         assert lab.log()[mark:] == []                 # served by the shared cache
+        first.stdin.write("\n")                      # both gone: their files are final
+        first.stdin.close()
+        assert first.wait(timeout=60) == 0
 
         doc = json.loads(subprocess.run([str(TUNERD), "stats", "--dir", str(stats), "--json"],
                                         capture_output=True, text=True, timeout=60).stdout)
@@ -365,8 +368,8 @@ def test_shared_cache_metrics(lab, cogs, tmp_path):
                        f'{newest["data_bytes"]}\n' in text
                 assert newest["data_bytes"] > 0
     finally:
-        first.stdin.write("\n")
-        first.stdin.close()
-        first.wait(timeout=60)
+        if first.poll() is None:
+            first.kill()
+            first.wait(timeout=60)
         for p in Path("/dev/shm").glob(f"vsitune-*-{pool}"):
             p.unlink()
