@@ -262,3 +262,60 @@ except ValueError as e:
                        text=True, timeout=120, env=env)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "ValueError _RemoteTraceback True True", p.stdout
+
+
+def test_map_worker_that_dies(noshm):
+    """A worker killed mid-item (as the OOM killer would) is a WorkerError naming
+    its exit status, raised in the caller, not a hang; no worker is left behind."""
+    code = r"""
+import os, signal, sys
+sys.path.insert(0, sys.argv[1])
+import tunerd_plan
+def f(x):
+    if x == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return x
+try:
+    tunerd_plan.map(f, range(6))
+except tunerd_plan.WorkerError as e:
+    import multiprocessing
+    print("WorkerError", "exit code -9" in str(e), len(multiprocessing.active_children()))
+"""
+    env = clean_env()
+    env.update({"TUNERD_WORKERS": "3", "TUNERD_WORKER_KIND": "processes",
+                "TUNERD_START_METHOD": "fork", "TUNERD_IPC": "pipe"})
+    p = subprocess.run([*noshm, sys.executable, "-c", code, str(PYDIR)], capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "WorkerError True 0", p.stdout
+
+
+@pytest.mark.parametrize("kind,workers,threads,want_pids", [
+    ("threads", "1", "4", 1),                  # the Lambda tiles plan: the caller's threads
+    ("processes-of-threads", "2", "2", 2),     # 2 processes of 2 threads, over pipes
+    ("inline", "1", "1", 1),
+])
+def test_map_kinds(noshm, kind, workers, threads, want_pids):
+    """Every kind of plan runs without /dev/shm, results in order."""
+    code = r"""
+import json, os, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+import tunerd_plan
+def f(x):
+    time.sleep(0.05)
+    return [x * 3, os.getpid(), threading.get_ident()]
+print(json.dumps([os.getpid(), tunerd_plan.map(f, range(12))]))
+"""
+    env = clean_env()
+    env.update({"TUNERD_WORKERS": workers, "TUNERD_WORKER_KIND": kind, "TUNERD_THREADS": threads,
+                "TUNERD_START_METHOD": "fork", "TUNERD_IPC": "pipe"})
+    p = subprocess.run([*noshm, sys.executable, "-c", code, str(PYDIR)], capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert p.returncode == 0, p.stderr
+    parent, res = json.loads(p.stdout)
+    assert [r[0] for r in res] == [x * 3 for x in range(12)]
+    pids = {r[1] for r in res}
+    assert len(pids) == want_pids
+    assert (pids == {parent}) == (kind != "processes-of-threads")
+    if kind != "inline":
+        assert len({(r[1], r[2]) for r in res}) > want_pids   # more than one thread each
