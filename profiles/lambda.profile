@@ -21,6 +21,8 @@ time_limit_s = 900
 # the Lambda layer installs the plugin here (/opt is the layer mount)
 plugin_dir = /opt/lib/gdalplugins
 start_method = fork
-# no /dev/shm in a function: each worker process keeps its own range cache
+# no /dev/shm in a function: each worker process keeps its own range cache,
+# and the workers talk through pipes (TUNERD_IPC=pipe: multiprocessing's
+# Pool, Queue and Lock need semaphores in /dev/shm)
 shared_memory = no
 note = Set these in the function configuration, not inside the handler: GDAL reads some options once per process.

@@ -5,7 +5,7 @@
 # sid) or a clean image-like root (the Lambda container-image test).
 #
 #   scripts/debroot.sh SUITE DIR [PACKAGE...]
-#   scripts/debroot.sh --run DIR [--bind HOST:IN[:ro]]... -- CMD [ARG...]
+#   scripts/debroot.sh --run DIR [--bind HOST:IN[:ro]]... [--no-shm] -- CMD [ARG...]
 #
 # SUITE DIR [PACKAGE...]:
 # - DIR missing: debootstrap --variant=minbase SUITE into DIR.tmp, then rename
@@ -19,7 +19,8 @@
 # --run DIR ... -- CMD: runs CMD as root inside DIR (chroot) with a clean
 #   environment (PATH, HOME, LANG, plus CI and every VT_* variable of the caller),
 #   /proc, /dev and /sys mounted (/dev/shm its own, empty), and each HOST folder bound
-#   at IN (read-only with :ro).
+#   at IN (read-only with :ro). --no-shm: /dev/shm is an empty read-only tmpfs
+#   instead, as on Lambda (no semaphores, no shared-cache segment can be made).
 #
 # Mounts are made in private mount and PID namespaces (unshare): they exist only
 # for the command and vanish with it however it ends (nothing to unmount, nothing
@@ -35,7 +36,7 @@ set -euo pipefail
 
 usage() {
   echo "usage: $0 SUITE DIR [PACKAGE...]" >&2
-  echo "       $0 --run DIR [--bind HOST:IN[:ro]]... -- CMD [ARG...]" >&2
+  echo "       $0 --run DIR [--bind HOST:IN[:ro]]... [--no-shm] -- CMD [ARG...]" >&2
   exit 2
 }
 die() { echo "debroot: $*" >&2; exit 1; }
@@ -47,6 +48,7 @@ die() { echo "debroot: $*" >&2; exit 1; }
 # root's own), then the BINDS
 # ("HOST:IN" or "HOST:IN:ro"; IN is made in the root when missing).
 BINDS=()
+SHM_OPTS=mode=1777,nosuid,nodev
 in_root() {
   local b envs v
   for b in "${BINDS[@]}"; do b=${b#*:}; mkdir -p "$DIR/${b%:ro}"; done
@@ -60,13 +62,13 @@ in_root() {
   # and turn those into SIGKILL (its --kill-child then ends everything inside).
   unshare --mount --propagation private --pid --fork --kill-child -- \
     /bin/bash -euc '
-      R=$1 n=$2
-      shift 2
+      R=$1 shm=$2 n=$3
+      shift 3
       mount -t proc proc "$R/proc"
       mount --rbind /dev "$R/dev"
       # a /dev/shm of its own: names made from PIDs of this PID namespace (shared-cache
       # segments, semaphores) must not meet those of the host or of another root
-      mount -t tmpfs -o mode=1777,nosuid,nodev shm "$R/dev/shm"
+      mount -t tmpfs -o "$shm" shm "$R/dev/shm"
       mount --rbind /sys "$R/sys"
       while [ "$n" -gt 0 ]; do
         src=${1%%:*} dst=${1#*:} ro=${1##*:}
@@ -77,7 +79,7 @@ in_root() {
         if [ "$ro" = ro ]; then mount -o remount,bind,ro "$R/$dst"; fi
       done
       exec chroot "$R" /usr/bin/env -i "$@"
-    ' debroot "$DIR" "${#BINDS[@]}" "${BINDS[@]}" "${envs[@]}" "$@" <&0 &
+    ' debroot "$DIR" "$SHM_OPTS" "${#BINDS[@]}" "${BINDS[@]}" "${envs[@]}" "$@" <&0 &
   local pid=$! rc=0
   trap 'kill -KILL "$pid" 2>/dev/null' TERM INT HUP
   while :; do
@@ -102,6 +104,9 @@ if [ "${1:-}" = --run ]; then
         [ -d "${2%%:*}" ] || die "--bind: no folder ${2%%:*}"
         BINDS+=("$2")
         shift 2 ;;
+      --no-shm)
+        SHM_OPTS=ro,mode=0755,size=64k,nosuid,nodev
+        shift ;;
       *) usage ;;
     esac
   done

@@ -158,6 +158,8 @@ static int resolve(const vt_cli_opts *o, const char *profiles_dir, int here, res
     r->in.workload = o->workload;
     r->in.workers = o->workers;
     r->in.plugin = o->plugin;
+    /* this machine's /dev/shm counts only for a plan that runs here */
+    r->in.no_shm = (same || here) && !d.ipc_shm;
     if (o->memory_mb) {
         r->in.memory_mb = o->memory_mb;
         snprintf(r->memory_src, sizeof r->memory_src, "--memory");

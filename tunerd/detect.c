@@ -14,7 +14,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "shmfit.h"
 
@@ -186,11 +188,37 @@ static void detect_shm(vt_detect *d)
     }
     d->shm_total_mb = (long)(((uint64_t)v.f_blocks * v.f_frsize) >> 20);
     d->shm_free_mb = (long)(((uint64_t)v.f_bavail * v.f_frsize) >> 20);
+    if (v.f_flag & ST_RDONLY) {
+        vt__seterr(d->shm_src, VT_DETECT_SRC_MAX, "%s: read-only: the shared cache is "
+                   "unavailable, each process keeps its own", dir);
+        return;
+    }
     fit = vt__shm_fit(asked, (uint64_t)v.f_blocks * v.f_frsize,
                       (uint64_t)v.f_bavail * v.f_frsize, 64 * 1024, dir, why, sizeof why);
     d->shared_mb = (long)(fit >> 20);
     vt__seterr(d->shm_src, VT_DETECT_SRC_MAX, "%s%s", why,
                fit ? "" : ": each process keeps its own cache");
+}
+
+/* Can multiprocessing make its semaphores here? sem_open() creates a file
+ * in /dev/shm: it needs the directory, writable (access() answers EROFS for
+ * a read-only mount, even to root). */
+static void detect_ipc_shm(vt_detect *d)
+{
+    struct stat st;
+
+    errno = 0;
+    if (stat("/dev/shm", &st) != 0 || !S_ISDIR(st.st_mode)) {
+        vt__seterr(d->ipc_shm_src, VT_DETECT_SRC_MAX, "/dev/shm: %s",
+                   errno ? strerror(errno) : "not a directory");
+        return;
+    }
+    if (access("/dev/shm", W_OK | X_OK) != 0) {
+        vt__seterr(d->ipc_shm_src, VT_DETECT_SRC_MAX, "/dev/shm: %s", strerror(errno));
+        return;
+    }
+    d->ipc_shm = 1;
+    vt__seterr(d->ipc_shm_src, VT_DETECT_SRC_MAX, "/dev/shm: writable");
 }
 
 int vt_detect_run(const vt_detect_opts *opts, vt_detect *d, char *err, size_t errlen)
@@ -215,6 +243,7 @@ int vt_detect_run(const vt_detect_opts *opts, vt_detect *d, char *err, size_t er
     detect_affinity(proc_root, fake_proc, d);
     detect_meminfo(proc_root, d);
     detect_shm(d);
+    detect_ipc_shm(d);
 
     /* A platform that states its tier in a variable (Lambda, Azure Functions)
      * but did not: the cgroup's limit may stand in for it; the machine's RAM
@@ -310,6 +339,8 @@ void vt_detect_print(FILE *f, const vt_detect *d)
                 d->shm_src);
     else
         fprintf(f, "%-20s none (%s)\n", "=> shared cache:", d->shm_src);
+    fprintf(f, "%-20s %s (%s)\n", "=> worker ipc:", d->ipc_shm ? "pool" : "pipe",
+            d->ipc_shm_src);
 }
 
 static void jstr(FILE *f, const char *key, const char *v, int last)
@@ -354,6 +385,8 @@ void vt_detect_print_json(FILE *f, const vt_detect *d)
             d->shm_free_mb);
     fprintf(f, "  \"shared_cache_asked_mb\": %ld,\n  \"shared_cache_mb\": %ld,\n",
             d->shared_asked_mb, d->shared_mb);
-    jstr(f, "shared_cache_source", d->shm_src, 1);
+    jstr(f, "shared_cache_source", d->shm_src, 0);
+    jstr(f, "ipc", d->ipc_shm ? "pool" : "pipe", 0);
+    jstr(f, "ipc_source", d->ipc_shm_src, 1);
     fputs("}\n", f);
 }

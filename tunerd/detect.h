@@ -56,6 +56,12 @@ typedef struct vt_detect {
     long shm_total_mb, shm_free_mb;    /* -1: the file system is not there */
     long shared_asked_mb, shared_mb;   /* shared_mb 0: per-process caches instead */
     char shm_src[VT_DETECT_SRC_MAX];   /* what the plugin would say (CPL_DEBUG) */
+    /* /dev/shm itself (whatever VSITUNE_SHM_DIR says) is a writable
+     * directory: Python's multiprocessing locks, queues and pools make their
+     * POSIX semaphores there. 0 (Lambda, a read-only or missing /dev/shm):
+     * the plan uses threads or processes talking through pipes only. */
+    int ipc_shm;
+    char ipc_shm_src[VT_DETECT_SRC_MAX];
 
     int has_profile;                   /* a platform's variables were found: */
     vt_platform profile;               /* its profile */

@@ -116,10 +116,10 @@ static void emit_json(FILE *f, const vt_emit_ctx *c)
             vt_workload_name(c->in->workload), c->in->plugin ? "true" : "false");
     fprintf(f, "  \"workers\": %d,\n  \"threads_per_worker\": %d,\n"
                "  \"worker_kind\": \"%s\",\n  \"start_method\": \"%s\",\n"
-               "  \"max_workers\": %d,\n  \"gdal_cachemax_mb\": %ld,\n"
+               "  \"ipc\": \"%s\",\n  \"max_workers\": %d,\n  \"gdal_cachemax_mb\": %ld,\n"
                "  \"range_cache_mb\": %ld,\n  \"shared_cache_mb\": %ld,\n"
                "  \"gdal_num_threads\": %d,\n  \"minimal\": %s,\n",
-            s->processes, s->threads, s->kind, s->start_method, s->max_workers,
+            s->processes, s->threads, s->kind, s->start_method, s->ipc, s->max_workers,
             s->cachemax_mb, s->range_cache_mb, s->shared_cache_mb, s->gdal_num_threads,
             s->minimal ? "true" : "false");
     fprintf(f, "  \"ledger\": {\n    \"memory_mb\": %ld,\n    \"rows\": [\n",

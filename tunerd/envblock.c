@@ -12,7 +12,8 @@
  *    GDAL reads a bare number as bytes), GDAL_NUM_THREADS, OMP_NUM_THREADS,
  *    MALLOC_ARENA_MAX=2 when threads serve reads (seed 003), CPL_TMPDIR,
  *    GDAL_PAM_ENABLED=NO (no .aux.xml writes next to remote or read-only
- *    data), and the worker plan as TUNERD_* for the application to read. */
+ *    data), and the worker plan as TUNERD_* for the application to read
+ *    (TUNERD_IPC=pipe where there is no /dev/shm: Lambda). */
 #include "envblock.h"
 
 #include <stdio.h>
@@ -96,10 +97,16 @@ int vt_envblock_build(const vt_platform *plat, const vt_sizing *s,
     rc |= put(out, "GDAL_PAM_ENABLED", "NO", "no .aux.xml side files written or probed");
     rc |= putl(out, "TUNERD_WORKERS", s->processes, "worker processes for your pool");
     rc |= put(out, "TUNERD_WORKER_KIND", s->kind,
-              "inline = no pool; processes = ProcessPoolExecutor; threads = ThreadPoolExecutor");
+              "inline = no pool; processes = ProcessPoolExecutor (TUNERD_IPC=pool) or "
+              "processes with pipes (TUNERD_IPC=pipe); threads = ThreadPoolExecutor");
     rc |= putl(out, "TUNERD_THREADS", s->threads, "threads per worker process");
     rc |= put(out, "TUNERD_START_METHOD", s->start_method,
               "multiprocessing start method (fork inherits the loaded libgdal)");
+    rc |= put(out, "TUNERD_IPC", s->ipc,
+              strcmp(s->ipc, "pipe") == 0
+                  ? "no /dev/shm: no multiprocessing Pool, Queue or Lock (their semaphores "
+                    "fail); processes with Pipes or threads (tunerd_plan.map)"
+                  : "/dev/shm is there: multiprocessing pools and queues work");
     rc |= put(out, "TUNERD_WORKLOAD", vt_workload_name(workload), "the workload sized for");
     for (int i = 0; i < plat->n_env; i++)
         rc |= put(out, plat->env[i].name, plat->env[i].value, "platform profile");

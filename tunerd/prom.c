@@ -6,7 +6,9 @@
  * printed with %.17g (seconds), which Prometheus parses exactly. */
 #include "prom.h"
 
+#include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef uint64_t (*rec_get)(const vt_stats_rec *r);
@@ -40,7 +42,18 @@ GETTER(g_misses, r->cache.misses)
 GETTER(g_evictions, r->cache.evictions)
 GETTER(g_held, r->cache.retained_bytes)
 GETTER(g_peak, r->cache.peak_retained_bytes)
-GETTER(g_budget, r->cache.budget)
+/* A process on the shared cache keeps nothing privately (its own budget is 0):
+ * what it may fill is the segment's room for blocks, which it shares. */
+GETTER(g_budget, r->shared.present && !r->cache.budget ? r->shared.data_bytes : r->cache.budget)
+GETTER(g_sh_size, r->shared.size)
+GETTER(g_sh_data, r->shared.data_bytes)
+GETTER(g_sh_used, r->shared.used_bytes)
+GETTER(g_sh_hits, r->shared.hits)
+GETTER(g_sh_waits, r->shared.waits)
+GETTER(g_sh_misses, r->shared.misses)
+GETTER(g_sh_evictions, r->shared.evictions)
+GETTER(g_sh_attached, r->shared.attached)
+GETTER(g_sh_objects, r->shared.objects)
 GETTER(g_time, r->time)
 
 static void requests(FILE *f, const vt_prom_in *in)
@@ -99,6 +112,101 @@ static void avoided(FILE *f, const vt_prom_in *in, int heads)
             fprintf(f, "%s{pid=\"%llu\"} %llu\n", name, (unsigned long long)r->pid,
                     (unsigned long long)(heads ? r->avoided.heads : r->avoided.lists));
     }
+}
+
+/* A label value: backslash, double quote and newline escaped (format 0.0.4). */
+static void label_value(FILE *f, const char *v)
+{
+    for (; *v; v++) {
+        if (*v == '\\' || *v == '"')
+            fputc('\\', f);
+        if (*v == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*v, f);
+    }
+}
+
+/* The host-wide shared cache: one series per segment (label `segment`, its
+ * path), from the newest counters file naming it (vt_stats_shared_pick): every
+ * attached process writes the same segment-wide figures, so a per-pid series
+ * would repeat them. segs holds the records to show, n of them. */
+static void shared_fam(FILE *f, const vt_stats_rec *const *segs, int n, const char *name,
+                       const char *type, const char *help, rec_get get)
+{
+    head(f, name, type, help);
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "%s{segment=\"", name);
+        label_value(f, segs[i]->shared.path);
+        fprintf(f, "\"} %llu\n", (unsigned long long)get(segs[i]));
+    }
+}
+
+static void shared_ratio(FILE *f, const vt_stats_rec *const *segs, int n)
+{
+    const char *name = "vsitune_shared_cache_hit_ratio";
+
+    head(f, name, "gauge", "Block lookups of the host's processes served without a fetch of "
+         "their own, (hits + waits) / (hits + waits + misses); no sample before the first "
+         "lookup.");
+    for (int i = 0; i < n; i++) {
+        const vt_stats_rec *r = segs[i];
+        uint64_t done = r->shared.hits + r->shared.waits + r->shared.misses;
+        if (!done)
+            continue;
+        fprintf(f, "%s{segment=\"", name);
+        label_value(f, r->shared.path);
+        fprintf(f, "\"} %.17g\n", (double)(r->shared.hits + r->shared.waits) / (double)done);
+    }
+}
+
+/* The shared-cache families, when any counters file names a segment.
+ * Returns -1 when out of memory (errno ENOMEM), else 0. */
+static int shared(FILE *f, const vt_prom_in *in)
+{
+    const vt_stats_rec **recs, **segs;
+    int n = 0, k = 0;
+
+    if (in->n_stats <= 0)
+        return 0;
+    recs = calloc((size_t)in->n_stats * 2, sizeof *recs);
+    if (!recs)
+        return -1;
+    segs = recs + in->n_stats;
+    for (int i = 0; i < in->n_stats; i++)
+        if (in->stats[i].ok)
+            recs[n++] = &in->stats[i].rec;
+    for (int i = 0; i < n; i++) {
+        const vt_stats_rec *best = vt_stats_shared_pick(recs, n, i);
+        if (best)
+            segs[k++] = best;
+    }
+    if (k) {
+        shared_fam(f, segs, k, "vsitune_shared_cache_size_bytes", "gauge",
+                   "Size of the host's shared cache segment (VSITUNE_SHARED_CACHE_SIZE, "
+                   "fitted to /dev/shm).", g_sh_size);
+        shared_fam(f, segs, k, "vsitune_shared_cache_block_bytes", "gauge",
+                   "The segment's room for blocks (its size less the index).", g_sh_data);
+        shared_fam(f, segs, k, "vsitune_shared_cache_used_bytes", "gauge",
+                   "Bytes of blocks the shared cache holds.", g_sh_used);
+        shared_fam(f, segs, k, "vsitune_shared_cache_hits_total", "counter",
+                   "Block lookups served from the shared cache, all processes.", g_sh_hits);
+        shared_fam(f, segs, k, "vsitune_shared_cache_waits_total", "counter",
+                   "Block lookups that waited for another process's fetch of the block.",
+                   g_sh_waits);
+        shared_fam(f, segs, k, "vsitune_shared_cache_misses_total", "counter",
+                   "Block lookups that needed a fetch, all processes.", g_sh_misses);
+        shared_ratio(f, segs, k);
+        shared_fam(f, segs, k, "vsitune_shared_cache_evictions_total", "counter",
+                   "Blocks dropped from the shared cache to stay within its size.",
+                   g_sh_evictions);
+        shared_fam(f, segs, k, "vsitune_shared_cache_attached_processes", "gauge",
+                   "Processes attached to the segment.", g_sh_attached);
+        shared_fam(f, segs, k, "vsitune_shared_cache_objects", "gauge",
+                   "Objects the segment knows.", g_sh_objects);
+    }
+    free(recs);
+    return 0;
 }
 
 static void states(FILE *f, const vt_prom_in *in)
@@ -185,7 +293,13 @@ int vt_prom_write(FILE *f, const vt_prom_in *in)
         per_rec(f, in, "vsitune_cache_peak_held_bytes", "gauge",
                 "The most bytes the range cache has held.", g_peak);
         per_rec(f, in, "vsitune_cache_budget_bytes", "gauge",
-                "The range cache's budget (VSITUNE_CACHE_SIZE).", g_budget);
+                "The range cache's budget (VSITUNE_CACHE_SIZE); for a process on the shared "
+                "cache, the shared segment's room for blocks, which it shares with the "
+                "other attached processes (do not add these up).", g_budget);
+        if (shared(f, in)) {
+            errno = ENOMEM;
+            return -1;
+        }
         avoided(f, in, 0);
         avoided(f, in, 1);
         latency(f, in);

@@ -8,7 +8,10 @@
  * range cache + working arrays, the pool parent pays its runtime, and 10%
  * headroom is kept; caches are a fixed share of the tier DIVIDED among
  * processes, never repeated; (5) shrink threads, then processes, until the
- * ledger fits. A user --workers that does not fit is an error, not shrunk. */
+ * ledger fits. A user --workers that does not fit is an error, not shrunk.
+ * Where there is no /dev/shm (the profile's shared_memory = no, or detected)
+ * the plan is the same but its processes talk through pipes (ipc "pipe") and
+ * keep their own range caches. */
 #include "sizing.h"
 
 #include <math.h>
@@ -76,7 +79,7 @@ static void ledger(const vt_sizing_in *in, vt_sizing *s, int procs, int threads)
     add_row(s, "runtime (python, numpy, rasterio, libgdal)", VT_SIZE_RUNTIME_MB, procs);
     add_row(s, "GDAL block cache (GDAL_CACHEMAX)", cache, procs);
     s->shared_cache_mb = 0;
-    if (in->plugin && procs > 1 && in->plat->shared_memory) {
+    if (in->plugin && procs > 1 && in->plat->shared_memory && !in->no_shm) {
         s->shared_cache_mb = range * procs;
         add_row(s, "range cache, one for the host's processes (VSITUNE_SHARED_CACHE_SIZE)",
                 s->shared_cache_mb, 1);
@@ -256,6 +259,10 @@ vt_size_rc vt_sizing_compute(const vt_sizing_in *in, vt_sizing *out,
     if (err && errlen)
         err[0] = '\0';
     out->start_method = p->start_method[0] ? p->start_method : "fork";
+    /* Without /dev/shm, multiprocessing's semaphores cannot be made (sem_open:
+     * EROFS, ENOENT or ENOSYS), so no Pool, Queue or Lock: processes talk
+     * through pipes (tunerd_plan.map) */
+    out->ipc = p->shared_memory && !in->no_shm ? "pool" : "pipe";
 
     if (in->memory_mb < p->memory_min_mb || in->memory_mb > p->memory_max_mb) {
         vt__seterr(err, errlen, "--memory %ld is outside what %s offers (valid: %ld..%ld MiB)",

@@ -48,6 +48,9 @@ typedef struct vt_sizing_in {
     vt_workload workload;
     int workers;        /* 0 = derive; else the process count asked for */
     int plugin;         /* 1 = vsitune plugin, 0 = stock GDAL */
+    int no_shm;         /* 1: /dev/shm is missing or read-only where the plan runs
+                           (detected on this machine); as the profile's
+                           shared_memory = no */
 } vt_sizing_in;
 
 #define VT_LEDGER_MAX 8
@@ -67,6 +70,10 @@ typedef struct vt_sizing {
     int threads;             /* threads per process */
     const char *kind;        /* inline | processes | threads | processes-of-threads */
     const char *start_method;
+    const char *ipc;         /* how worker processes may talk (TUNERD_IPC): "pool"
+                                (/dev/shm: multiprocessing Pool, Queue, Lock,
+                                ProcessPoolExecutor) or "pipe" (none: only
+                                Process + Pipe, or threads; Lambda) */
     long cachemax_mb;        /* GDAL_CACHEMAX per process */
     long range_cache_mb;     /* VSITUNE_CACHE_SIZE / CPL_VSIL_CURL_CACHE_SIZE per process */
     long shared_cache_mb;    /* VSITUNE_SHARED_CACHE_SIZE: with the plugin, several

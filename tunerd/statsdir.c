@@ -261,23 +261,29 @@ static long long age(const vt_stats_rec *r, time_t now)
     return (long long)now > (long long)r->time ? (long long)now - (long long)r->time : 0;
 }
 
+const vt_stats_rec *vt_stats_shared_pick(const vt_stats_rec *const *r, int n, int i)
+{
+    const vt_stats_rec *best = r[i];
+
+    if (!best->shared.present)
+        return NULL;
+    for (int j = 0; j < n; j++) {
+        if (!r[j]->shared.present || strcmp(r[j]->shared.path, r[i]->shared.path) != 0)
+            continue;
+        if (j < i)
+            return NULL; /* shown with an earlier record */
+        if (r[j]->time > best->time)
+            best = r[j];
+    }
+    return best;
+}
+
 void vt_stats_print_shared(FILE *f, const vt_stats_rec *const *r, int n)
 {
     for (int i = 0; i < n; i++) {
-        const vt_stats_rec *best = r[i];
-        int first = 1;
+        const vt_stats_rec *best = vt_stats_shared_pick(r, n, i);
         uint64_t done;
-        if (!best->shared.present)
-            continue;
-        for (int j = 0; j < n; j++) {
-            if (!r[j]->shared.present || strcmp(r[j]->shared.path, best->shared.path) != 0)
-                continue;
-            if (j < i)
-                first = 0; /* printed with an earlier record */
-            if (r[j]->time > best->time)
-                best = r[j];
-        }
-        if (!first)
+        if (!best)
             continue;
         done = best->shared.hits + best->shared.waits + best->shared.misses;
         fprintf(f, "# shared cache %s: %.1f MiB (%.1f MiB of blocks), %.1f MiB used, ",

@@ -88,6 +88,11 @@ void vt_stats_print(FILE *f, const char *dir, const vt_stats_entry *e, int n, in
  * ratio, processes attached, objects, evictions, repairs. */
 void vt_stats_print_shared(FILE *f, const vt_stats_rec *const *r, int n);
 
+/* The record to show r[i]'s shared-cache segment from: the newest of those
+ * naming the same segment, when r[i] is the first of them; else (no segment,
+ * or one already shown with an earlier record) NULL. Borrowed pointer. */
+const vt_stats_rec *vt_stats_shared_pick(const vt_stats_rec *const *r, int n, int i);
+
 /* The same as one JSON object: {"dir", "time", "cgroup", "processes": [...],
  * "unreadable": [...], "not_shown"}. */
 void vt_stats_print_json(FILE *f, const char *dir, const vt_stats_entry *e, int n,

@@ -264,3 +264,112 @@ def test_exporter_bad_input(tmp_path):
     status, _, body = http_get(f"http://{target}/metrics")
     assert status == 200 and "vsitune_process_rss_bytes" in body
     assert ex.wait(timeout=30) == 0  # one scrape served: done
+
+
+SHARED_READER = r"""
+import sys
+from osgeo import gdal
+gdal.UseExceptions()
+ds = gdal.Open(sys.argv[1])      # kept: a band outliving its dataset crashes
+band = ds.GetRasterBand(1)
+for w in range(4):
+    band.ReadAsArray(2048 + w * 1024, 4096, 1024, 1024)
+print("read", flush=True)
+sys.stdin.readline()      # attached (the segment lives) until the test says
+"""
+
+
+def test_shared_cache_metrics(lab, cogs, tmp_path):
+    """Two processes on one shared cache (the s2 COG, the same four windows,
+    the second while the first is still attached; read when both have exited): `tunerd stats --format prometheus` and `watch
+    --listen` give the segment once (size, blocks, use, hits/waits/misses and
+    the hit ratio, as the counters files say), promtool accepts both, and each
+    process's budget is the segment's room for blocks, not the 0 its own
+    private cache has. The second process sent nothing (the lab's log), so the
+    host's hits are there and the ratio is above 0."""
+    if not lab_client.plugin_built():
+        pytest.skip("gdal_vsitune.so not built")
+    stats = tmp_path / "stats"
+    stats.mkdir()
+    pool = f"metrics{os.getpid()}"
+    env = lab_client.gdal_env(lab.env("h1"), vsitune=True, extra={
+        "VSITUNE_STATS_DIR": str(stats), "VSITUNE_SHARED_CACHE": "YES",
+        "VSITUNE_SHARED_CACHE_NAME": pool, "VSITUNE_SHARED_CACHE_SIZE": "128M",
+        "GDAL_CACHEMAX": "0"})
+    path = f"/vsis3/lab/{cogs['s2']['key']}"
+    first = subprocess.Popen([sys.executable, "-c", SHARED_READER, path], env=env,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        assert readline(first, first.stdout, 300) == "read\n"
+        mark = len(lab.log())
+        assert mark >= 2
+        second = subprocess.run([sys.executable, "-c", SHARED_READER, path], env=env,
+                                input="\n", capture_output=True, text=True, timeout=300)
+        assert second.returncode == 0, second.stderr
+        assert lab.log()[mark:] == []                 # served by the shared cache
+        first.stdin.write("\n")                      # both gone: their files are final
+        first.stdin.close()
+        assert first.wait(timeout=60) == 0
+
+        doc = json.loads(subprocess.run([str(TUNERD), "stats", "--dir", str(stats), "--json"],
+                                        capture_output=True, text=True, timeout=60).stdout)
+        procs = doc["processes"]
+        assert len(procs) == 2 and all(p["shared"] for p in procs)
+        assert all(p["cache"]["budget"] == 0 for p in procs)    # nothing kept privately
+        newest = max(procs, key=lambda p: p["time"])["shared"]
+        seg = newest["path"]
+        assert newest["hits"] > 0 and newest["used_bytes"] > 0
+
+        t = subprocess.run([str(TUNERD), "stats", "--dir", str(stats), "--format",
+                            "prometheus"], capture_output=True, text=True, timeout=60)
+        assert t.returncode == 0, t.stderr
+        promtool_check(t.stdout)
+
+        exporter = subprocess.Popen([str(TUNERD), "watch", "--listen", "127.0.0.1:0",
+                                     "--stats-dir", str(stats)],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            line = readline(exporter, exporter.stderr, 30)
+            assert line.startswith("tunerd: serving http://127.0.0.1:"), line
+            target = line.split("http://")[1].split("/")[0]
+            _, _, body = http_get(f"http://{target}/metrics")
+            promtool_check(body)
+        finally:
+            exporter.send_signal(signal.SIGTERM)
+            assert exporter.wait(timeout=30) == 0
+
+        done = newest["hits"] + newest["waits"] + newest["misses"]
+        want = {
+            "vsitune_shared_cache_size_bytes": newest["size"],
+            "vsitune_shared_cache_block_bytes": newest["data_bytes"],
+            "vsitune_shared_cache_used_bytes": newest["used_bytes"],
+            "vsitune_shared_cache_hits_total": newest["hits"],
+            "vsitune_shared_cache_waits_total": newest["waits"],
+            "vsitune_shared_cache_misses_total": newest["misses"],
+            "vsitune_shared_cache_attached_processes": newest["attached"],
+            "vsitune_shared_cache_objects": newest["objects"],
+            "vsitune_shared_cache_evictions_total": newest["evictions"],
+        }
+        for text in (t.stdout, body):
+            samples = {}
+            for m in re.finditer(r'^(vsitune_shared_cache_\w+)\{segment="([^"]*)"\} (\S+)$',
+                                 text, re.M):
+                assert m.group(2) == seg
+                assert m.group(1) not in samples, "one series per segment"
+                samples[m.group(1)] = float(m.group(3))
+            for name, v in want.items():
+                assert samples.get(name) == float(v), (name, samples.get(name), v)
+            ratio = samples["vsitune_shared_cache_hit_ratio"]
+            assert ratio == pytest.approx((newest["hits"] + newest["waits"]) / done)
+            assert ratio > 0
+            for p in procs:
+                assert f'vsitune_cache_budget_bytes{{pid="{p["pid"]}"}} ' \
+                       f'{newest["data_bytes"]}\n' in text
+                assert newest["data_bytes"] > 0
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait(timeout=60)
+        for p in Path("/dev/shm").glob(f"vsitune-*-{pool}"):
+            p.unlink()

@@ -38,7 +38,7 @@ static char *render(vt_format fmt)
     p.n_env = 1;
     snprintf(p.env[0].name, sizeof p.env[0].name, "HOSTILE");
     snprintf(p.env[0].value, sizeof p.env[0].value, "%s", HOSTILE);
-    in = (vt_sizing_in){ &p, 4096, 2, 1, VT_WORKLOAD_BATCH, 0, 1 };
+    in = (vt_sizing_in){ &p, 4096, 2, 1, VT_WORKLOAD_BATCH, 0, 1, 0 };
     assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
     assert_int_equal(vt_envblock_build(&p, &s, VT_WORKLOAD_BATCH, 1, "/usr/lib/gdalplugins", &e), 0);
     vt_emit_ctx c = { &p, &in, &s, &e, "--memory" };

@@ -129,6 +129,72 @@ static void test_counters(void **state)
     free(out);
 }
 
+static void shared_seg(vt_stats_entry *e, const char *path, uint64_t t, uint64_t hits)
+{
+    e->rec.cache.budget = 0; /* nothing kept privately */
+    e->rec.cache.retained_bytes = 0;
+    e->rec.time = t;
+    e->rec.shared.present = 1;
+    snprintf(e->rec.shared.path, sizeof e->rec.shared.path, "%s", path);
+    e->rec.shared.size = 268435456;
+    e->rec.shared.data_bytes = 264241152;
+    e->rec.shared.used_bytes = 1048576;
+    e->rec.shared.hits = hits;
+    e->rec.shared.waits = 1;
+    e->rec.shared.misses = 2;
+    e->rec.shared.attached = 2;
+    e->rec.shared.objects = 1;
+}
+
+/* The shared cache: one series per segment (from its newest file, never one
+ * per process, so no double count), size, use, hits/waits/misses and the hit
+ * ratio; a process on it has a budget that is the segment's block room, not 0. */
+static void test_shared_cache(void **state)
+{
+    vt_stats_entry e[4];
+    vt_prom_in in = { 0 };
+
+    (void)state;
+    rec(&e[0], 51, VT_PSTATE_RUNNING);
+    rec(&e[1], 52, VT_PSTATE_RUNNING);
+    rec(&e[2], 53, VT_PSTATE_EXITED);
+    rec(&e[3], 54, VT_PSTATE_RUNNING); /* private cache only */
+    shared_seg(&e[0], "/dev/shm/vsitune-0-default", 1700000000, 5);
+    shared_seg(&e[1], "/dev/shm/vsitune-0-default", 1700000009, 7); /* the newest */
+    shared_seg(&e[2], "/dev/shm/vsitune-0-\"odd\"", 1700000001, 0);
+    e[2].rec.shared.waits = e[2].rec.shared.misses = 0;     /* no lookup yet */
+    in.stats = e;
+    in.n_stats = 4;
+    in.stats_dir_given = 1;
+    char *out = render(&in);
+
+    assert_non_null(strstr(out, "vsitune_cache_budget_bytes{pid=\"51\"} 264241152\n"));
+    assert_non_null(strstr(out, "vsitune_cache_budget_bytes{pid=\"54\"} 67108864\n"));
+    assert_int_equal(count(out, "# TYPE vsitune_shared_cache_size_bytes gauge\n"), 1);
+    assert_int_equal(count(out, "vsitune_shared_cache_size_bytes{"), 2);
+    assert_non_null(strstr(out, "vsitune_shared_cache_size_bytes{segment=\""
+                                "/dev/shm/vsitune-0-default\"} 268435456\n"));
+    assert_non_null(strstr(out, "vsitune_shared_cache_used_bytes{segment=\""
+                                "/dev/shm/vsitune-0-default\"} 1048576\n"));
+    assert_non_null(strstr(out, "vsitune_shared_cache_hits_total{segment=\""
+                                "/dev/shm/vsitune-0-default\"} 7\n"));
+    assert_non_null(strstr(out, "vsitune_shared_cache_hit_ratio{segment=\""
+                                "/dev/shm/vsitune-0-default\"} 0.80000000000000004\n"));
+    /* a quote in a path is escaped; no ratio before the first lookup */
+    assert_non_null(strstr(out, "vsitune_shared_cache_size_bytes{segment=\""
+                                "/dev/shm/vsitune-0-\\\"odd\\\"\"} 268435456\n"));
+    assert_int_equal(count(out, "vsitune_shared_cache_hit_ratio{"), 1);
+    assert_non_null(strstr(out, "vsitune_shared_cache_attached_processes{segment=\""
+                                "/dev/shm/vsitune-0-default\"} 2\n"));
+    free(out);
+
+    in.n_stats = 1; /* no segment at all: no shared families */
+    e[0].rec.shared.present = 0;
+    out = render(&in);
+    assert_null(strstr(out, "vsitune_shared_cache_"));
+    free(out);
+}
+
 static void test_memory_and_cgroup(void **state)
 {
     vt_watch_proc p[2] = {
@@ -181,6 +247,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counters),
+        cmocka_unit_test(test_shared_cache),
         cmocka_unit_test(test_memory_and_cgroup),
         cmocka_unit_test(test_listen_parse),
     };

@@ -75,7 +75,7 @@ static void test_known_answers(void **state)
         vt_sizing s;
         char err[512];
         load(k->platform, &p);
-        vt_sizing_in in = { &p, k->memory, k->cpus, k->cpus > 0, k->workload, 0, 1 };
+        vt_sizing_in in = { &p, k->memory, k->cpus, k->cpus > 0, k->workload, 0, 1, 0 };
         vt_size_rc rc = vt_sizing_compute(&in, &s, err, sizeof err);
         if (rc != VT_SIZE_OK)
             fail_msg("%s %ld: %s", k->platform, k->memory, err);
@@ -100,7 +100,7 @@ static void test_headline_env(void **state)
 
     (void)state;
     load("lambda", &p);
-    vt_sizing_in in = { &p, 10240, 0, 0, VT_WORKLOAD_BATCH, 0, 1 };
+    vt_sizing_in in = { &p, 10240, 0, 0, VT_WORKLOAD_BATCH, 0, 1, 0 };
     assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
     assert_int_equal(vt_envblock_build(&p, &s, VT_WORKLOAD_BATCH, 1, "/opt/lib/gdalplugins", &e), 0);
     assert_string_equal(vt_envblock_get(&e, "GDAL_CACHEMAX"), "384");
@@ -139,7 +139,7 @@ static void test_shared_range_cache(void **state)
     (void)state;
     load("cloudrun", &p);
     assert_int_equal(p.shared_memory, 1);
-    vt_sizing_in in = { &p, 8192, 2, 1, VT_WORKLOAD_BATCH, 0, 1 };
+    vt_sizing_in in = { &p, 8192, 2, 1, VT_WORKLOAD_BATCH, 0, 1, 0 };
     assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
     assert_int_equal(s.processes, 2);
     assert_int_equal(s.shared_cache_mb, 2 * s.range_cache_mb);
@@ -169,11 +169,52 @@ static void test_shared_range_cache(void **state)
 
     load("lambda", &p);                /* no /dev/shm */
     assert_int_equal(p.shared_memory, 0);
-    vt_sizing_in lin = { &p, 10240, 0, 0, VT_WORKLOAD_BATCH, 0, 1 };
+    vt_sizing_in lin = { &p, 10240, 0, 0, VT_WORKLOAD_BATCH, 0, 1, 0 };
     assert_int_equal(vt_sizing_compute(&lin, &s, err, sizeof err), VT_SIZE_OK);
     assert_int_equal(s.processes, 5);
     assert_int_equal(s.shared_cache_mb, 0);
     assert_int_equal(vt_envblock_build(&p, &s, VT_WORKLOAD_BATCH, 1, "/x", &e), 0);
+    assert_null(vt_envblock_get(&e, "VSITUNE_SHARED_CACHE"));
+}
+
+/* Where there is no /dev/shm (Lambda's profile, or a missing or read-only
+ * one detected here) the plan's processes talk through pipes: multiprocessing
+ * pools, queues and locks cannot make their semaphores there. The numbers
+ * stay the same; the shared range cache goes. */
+static void test_ipc_without_dev_shm(void **state)
+{
+    vt_platform p;
+    vt_sizing s;
+    vt_envblock e;
+    char err[256];
+    long total;
+
+    (void)state;
+    load("lambda", &p);
+    vt_sizing_in lin = { &p, 10240, 0, 0, VT_WORKLOAD_BATCH, 0, 1, 0 };
+    assert_int_equal(vt_sizing_compute(&lin, &s, err, sizeof err), VT_SIZE_OK);
+    assert_string_equal(s.ipc, "pipe");
+    assert_int_equal(vt_envblock_build(&p, &s, VT_WORKLOAD_BATCH, 1, "/x", &e), 0);
+    assert_string_equal(vt_envblock_get(&e, "TUNERD_IPC"), "pipe");
+    assert_string_equal(vt_envblock_get(&e, "TUNERD_WORKER_KIND"), "processes");
+
+    load("cloudrun", &p);
+    vt_sizing_in in = { &p, 8192, 2, 1, VT_WORKLOAD_BATCH, 0, 1, 0 };
+    assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
+    assert_string_equal(s.ipc, "pool");
+    assert_true(s.shared_cache_mb > 0);
+    total = s.total_mb;
+    assert_int_equal(vt_envblock_build(&p, &s, VT_WORKLOAD_BATCH, 1, "/x", &e), 0);
+    assert_string_equal(vt_envblock_get(&e, "TUNERD_IPC"), "pool");
+
+    in.no_shm = 1;                     /* the same platform, /dev/shm read-only here */
+    assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
+    assert_string_equal(s.ipc, "pipe");
+    assert_int_equal(s.processes, 2);
+    assert_int_equal(s.shared_cache_mb, 0);
+    assert_int_equal(s.total_mb, total);
+    assert_int_equal(vt_envblock_build(&p, &s, VT_WORKLOAD_BATCH, 1, "/x", &e), 0);
+    assert_string_equal(vt_envblock_get(&e, "TUNERD_IPC"), "pipe");
     assert_null(vt_envblock_get(&e, "VSITUNE_SHARED_CACHE"));
 }
 
@@ -190,7 +231,7 @@ static void test_lambda_invariants(void **state)
     for (long mb = 272; mb <= 10240; mb += 1) {
         vt_sizing s;
         char err[256];
-        vt_sizing_in in = { &p, mb, 0, 0, VT_WORKLOAD_BATCH, 0, 1 };
+        vt_sizing_in in = { &p, mb, 0, 0, VT_WORKLOAD_BATCH, 0, 1, 0 };
         if (vt_sizing_compute(&in, &s, err, sizeof err) != VT_SIZE_OK)
             fail_msg("%ld: %s", mb, err);
         assert_true(s.total_mb <= mb);
@@ -223,7 +264,7 @@ static void test_refusals(void **state)
      * platform's range: the minimal profile, not a refusal */
     long tiers[] = { 128, 256, 271 };
     for (size_t i = 0; i < sizeof tiers / sizeof tiers[0]; i++) {
-        vt_sizing_in in = { &lam, tiers[i], 0, 0, VT_WORKLOAD_BATCH, 0, 1 };
+        vt_sizing_in in = { &lam, tiers[i], 0, 0, VT_WORKLOAD_BATCH, 0, 1, 0 };
         assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
         assert_int_equal(s.minimal, 1);
         assert_int_equal(s.min_ledger_mb, 272);
@@ -239,7 +280,7 @@ static void test_refusals(void **state)
         assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
         assert_int_equal(s.minimal, 1);
     }
-    vt_sizing_in in = { &lam, 272, 0, 0, VT_WORKLOAD_BATCH, 0, 1 };
+    vt_sizing_in in = { &lam, 272, 0, 0, VT_WORKLOAD_BATCH, 0, 1, 0 };
     assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
     assert_int_equal(s.minimal, 0);
     assert_int_equal(s.free_mb, 0);
@@ -260,12 +301,12 @@ static void test_refusals(void **state)
     assert_int_equal(s.cachemax_mb, 672); /* 2048 / 3 = 682.7 -> 672 */
 
     /* --cpus on a platform whose vCPU follow memory */
-    vt_sizing_in in2 = { &lam, 10240, 8, 1, VT_WORKLOAD_BATCH, 0, 1 };
+    vt_sizing_in in2 = { &lam, 10240, 8, 1, VT_WORKLOAD_BATCH, 0, 1, 0 };
     assert_int_equal(vt_sizing_compute(&in2, &s, err, sizeof err), VT_SIZE_EINPUT);
     assert_non_null(strstr(err, "drop --cpus"));
 
     /* Cloud Run: 4 GiB per vCPU, CPU counts it sells */
-    vt_sizing_in in3 = { &cr, 32768, 4, 1, VT_WORKLOAD_BATCH, 0, 1 };
+    vt_sizing_in in3 = { &cr, 32768, 4, 1, VT_WORKLOAD_BATCH, 0, 1, 0 };
     assert_int_equal(vt_sizing_compute(&in3, &s, err, sizeof err), VT_SIZE_EINPUT);
     assert_non_null(strstr(err, "at least 8 vCPU"));
     in3.cpus = 3;
@@ -273,17 +314,17 @@ static void test_refusals(void **state)
     assert_int_equal(vt_sizing_compute(&in3, &s, err, sizeof err), VT_SIZE_EINPUT);
     assert_non_null(strstr(err, "valid: 1, 2, 4, 6, 8"));
     /* no --cpus: the fewest vCPU allowed for that memory */
-    vt_sizing_in in4 = { &cr, 12288, 0, 0, VT_WORKLOAD_BATCH, 0, 1 };
+    vt_sizing_in in4 = { &cr, 12288, 0, 0, VT_WORKLOAD_BATCH, 0, 1, 0 };
     assert_int_equal(vt_sizing_compute(&in4, &s, err, sizeof err), VT_SIZE_OK);
     assert_true(fabs(s.vcpu - 4) < 1e-9);
 
     /* Azure Consumption caps at 1536 MB and one vCPU */
-    vt_sizing_in in5 = { &az, 2048, 0, 0, VT_WORKLOAD_BATCH, 0, 1 };
+    vt_sizing_in in5 = { &az, 2048, 0, 0, VT_WORKLOAD_BATCH, 0, 1, 0 };
     assert_int_equal(vt_sizing_compute(&in5, &s, err, sizeof err), VT_SIZE_EINPUT);
     assert_non_null(strstr(err, "128..1536"));
 
     /* Kubernetes needs CPUs (detected by the caller, or --cpus) */
-    vt_sizing_in in6 = { &k8s, 4096, 0, 0, VT_WORKLOAD_BATCH, 0, 1 };
+    vt_sizing_in in6 = { &k8s, 4096, 0, 0, VT_WORKLOAD_BATCH, 0, 1, 0 };
     assert_int_equal(vt_sizing_compute(&in6, &s, err, sizeof err), VT_SIZE_EINPUT);
     assert_non_null(strstr(err, "--cpus"));
 }
@@ -297,7 +338,7 @@ static void test_memory_bounds_workers(void **state)
 
     (void)state;
     load("host", &host);
-    vt_sizing_in in = { &host, 2048, 64, 1, VT_WORKLOAD_BATCH, 0, 1 };
+    vt_sizing_in in = { &host, 2048, 64, 1, VT_WORKLOAD_BATCH, 0, 1, 0 };
     assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
     assert_true(s.processes < 64);
     assert_true(s.processes >= 2);
@@ -321,7 +362,7 @@ static void test_tiles(void **state)
 
     (void)state;
     load("lambda", &lam);
-    vt_sizing_in in = { &lam, 512, 0, 0, VT_WORKLOAD_TILES, 0, 1 };
+    vt_sizing_in in = { &lam, 512, 0, 0, VT_WORKLOAD_TILES, 0, 1, 0 };
     assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
     assert_int_equal(s.processes, 1);
     assert_int_equal(s.threads, 4);
@@ -356,7 +397,7 @@ static void test_cachemax_bytes(void **state)
 
     (void)state;
     load("host", &host);
-    vt_sizing_in in = { &host, 1048576, 1, 1, VT_WORKLOAD_BATCH, 0, 1 };
+    vt_sizing_in in = { &host, 1048576, 1, 1, VT_WORKLOAD_BATCH, 0, 1, 0 };
     assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
     assert_int_equal(s.cachemax_mb, 209696); /* floor32(20% of 1 TiB) */
     assert_int_equal(vt_envblock_build(&host, &s, VT_WORKLOAD_BATCH, 1, "/x", &e), 0);
@@ -390,7 +431,7 @@ static void test_kept(void **state)
 
     (void)state;
     load("lambda", &lam);
-    vt_sizing_in in = { &lam, 10240, 0, 0, VT_WORKLOAD_BATCH, 0, 1 };
+    vt_sizing_in in = { &lam, 10240, 0, 0, VT_WORKLOAD_BATCH, 0, 1, 0 };
     assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
 
     /* the case: 1000 MiB kept under a plan of 5 x 384 */
@@ -446,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_known_answers),
         cmocka_unit_test(test_headline_env),
         cmocka_unit_test(test_shared_range_cache),
+        cmocka_unit_test(test_ipc_without_dev_shm),
         cmocka_unit_test(test_lambda_invariants),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_memory_bounds_workers),
