@@ -139,6 +139,46 @@ uint64_t vt__cfg_cache_budget(void);
 /* Parse a size like vt__cfg_size; returns 0 on success. Pure. */
 int vt__parse_size(const char *s, uint64_t *out);
 
+/* ---- CA bundle -------------------------------------------------------
+ * Which CA file a request verifies TLS with, chosen as the running GDAL
+ * chooses it for the request vsitune's request stands for (cpl_http.cpp,
+ * read in 3.6.2, 3.10.3 and 3.13.3; the rule changed in 3.7 with
+ * path-specific HTTP options, GDAL PR 6632):
+ *  - 3.6, a read of a /vsis3/ handle (range GET, HEAD): the three options
+ *    go through CPLHTTPGetOptionsFromEnv, where each set one overwrites the
+ *    last: SSL_CERT_FILE, else CURL_CA_BUNDLE, else GDAL_CURL_CA_BUNDLE;
+ *  - 3.6, a listing and a credentials fetch (no options given to
+ *    CPLHTTPSetOptions): GDAL_CURL_CA_BUNDLE, else CURL_CA_BUNDLE, else
+ *    SSL_CERT_FILE;
+ *  - 3.7 and later, every request: GDAL_CURL_CA_BUNDLE, else
+ *    CURL_CA_BUNDLE, else SSL_CERT_FILE; for a read or a listing each name
+ *    is looked up for the path first (path-specific options), a
+ *    credentials fetch reads the config only.
+ * "Set" is set at all: a value set to "" is chosen and handed to curl as
+ * GDAL hands it. */
+enum vt_ca_use {
+    VT_CA_FETCH,   /* CPLHTTPFetch: credentials (IMDS, STS, containers) */
+    VT_CA_LIST,    /* GDAL's /vsis3/ listing */
+    VT_CA_READ     /* a /vsis3/ handle's GET or HEAD */
+};
+
+/* The three names, in GDAL's table order. */
+extern const char *const vt__ca_names[3];
+
+/* Index into vt__ca_names of the option that gives the CA file for use
+ * under GDAL version_num (GDALVersionInfo("VERSION_NUM"), e.g. 3060200),
+ * given the values set (vals[i] NULL: unset); -1: none set (curl's
+ * default). Pure. */
+int vt__ca_pick(int version_num, enum vt_ca_use use,
+                const char *const vals[3]);
+
+/* The CA file for a request for path ("bucket/key"; NULL: none) under the
+ * running GDAL, malloc'd (caller frees); NULL: none set (curl's default). */
+char *vt__cfg_ca_bundle(const char *path, enum vt_ca_use use);
+
+/* Tests: pretend the running GDAL is version_num (0: the real one). */
+void vt__cfg_set_gdal_version(int version_num);
+
 /* "<prefix><path>" into buf (the GDAL path path-specific options are
  * matched against). Returns buf, or NULL when it does not fit. Pure apart
  * from reading the prefix. */

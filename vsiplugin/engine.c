@@ -122,12 +122,9 @@ static vt_err read_opts(struct vt_eng_opts *o)
         o->http_version = CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
     o->unsafe_ssl = CPLTestBool(CPLGetConfigOption("GDAL_HTTP_UNSAFESSL", "NO"));
     o->verbose = CPLTestBool(CPLGetConfigOption("CPL_CURL_VERBOSE", "NO"));
-    /* GDAL's order (cpl_http.cpp, 3.6 to 3.13): rasterio >= 1.4 sets the first. */
-    o->cainfo = cfg_dup("GDAL_CURL_CA_BUNDLE");
-    if (!o->cainfo)
-        o->cainfo = cfg_dup("CURL_CA_BUNDLE");
-    if (!o->cainfo)
-        o->cainfo = cfg_dup("SSL_CERT_FILE");
+    /* The CA file of requests that do not choose their own (credentials):
+     * GDAL's CPLHTTPFetch rule. S3 requests choose theirs (s3.c). */
+    o->cainfo = vt__cfg_ca_bundle(NULL, VT_CA_FETCH);
     o->useragent = cfg_dup("GDAL_HTTP_USERAGENT");
     if (!o->useragent)
         o->useragent = strdup("vsitune/" VT_VERSION);
@@ -287,6 +284,8 @@ vt_err vt__engine_perform_many(size_t n, const vt_http_req *reqs,
             x->opts.timeout_ms = r->timeout_ms;
         if (r->connect_timeout_ms > 0)
             x->opts.connect_timeout_ms = r->connect_timeout_ms;
+        if (r->has_cainfo)
+            x->opts.cainfo = (char *)r->cainfo; /* the caller's; not freed */
         find_range(x);
         if (tail)
             tail->next = x;

@@ -1,7 +1,7 @@
 /* test_config.c: option lookup for a path (config.c) against GDAL's own
  * path-specific option store (VSISetPathSpecificOption), as the GDAL
  * calls gdal.SetCredential and rasterio make; every numeric option against
- * values that are not numbers. */
+ * values that are not numbers; the CA-bundle rule of each GDAL release. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +17,8 @@
 #include <cpl_error.h>
 #include <cpl_vsi.h>
 
+#include <gdal.h>
+
 #include "config.h"
 #include "fuzz_bytes.h"
 
@@ -28,8 +30,11 @@ static int teardown(void **state)
     CPLSetConfigOption("VT_TEST_BOOL", NULL);
     CPLSetConfigOption("VT_TEST_SIZE", NULL);
     vt__cfg_set_prefix("/vsis3/");
+    vt__cfg_set_gdal_version(0);
     for (int i = 0; i < VT_OPT_COUNT; i++)
         CPLSetConfigOption(vt__opts[i].name, NULL);
+    for (int i = 0; i < 3; i++)
+        CPLSetConfigOption(vt__ca_names[i], NULL);
     return 0;
 }
 
@@ -291,8 +296,123 @@ static void test_number_parsers_on_garbage(void **state)
     }
 }
 
+/* ---- CA bundle ------------------------------------------------------------ */
+
+#define SSL_CERT "/ssl.pem"
+#define CURL_CA "/curl.pem"
+#define GDAL_CA "/gdal.pem"
+
+static const char *pick(int version, enum vt_ca_use use, const char *gdal,
+                        const char *curl, const char *ssl)
+{
+    const char *vals[3] = {gdal, curl, ssl};
+    int i = vt__ca_pick(version, use, vals);
+    return i < 0 ? NULL : vals[i];
+}
+
+/* Each release's rule, read in its cpl_http.cpp (config.h): 3.6's reads
+ * take the last set of the three (CSLSetNameValue overwrites), 3.6's
+ * listings and credential fetches and everything from 3.7 the first. */
+static void test_ca_pick_per_release(void **state)
+{
+    static const struct {
+        int version;
+        enum vt_ca_use use;
+        const char *gdal, *curl, *ssl, *want;
+    } rows[] = {
+        /* rasterio's case: GDAL_CURL_CA_BUNDLE the system's, SSL_CERT_FILE
+         * a private CA */
+        {3060200, VT_CA_READ, GDAL_CA, NULL, SSL_CERT, SSL_CERT},
+        {3060200, VT_CA_LIST, GDAL_CA, NULL, SSL_CERT, GDAL_CA},
+        {3060200, VT_CA_FETCH, GDAL_CA, NULL, SSL_CERT, GDAL_CA},
+        {3060200, VT_CA_READ, GDAL_CA, CURL_CA, NULL, CURL_CA},
+        {3060200, VT_CA_READ, NULL, CURL_CA, SSL_CERT, SSL_CERT},
+        {3060200, VT_CA_LIST, NULL, CURL_CA, SSL_CERT, CURL_CA},
+        {3060200, VT_CA_READ, GDAL_CA, NULL, NULL, GDAL_CA},
+        {3069900, VT_CA_READ, GDAL_CA, CURL_CA, SSL_CERT, SSL_CERT},
+        {3060200, VT_CA_READ, NULL, NULL, NULL, NULL},
+        {3060200, VT_CA_READ, GDAL_CA, NULL, "", ""}, /* "" is set */
+    };
+    static const int later[] = {3070000, 3100300, 3130300, 3990000};
+    (void)state;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
+        const char *got = pick(rows[i].version, rows[i].use, rows[i].gdal,
+                               rows[i].curl, rows[i].ssl);
+        if (rows[i].want == NULL ? got != NULL
+                                 : !got || strcmp(got, rows[i].want) != 0) {
+            print_error("row %zu: got %s\n", i, got ? got : "(none)");
+            fail();
+        }
+    }
+    /* 3.7 and later: the first set, for every use */
+    for (size_t v = 0; v < sizeof(later) / sizeof(*later); v++) {
+        for (int use = VT_CA_FETCH; use <= VT_CA_READ; use++) {
+            const char *vals[4][3] = {{GDAL_CA, CURL_CA, SSL_CERT},
+                                      {NULL, CURL_CA, SSL_CERT},
+                                      {NULL, NULL, SSL_CERT},
+                                      {"", NULL, SSL_CERT}};
+            for (int k = 0; k < 4; k++)
+                assert_int_equal(vt__ca_pick(later[v], use, vals[k]), k < 3 ? k : 0);
+            assert_null(pick(later[v], use, NULL, NULL, NULL));
+        }
+    }
+}
+
+static void assert_ca(const char *path, enum vt_ca_use use, const char *want)
+{
+    char *v = vt__cfg_ca_bundle(path, use);
+    if (!want)
+        assert_null(v);
+    else
+        assert_non_null(v);
+    if (want)
+        assert_string_equal(v, want);
+    free(v);
+}
+
+/* Through the option store: 3.6 reads no path-specific CA option (its
+ * HTTP options were global); 3.7+ looks each name up for the path of a
+ * read or a listing, not for a credentials fetch. */
+static void test_ca_bundle_from_options(void **state)
+{
+    (void)state;
+    CPLSetConfigOption("GDAL_CURL_CA_BUNDLE", GDAL_CA);
+    CPLSetConfigOption("SSL_CERT_FILE", SSL_CERT);
+    VSISetPathSpecificOption("/vsis3/pb", "CURL_CA_BUNDLE", CURL_CA);
+    vt__cfg_set_gdal_version(3060200);
+    assert_ca("b/k", VT_CA_READ, SSL_CERT);
+    assert_ca("pb/k", VT_CA_READ, SSL_CERT);
+    assert_ca("b/", VT_CA_LIST, GDAL_CA);
+    assert_ca(NULL, VT_CA_FETCH, GDAL_CA);
+    CPLSetConfigOption("SSL_CERT_FILE", NULL);
+    assert_ca("pb/k", VT_CA_READ, GDAL_CA);
+    vt__cfg_set_gdal_version(3100300);
+    assert_ca("b/k", VT_CA_READ, GDAL_CA);
+    assert_ca(NULL, VT_CA_FETCH, GDAL_CA);
+    CPLSetConfigOption("GDAL_CURL_CA_BUNDLE", NULL);
+    assert_ca("pb/k", VT_CA_READ, CURL_CA);
+    assert_ca("pb/", VT_CA_LIST, CURL_CA);
+    assert_ca("b/k", VT_CA_READ, NULL);
+    assert_ca(NULL, VT_CA_FETCH, NULL);
+    vt__cfg_set_gdal_version(3130300);
+    CPLSetConfigOption("SSL_CERT_FILE", SSL_CERT);
+    assert_ca("pb/k", VT_CA_READ, CURL_CA);
+    assert_ca("b/k", VT_CA_READ, SSL_CERT);
+    CPLSetConfigOption("GDAL_CURL_CA_BUNDLE", "");
+    assert_ca("pb/k", VT_CA_READ, "");
+    /* the real version of this process: 3.6 on Debian 12 */
+    vt__cfg_set_gdal_version(0);
+    if (atoi(GDALVersionInfo("VERSION_NUM")) < 3070000)
+        assert_ca("b/k", VT_CA_READ, SSL_CERT);
+    else
+        assert_ca("b/k", VT_CA_READ, "");
+}
+
 int main(void)
 {
+    /* The CA tests decide what is set: not the machine's environment. */
+    for (int i = 0; i < 3; i++)
+        unsetenv(vt__ca_names[i]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_path_specific, teardown),
         cmocka_unit_test_teardown(test_empty_vs_unset, teardown),
@@ -304,6 +424,8 @@ int main(void)
                                   teardown),
         cmocka_unit_test_teardown(test_numeric_options_accept_numbers, teardown),
         cmocka_unit_test_teardown(test_number_parsers_on_garbage, teardown),
+        cmocka_unit_test_teardown(test_ca_pick_per_release, teardown),
+        cmocka_unit_test_teardown(test_ca_bundle_from_options, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
