@@ -341,6 +341,7 @@ const char *const vt__ca_names[3] = {"GDAL_CURL_CA_BUNDLE", "CURL_CA_BUNDLE",
 #define CA_FIRST_WINS_FROM 3070000
 
 static _Atomic int g_version_override;
+static _Atomic int g_version; /* the running GDAL's, asked once */
 
 void vt__cfg_set_gdal_version(int version_num)
 {
@@ -350,7 +351,15 @@ void vt__cfg_set_gdal_version(int version_num)
 static int gdal_version(void)
 {
     int v = atomic_load(&g_version_override);
-    return v ? v : atoi(GDALVersionInfo("VERSION_NUM"));
+
+    if (v)
+        return v;
+    v = atomic_load(&g_version);
+    if (!v) {
+        v = atoi(GDALVersionInfo("VERSION_NUM"));
+        atomic_store(&g_version, v);
+    }
+    return v;
 }
 
 int vt__ca_pick(int version_num, enum vt_ca_use use,
