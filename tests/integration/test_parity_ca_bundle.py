@@ -117,3 +117,37 @@ def test_listing_and_sidecars_trust_as_stock(lab, cases, other_ca, combo, layout
     argv = ["gdalinfo", "-checksum", c.path]
     stock, vt = _both(lab, f"ca_bundle_{layout}", argv, "h2", combo, other_ca)
     _assert_same(stock, vt, f"{layout}, {_id(combo)}")
+
+
+RASTERIO_WINDOWS = r'''
+import json, sys
+import rasterio  # Debian's sets GDAL_CURL_CA_BUNDLE to the system bundle on import
+from rasterio.windows import Window
+ok = []
+for i in range(16):
+    try:
+        with rasterio.open(sys.argv[1]) as ds:
+            ds.read(1, window=Window((i % 4) * 512, (i // 4) * 512, 512, 512))
+        ok.append(True)
+    except rasterio.errors.RasterioIOError:
+        ok.append(False)
+print(json.dumps(ok))
+'''
+
+
+@pytest.mark.parametrize("endpoint", ["h2", "h1tls"])
+def test_rasterio_with_private_ca_in_ssl_cert_file(lab, small_cog, other_ca, endpoint):
+    # The issue's case: a private CA in SSL_CERT_FILE, rasterio imported. Stock GDAL 3.6
+    # reads every window (its reads take SSL_CERT_FILE), 3.10 and 3.13 none (they take
+    # GDAL_CURL_CA_BUNDLE, the system's): vsitune reads exactly the windows stock reads.
+    path = s3path(small_cog)
+    got = []
+    for vsitune in (False, True):
+        env = _env(lab, endpoint, vsitune, {"SSL_CERT_FILE": "lab"}, other_ca)
+        cp, _ = lab_client.run_tool(["/usr/bin/python3", "-c", RASTERIO_WINDOWS, path], env)
+        assert cp.returncode == 0, cp.stderr
+        got.append(cp.stdout.strip())
+    assert got[1] == got[0]
+    from osgeo import gdal
+    want = "true" if int(gdal.VersionInfo("VERSION_NUM")) < 3070000 else "false"
+    assert got[0] == "[" + ", ".join([want] * 16) + "]"
