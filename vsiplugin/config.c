@@ -250,22 +250,20 @@ const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
                             1000},
 };
 
-/* The last bad value warned about, per option: a bad value is said once,
- * not on every request that reads it. Leaf lock; CPLError runs unlocked. */
-#define WARNED_CAP 96
-static pthread_mutex_t warned_mu = PTHREAD_MUTEX_INITIALIZER;
-static char g_warned[VT_OPT_COUNT][WARNED_CAP];
+/* The last bad value warned about, per option, as a hash: a bad value is
+ * said once, not on every request that reads it. Lock-free (callers may
+ * hold their own lock, e.g. object.c's table lock around the cache budget);
+ * two threads meeting a new value at once may both say it. */
+static _Atomic uint64_t g_warned[VT_OPT_COUNT];
 
 static int first_warning(enum vt_opt id, const char *v)
 {
-    int first;
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
 
-    pthread_mutex_lock(&warned_mu);
-    first = strncmp(g_warned[id], v, WARNED_CAP - 1) != 0;
-    if (first)
-        snprintf(g_warned[id], WARNED_CAP, "%s", v);
-    pthread_mutex_unlock(&warned_mu);
-    return first;
+    for (; *v; v++)
+        h = (h ^ (unsigned char)*v) * 1099511628211ULL;
+    h |= 1; /* 0 is "nothing said yet" */
+    return atomic_exchange(&g_warned[id], h) != h;
 }
 
 /* The value of row id for path within [min, row's max], or the row's
