@@ -92,40 +92,6 @@ int vt__cfg_bool(const char *path, const char *name, int def)
     return r;
 }
 
-int vt__parse_size(const char *s, uint64_t *out)
-{
-    char *end = NULL;
-    unsigned long long v;
-    uint64_t mult = 1;
-
-    *out = 0;
-    while (isspace((unsigned char)*s))
-        s++;
-    if (!isdigit((unsigned char)*s))
-        return -1;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0)
-        return -1;
-    while (isspace((unsigned char)*end))
-        end++;
-    switch (toupper((unsigned char)*end)) {
-    case '\0': break;
-    case 'K': mult = 1024ULL; end++; break;
-    case 'M': mult = 1024ULL * 1024; end++; break;
-    case 'G': mult = 1024ULL * 1024 * 1024; end++; break;
-    default: return -1;
-    }
-    if (mult > 1 && (*end == 'B' || *end == 'b'))
-        end++;
-    if (*end != '\0')
-        return -1;
-    if (v > UINT64_MAX / mult)
-        return -1;
-    *out = (uint64_t)v * mult;
-    return 0;
-}
-
 uint64_t vt__cfg_size(const char *path, const char *name, uint64_t def,
                       uint64_t min, uint64_t max)
 {
@@ -221,7 +187,7 @@ const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
                                     1024 * MIB},
     [VT_OPT_SHARED_CACHE_SIZE] = {"VSITUNE_SHARED_CACHE_SIZE", VT_OPT_SIZE, 0,
                                   VT_DEFAULT_SHARED_CACHE_SIZE, 0,
-                                  17592186044416.0},
+                                  (double)VT_MAX_SHARED_CACHE_SIZE},
     [VT_OPT_SHARED_CACHE_WAIT] = {"VSITUNE_SHARED_CACHE_WAIT", VT_OPT_SIZE, 0,
                                   VT_DEFAULT_SHARED_WAIT, 0, 3600},
     [VT_OPT_READDIR_LIMIT] = {"GDAL_READDIR_LIMIT_ON_OPEN", VT_OPT_SIZE, 1,

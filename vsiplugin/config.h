@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sizeparse.h" /* vt__parse_size: the size syntax, shared with tunerd */
+
 /* Defaults (documented in docs/configuration.md). */
 #define VT_DEFAULT_CACHE_SIZE (64u * 1024 * 1024)  /* VSITUNE_CACHE_SIZE */
 #define VT_DEFAULT_BLOCK_SIZE (64u * 1024)         /* VSITUNE_BLOCK_SIZE */
@@ -36,6 +38,7 @@
 #define VT_DEFAULT_META_TTL 300                    /* VSITUNE_METADATA_TTL, s */
 #define VT_DEFAULT_NEGATIVE_TTL 30                 /* VSITUNE_NEGATIVE_TTL, s */
 #define VT_DEFAULT_SHARED_CACHE_SIZE (256u * 1024 * 1024) /* VSITUNE_SHARED_CACHE_SIZE */
+#define VT_MAX_SHARED_CACHE_SIZE ((uint64_t)1 << 44)      /* its range's top */
 #define VT_DEFAULT_SHARED_WAIT 10                  /* VSITUNE_SHARED_CACHE_WAIT, s */
 #define VT_DEFAULT_SHARED_META_TTL 30              /* VSITUNE_SHARED_METADATA_TTL, s */
 
@@ -136,8 +139,6 @@ int vt__parse_num(const char *s, double *out);
  * VT_DEFAULT_CACHE_SIZE. Global (no path): one cache per process. */
 uint64_t vt__cfg_cache_budget(void);
 
-/* Parse a size like vt__cfg_size; returns 0 on success. Pure. */
-int vt__parse_size(const char *s, uint64_t *out);
 
 /* ---- CA bundle -------------------------------------------------------
  * Which CA file a request verifies TLS with, chosen as the running GDAL
