@@ -18,6 +18,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "config.h" /* the shared cache size's default and range */
 #include "shmfit.h"
 
 #include "cgroup.h"
@@ -142,29 +143,17 @@ static int detect_platform(const char *profiles_dir, vt_detect *d, char *err, si
     return 0;
 }
 
-/* VSITUNE_SHARED_CACHE_SIZE as the plugin reads it: bytes, or K/M/G(B)
- * suffixes in powers of 1024; def when unset or unreadable. */
-static uint64_t size_env(const char *name, uint64_t def)
+/* VSITUNE_SHARED_CACHE_SIZE as the plugin reads it (sizeparse.c, the
+ * plugin's parser; its range [0, VT_MAX_SHARED_CACHE_SIZE]): def when unset,
+ * unreadable or out of range. */
+static uint64_t size_env(const char *name, uint64_t def, uint64_t max)
 {
     const char *v = getenv(name);
-    char *end = NULL;
-    unsigned long long n;
-    uint64_t mult = 1;
+    uint64_t n;
 
     if (!v || !*v)
         return def;
-    n = strtoull(v, &end, 10);
-    if (end == v)
-        return def;
-    switch (*end) {
-    case 'k': case 'K': mult = 1ULL << 10; end++; break;
-    case 'm': case 'M': mult = 1ULL << 20; end++; break;
-    case 'g': case 'G': mult = 1ULL << 30; end++; break;
-    default: break;
-    }
-    if ((*end == 'b' || *end == 'B') && mult > 1)
-        end++;
-    return *end ? def : (uint64_t)n * mult;
+    return vt__parse_size(v, &n) == 0 && n <= max ? n : def;
 }
 
 /* What the plugin's shared cache would get here (the plugin sizes it with
@@ -172,7 +161,9 @@ static uint64_t size_env(const char *name, uint64_t def)
 static void detect_shm(vt_detect *d)
 {
     const char *dir = getenv("VSITUNE_SHM_DIR");
-    uint64_t asked = size_env("VSITUNE_SHARED_CACHE_SIZE", 256ULL << 20), fit;
+    uint64_t asked = size_env("VSITUNE_SHARED_CACHE_SIZE",
+                               VT_DEFAULT_SHARED_CACHE_SIZE,
+                               VT_MAX_SHARED_CACHE_SIZE), fit;
     struct statvfs v;
     char why[VT_DETECT_SRC_MAX - 64];
 

@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sizeparse.h" /* vt__parse_size: the size syntax, shared with tunerd */
+
 /* Defaults (documented in docs/configuration.md). */
 #define VT_DEFAULT_CACHE_SIZE (64u * 1024 * 1024)  /* VSITUNE_CACHE_SIZE */
 #define VT_DEFAULT_BLOCK_SIZE (64u * 1024)         /* VSITUNE_BLOCK_SIZE */
@@ -35,6 +37,56 @@
 #define VT_DEFAULT_READAHEAD_MAX (8u * 1024 * 1024)  /* VSITUNE_READAHEAD_MAX */
 #define VT_DEFAULT_META_TTL 300                    /* VSITUNE_METADATA_TTL, s */
 #define VT_DEFAULT_NEGATIVE_TTL 30                 /* VSITUNE_NEGATIVE_TTL, s */
+#define VT_DEFAULT_SHARED_CACHE_SIZE (256u * 1024 * 1024) /* VSITUNE_SHARED_CACHE_SIZE */
+#define VT_MAX_SHARED_CACHE_SIZE ((uint64_t)1 << 44)      /* its range's top */
+#define VT_DEFAULT_SHARED_WAIT 10                  /* VSITUNE_SHARED_CACHE_WAIT, s */
+#define VT_DEFAULT_SHARED_META_TTL 30              /* VSITUNE_SHARED_METADATA_TTL, s */
+
+/* Every numeric option, one row each in vt__opts (config.c: name, kind,
+ * default, range, whether it is read for a path). Read them with
+ * vt__opt_size / vt__opt_num, never by name. */
+enum vt_opt {
+    VT_OPT_CACHE_SIZE,          /* VSITUNE_CACHE_SIZE */
+    VT_OPT_CURL_CACHE_SIZE,     /* CPL_VSIL_CURL_CACHE_SIZE (GDAL's) */
+    VT_OPT_BLOCK_SIZE,
+    VT_OPT_HEADER_SIZE,
+    VT_OPT_MERGE_GAP,
+    VT_OPT_MAX_REQUEST_SIZE,
+    VT_OPT_READAHEAD_MAX,
+    VT_OPT_METADATA_TTL,
+    VT_OPT_NEGATIVE_TTL,
+    VT_OPT_SHARED_METADATA_TTL,
+    VT_OPT_SHARED_CACHE_SIZE,
+    VT_OPT_SHARED_CACHE_WAIT,
+    VT_OPT_READDIR_LIMIT,       /* GDAL_READDIR_LIMIT_ON_OPEN */
+    VT_OPT_MAX_RETRY,           /* GDAL_HTTP_MAX_RETRY */
+    VT_OPT_RETRY_DELAY,         /* GDAL_HTTP_RETRY_DELAY */
+    VT_OPT_TIMEOUT,             /* GDAL_HTTP_TIMEOUT */
+    VT_OPT_CONNECT_TIMEOUT,     /* GDAL_HTTP_CONNECTTIMEOUT */
+    VT_OPT_LOW_SPEED_TIME,      /* GDAL_HTTP_LOW_SPEED_TIME */
+    VT_OPT_LOW_SPEED_LIMIT,     /* GDAL_HTTP_LOW_SPEED_LIMIT */
+    VT_OPT_RETRY_WINDOW,        /* VSITUNE_RETRY_WINDOW */
+    VT_OPT_MAX_CONNECTIONS,     /* VSITUNE_MAX_CONNECTIONS */
+    VT_OPT_MAX_STREAMS,         /* VSITUNE_MAX_STREAMS */
+    VT_OPT_COUNT
+};
+
+enum vt_opt_kind {
+    VT_OPT_SIZE,   /* a whole number, K/KB/M/MB/G/GB suffixes (powers of
+                      1024): bytes, counts, seconds (vt__parse_size) */
+    VT_OPT_NUMBER  /* a finite decimal number, fractions and exponents
+                      allowed (vt__parse_num); integer options truncate */
+};
+
+struct vt_opt_def {
+    const char *name;
+    enum vt_opt_kind kind;
+    int per_path;   /* 1: read for the request's path (path-specific
+                       options first); 0: process-wide (path ignored) */
+    double def, min, max;   /* exact: every value is below 2^53 */
+};
+
+extern const struct vt_opt_def vt__opts[VT_OPT_COUNT];
 
 /* The prefix path-specific options are looked up under ("/vsis3/" or
  * "/vsitune/"; default "/vsis3/"). plugin.c sets it once, at registration,
@@ -54,9 +106,32 @@ int vt__cfg_bool(const char *path, const char *name, int def);
 
 /* Byte size or count: accepts plain integers and K/KB/M/MB/G/GB suffixes
  * (powers of 1024). def when unset, out of [min, max], or unparsable (a
- * CPLError warning names the option then). */
+ * CPLError warning names the option then). For an option not in vt__opts
+ * only: the table's are read with vt__opt_size. */
 uint64_t vt__cfg_size(const char *path, const char *name, uint64_t def,
                       uint64_t min, uint64_t max);
+
+/* The value of a VT_OPT_SIZE option for path (NULL: process-wide; ignored
+ * for a process-wide option). Its default when unset or empty; its default
+ * and a CE_Warning naming the option ("vsitune: NAME=VALUE is not a size in
+ * [min, max]; using DEF", once per option and value in the process) when
+ * the value does not parse (NaN, infinities, overflow, a sign, trailing
+ * garbage) or is out of range. */
+uint64_t vt__opt_size(const char *path, enum vt_opt id);
+
+/* The same with a lower bound raised to min for this call (a bound that
+ * depends on another option, e.g. a request is at least one block). */
+uint64_t vt__opt_size_min(const char *path, enum vt_opt id, uint64_t min);
+
+/* The value of a VT_OPT_NUMBER option, as vt__opt_size ("is not a number
+ * in [min, max]; using DEF"). Always finite and within the row's range. */
+double vt__opt_num(const char *path, enum vt_opt id);
+
+/* Parse a decimal number: optional sign, digits with an optional fraction,
+ * an optional exponent, blanks around; nothing else (no NaN, inf, hex, no
+ * trailing garbage), and the value finite and not an underflow. 0 on
+ * success. Pure. */
+int vt__parse_num(const char *s, double *out);
 
 /* The process-wide cache budget in bytes: VSITUNE_CACHE_SIZE, else GDAL's
  * CPL_VSIL_CURL_CACHE_SIZE (a deployment sized for stock GDAL keeps its
@@ -64,8 +139,46 @@ uint64_t vt__cfg_size(const char *path, const char *name, uint64_t def,
  * VT_DEFAULT_CACHE_SIZE. Global (no path): one cache per process. */
 uint64_t vt__cfg_cache_budget(void);
 
-/* Parse a size like vt__cfg_size; returns 0 on success. Pure. */
-int vt__parse_size(const char *s, uint64_t *out);
+
+/* ---- CA bundle -------------------------------------------------------
+ * Which CA file a request verifies TLS with, chosen as the running GDAL
+ * chooses it for the request vsitune's request stands for (cpl_http.cpp,
+ * read in 3.6.2, 3.10.3 and 3.13.3; the rule changed in 3.7 with
+ * path-specific HTTP options, GDAL PR 6632):
+ *  - 3.6, a read of a /vsis3/ handle (range GET, HEAD): the three options
+ *    go through CPLHTTPGetOptionsFromEnv, where each set one overwrites the
+ *    last: SSL_CERT_FILE, else CURL_CA_BUNDLE, else GDAL_CURL_CA_BUNDLE;
+ *  - 3.6, a listing and a credentials fetch (no options given to
+ *    CPLHTTPSetOptions): GDAL_CURL_CA_BUNDLE, else CURL_CA_BUNDLE, else
+ *    SSL_CERT_FILE;
+ *  - 3.7 and later, every request: GDAL_CURL_CA_BUNDLE, else
+ *    CURL_CA_BUNDLE, else SSL_CERT_FILE; for a read or a listing each name
+ *    is looked up for the path first (path-specific options), a
+ *    credentials fetch reads the config only.
+ * "Set" is set at all: a value set to "" is chosen and handed to curl as
+ * GDAL hands it. */
+enum vt_ca_use {
+    VT_CA_FETCH,   /* CPLHTTPFetch: credentials (IMDS, STS, containers) */
+    VT_CA_LIST,    /* GDAL's /vsis3/ listing */
+    VT_CA_READ     /* a /vsis3/ handle's GET or HEAD */
+};
+
+/* The three names, in GDAL's table order. */
+extern const char *const vt__ca_names[3];
+
+/* Index into vt__ca_names of the option that gives the CA file for use
+ * under GDAL version_num (GDALVersionInfo("VERSION_NUM"), e.g. 3060200),
+ * given the values set (vals[i] NULL: unset); -1: none set (curl's
+ * default). Pure. */
+int vt__ca_pick(int version_num, enum vt_ca_use use,
+                const char *const vals[3]);
+
+/* The CA file for a request for path ("bucket/key"; NULL: none) under the
+ * running GDAL, malloc'd (caller frees); NULL: none set (curl's default). */
+char *vt__cfg_ca_bundle(const char *path, enum vt_ca_use use);
+
+/* Tests: pretend the running GDAL is version_num (0: the real one). */
+void vt__cfg_set_gdal_version(int version_num);
 
 /* "<prefix><path>" into buf (the GDAL path path-specific options are
  * matched against). Returns buf, or NULL when it does not fit. Pure apart

@@ -16,6 +16,7 @@
  * without touching its handles or sockets (they leak in the child, which is
  * what keeps the parent's TLS connections intact) and builds its own on its
  * first request. */
+#include "config.h"
 #include "engine_int.h"
 #include "engine_retry.h"
 
@@ -30,22 +31,6 @@
 #ifndef VT_VERSION
 #define VT_VERSION "dev"
 #endif
-
-/* Defaults, documented in docs/configuration.md. GDAL's own retry delay is
- * 30 s; ours is 0.5 s because it is the base of an exponential, jittered
- * backoff and a tile server cannot wait 30 s for a 503. */
-#define DEF_MAX_RETRY 3
-#define DEF_RETRY_DELAY 0.5
-#define DEF_CONNECT_TIMEOUT_S 10.0
-#define DEF_LOW_SPEED_TIME 10L
-/* A transfer averaging under 1 KiB/s over 10 s is abandoned (and retried):
- * a trickling server (10 B/s) satisfied GDAL's own 1 B/s and never ended. */
-#define DEF_LOW_SPEED_LIMIT 1024L
-/* No retry starts later than this after a request's first attempt, when
- * GDAL_HTTP_TIMEOUT sets no tighter deadline (issue 13: bounded time). */
-#define DEF_RETRY_WINDOW 30.0
-#define DEF_MAX_CONNECTIONS 16L
-#define DEF_MAX_STREAMS 100L
 
 pthread_mutex_t vt__eng_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t vt__eng_park_cv = PTHREAD_COND_INITIALIZER;
@@ -108,24 +93,6 @@ static void install_hooks(void)
 
 /* ---- options ----------------------------------------------------------- */
 
-static double cfg_num(const char *name, double def, double lo, double hi)
-{
-    const char *v = CPLGetConfigOption(name, NULL);
-    char *end;
-    double d;
-
-    if (!v || !*v)
-        return def;
-    d = CPLStrtod(v, &end);
-    if (end == v || d < lo || d > hi) {
-        CPLError(CE_Warning, CPLE_AppDefined,
-                 "vsitune: ignoring %s=%s (expected a number in [%g, %g])",
-                 name, v, lo, hi);
-        return def;
-    }
-    return d;
-}
-
 static char *cfg_dup(const char *name)
 {
     const char *v = CPLGetConfigOption(name, NULL);
@@ -138,18 +105,16 @@ static vt_err read_opts(struct vt_eng_opts *o)
     const char *ver = CPLGetConfigOption("GDAL_HTTP_VERSION", NULL);
 
     memset(o, 0, sizeof(*o));
-    o->max_retries = (int)cfg_num("GDAL_HTTP_MAX_RETRY", DEF_MAX_RETRY, 0, 100);
-    o->retry_delay = cfg_num("GDAL_HTTP_RETRY_DELAY", DEF_RETRY_DELAY, 0, 60);
-    o->timeout_ms = (long)(cfg_num("GDAL_HTTP_TIMEOUT", 0, 0, 86400) * 1000);
-    o->retry_window = cfg_num("VSITUNE_RETRY_WINDOW", DEF_RETRY_WINDOW, 0,
-                              86400);
-    o->connect_timeout_ms = (long)(cfg_num("GDAL_HTTP_CONNECTTIMEOUT",
-                                           DEF_CONNECT_TIMEOUT_S, 0.001,
-                                           3600) * 1000);
-    o->low_speed_time = (long)cfg_num("GDAL_HTTP_LOW_SPEED_TIME",
-                                      DEF_LOW_SPEED_TIME, 0, 86400);
-    o->low_speed_limit = (long)cfg_num("GDAL_HTTP_LOW_SPEED_LIMIT",
-                                       DEF_LOW_SPEED_LIMIT, 0, 1e9);
+    /* config.c's table: finite, within range (integers truncate, as
+     * GDAL's atoi does). */
+    o->max_retries = (int)vt__opt_num(NULL, VT_OPT_MAX_RETRY);
+    o->retry_delay = vt__opt_num(NULL, VT_OPT_RETRY_DELAY);
+    o->timeout_ms = (long)(vt__opt_num(NULL, VT_OPT_TIMEOUT) * 1000);
+    o->retry_window = vt__opt_num(NULL, VT_OPT_RETRY_WINDOW);
+    o->connect_timeout_ms = (long)(vt__opt_num(NULL, VT_OPT_CONNECT_TIMEOUT) *
+                                   1000);
+    o->low_speed_time = (long)vt__opt_num(NULL, VT_OPT_LOW_SPEED_TIME);
+    o->low_speed_limit = (long)vt__opt_num(NULL, VT_OPT_LOW_SPEED_LIMIT);
     o->http_version = CURL_HTTP_VERSION_2TLS;
     if (ver && (strcmp(ver, "1.0") == 0 || strcmp(ver, "1.1") == 0))
         o->http_version = CURL_HTTP_VERSION_1_1;
@@ -157,12 +122,9 @@ static vt_err read_opts(struct vt_eng_opts *o)
         o->http_version = CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
     o->unsafe_ssl = CPLTestBool(CPLGetConfigOption("GDAL_HTTP_UNSAFESSL", "NO"));
     o->verbose = CPLTestBool(CPLGetConfigOption("CPL_CURL_VERBOSE", "NO"));
-    /* GDAL's order (cpl_http.cpp, 3.6 to 3.13): rasterio >= 1.4 sets the first. */
-    o->cainfo = cfg_dup("GDAL_CURL_CA_BUNDLE");
-    if (!o->cainfo)
-        o->cainfo = cfg_dup("CURL_CA_BUNDLE");
-    if (!o->cainfo)
-        o->cainfo = cfg_dup("SSL_CERT_FILE");
+    /* The CA file of requests that do not choose their own (credentials):
+     * GDAL's CPLHTTPFetch rule. S3 requests choose theirs (s3.c). */
+    o->cainfo = vt__cfg_ca_bundle(NULL, VT_CA_FETCH);
     o->useragent = cfg_dup("GDAL_HTTP_USERAGENT");
     if (!o->useragent)
         o->useragent = strdup("vsitune/" VT_VERSION);
@@ -209,10 +171,8 @@ static struct vt_engine *engine_get_locked(vt_err *err)
         *err = VT_ENOMEM;
         return NULL;
     }
-    e->max_conns = (long)cfg_num("VSITUNE_MAX_CONNECTIONS",
-                                 DEF_MAX_CONNECTIONS, 1, 1024);
-    e->max_streams = (long)cfg_num("VSITUNE_MAX_STREAMS", DEF_MAX_STREAMS, 1,
-                                   1000);
+    e->max_conns = (long)vt__opt_num(NULL, VT_OPT_MAX_CONNECTIONS);
+    e->max_streams = (long)vt__opt_num(NULL, VT_OPT_MAX_STREAMS);
     if (pthread_create(&e->thread, NULL, vt__eng_io_main, e) != 0) {
         engine_free(e);
         *err = VT_ENOMEM;
@@ -324,6 +284,8 @@ vt_err vt__engine_perform_many(size_t n, const vt_http_req *reqs,
             x->opts.timeout_ms = r->timeout_ms;
         if (r->connect_timeout_ms > 0)
             x->opts.connect_timeout_ms = r->connect_timeout_ms;
+        if (r->has_cainfo)
+            x->opts.cainfo = (char *)r->cainfo; /* the caller's; not freed */
         find_range(x);
         if (tail)
             tail->next = x;

@@ -46,6 +46,11 @@ typedef struct vt_http_req {
     double retry_delay;          /* < 0: GDAL_HTTP_RETRY_DELAY in s (default 0.5) */
     long timeout_ms;             /* whole transfer; 0: GDAL_HTTP_TIMEOUT or none */
     long connect_timeout_ms;     /* 0: GDAL_HTTP_CONNECTTIMEOUT or 10 s */
+    int has_cainfo;              /* 1: the caller chose the CA file: cainfo
+                                    (NULL: curl's default); 0: the rule of
+                                    GDAL's CPLHTTPFetch (config.h,
+                                    VT_CA_FETCH) */
+    const char *cainfo;          /* lives as long as the request */
 } vt_http_req;
 
 typedef struct vt_http_resp {

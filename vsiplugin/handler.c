@@ -743,8 +743,7 @@ static int cb_close(void *f)
  * listing decides). */
 static char **gdal_listed_siblings(const char *path)
 {
-    size_t limit = (size_t)vt__cfg_size(path, "GDAL_READDIR_LIMIT_ON_OPEN",
-                                        1000, 1, 1u << 30);
+    size_t limit = (size_t)vt__opt_size(path, VT_OPT_READDIR_LIMIT);
     char **names = vt__listing_names_of_dir(path, limit), **out;
     size_t n = 0, i;
     if (!names)

@@ -89,8 +89,7 @@ static vt_listing *drop(vt_listing *l)
 
 static long ttl(const char *path)
 {
-    return (long)vt__cfg_size(path, "VSITUNE_METADATA_TTL",
-                              VT_DEFAULT_META_TTL, 0, 1u << 30);
+    return (long)vt__opt_size(path, VT_OPT_METADATA_TTL);
 }
 
 /* Split "bucket/dir/name" into the stem path ("bucket/dir/stem") and the

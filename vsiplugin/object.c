@@ -117,8 +117,7 @@ vt_cache *vt__object_cache(void)
     pthread_mutex_lock(&table_mu);
     if (g_cache == NULL) {
         uint64_t budget = vt__cfg_cache_budget();
-        uint64_t bs = vt__cfg_size(NULL, "VSITUNE_BLOCK_SIZE",
-                                   VT_DEFAULT_BLOCK_SIZE, 4096, 16u << 20);
+        uint64_t bs = vt__opt_size(NULL, VT_OPT_BLOCK_SIZE);
         g_cache = vt__cache_new((size_t)budget, (size_t)bs);
         if (g_cache) {
             vt_shm *s = vt__shm_from_options(bs, &g_shm_wait_ms);
@@ -407,8 +406,7 @@ static vt_err load_header(vt_object *o, long *http_status, char *errbuf,
 {
     vt_http_resp r;
     vt_err err;
-    uint64_t hsize = vt__cfg_size(o->path, "VSITUNE_HEADER_SIZE",
-                                  VT_DEFAULT_HEADER_SIZE, 1024, 64u << 20);
+    uint64_t hsize = vt__opt_size(o->path, VT_OPT_HEADER_SIZE);
     uint64_t size = 0;
     size_t klen;
     int use_bytes = 0, remember = 1;
@@ -503,8 +501,7 @@ static vt_err load_shared(vt_object *o, long ttl, long neg_ttl,
         /* Another process's answer is trusted for a shorter time than our
          * own: a fresh process should not see an object it never opened as
          * it was minutes ago (stock GDAL would ask). */
-        long sttl = (long)vt__cfg_size(o->path, "VSITUNE_SHARED_METADATA_TTL",
-                                       VT_DEFAULT_SHARED_META_TTL, 0, 1u << 30);
+        long sttl = (long)vt__opt_size(o->path, VT_OPT_SHARED_METADATA_TTL);
         role = vt__shmm_get(s, d, ttl < sttl ? ttl : sttl,
                             neg_ttl < sttl ? neg_ttl : sttl, g_shm_wait_ms,
                             &info, &ref);
@@ -631,10 +628,8 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
 {
     char *id = object_id(path);
     unsigned h;
-    long ttl = (long)vt__cfg_size(path, "VSITUNE_METADATA_TTL",
-                                  VT_DEFAULT_META_TTL, 0, 1u << 30);
-    long neg_ttl = (long)vt__cfg_size(path, "VSITUNE_NEGATIVE_TTL",
-                                      VT_DEFAULT_NEGATIVE_TTL, 0, 1u << 30);
+    long ttl = (long)vt__opt_size(path, VT_OPT_METADATA_TTL);
+    long neg_ttl = (long)vt__opt_size(path, VT_OPT_NEGATIVE_TTL);
     vt_object *o = NULL, *dead = NULL;
     vt_err err = VT_OK;
     int remembered = 0, fresh_only = vt__object_non_cached(path);
@@ -743,8 +738,7 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
 int vt__object_peek(const char *path, uint64_t *size, long long *mtime)
 {
     char *id = object_id(path);
-    long ttl = (long)vt__cfg_size(path, "VSITUNE_METADATA_TTL",
-                                  VT_DEFAULT_META_TTL, 0, 1u << 30);
+    long ttl = (long)vt__opt_size(path, VT_OPT_METADATA_TTL);
     vt_object *o;
     int found = 0;
     if (!id)
@@ -865,10 +859,8 @@ static vt_err fetch_runs(vt_object *o, vt_cache *c, pinned *p, size_t np,
                          char *errbuf, size_t errlen)
 {
     size_t bs = vt__cache_block_size(c);
-    uint64_t gap = vt__cfg_size(o->path, "VSITUNE_MERGE_GAP",
-                                VT_DEFAULT_MERGE_GAP, 0, 1u << 30) / bs;
-    uint64_t maxb = vt__cfg_size(o->path, "VSITUNE_MAX_REQUEST_SIZE",
-                                 VT_DEFAULT_MAX_REQUEST, bs, 1u << 30) / bs;
+    uint64_t gap = vt__opt_size(o->path, VT_OPT_MERGE_GAP) / bs;
+    uint64_t maxb = vt__opt_size_min(o->path, VT_OPT_MAX_REQUEST_SIZE, bs) / bs;
     uint64_t *fill_idx = NULL;
     vt_block_run *runs = NULL;
     vt_s3_request *rq = NULL;
@@ -1034,8 +1026,7 @@ static uint64_t readahead_cap(const vt_object *o, vt_cache *c, size_t bs)
 {
     vt_cache_stats st;
     vt_shm_info si;
-    uint64_t budget, max = vt__cfg_size(o->path, "VSITUNE_READAHEAD_MAX",
-                                        VT_DEFAULT_READAHEAD_MAX, 0, 1u << 30);
+    uint64_t budget, max = vt__opt_size(o->path, VT_OPT_READAHEAD_MAX);
 
     vt__cache_get_stats(c, &st);
     budget = st.budget;

@@ -111,6 +111,7 @@ void vt__s3_request_clear(vt_s3_request *r)
             free(*h);
     free(r->headers);
     free(r->url);
+    free(r->cainfo);
     memset(r, 0, sizeof(*r));
 }
 
@@ -309,6 +310,12 @@ static vt_err build_in(const char *method, const char *bucket,
                         : len > ERROR_BODY_MIN ? (size_t)len : ERROR_BODY_MIN;
     out->req.max_retries = -1;
     out->req.retry_delay = -1;
+    /* The CA file stock GDAL verifies this request's server with: a GET or
+     * HEAD stands for a /vsis3/ handle's read, one with a query for GDAL's
+     * listing (config.h, "CA bundle"). */
+    out->cainfo = vt__cfg_ca_bundle(path, query ? VT_CA_LIST : VT_CA_READ);
+    out->req.cainfo = out->cainfo;
+    out->req.has_cainfo = 1;
 out:
     if (err) {
         vt__s3_request_clear(out);

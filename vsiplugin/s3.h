@@ -26,6 +26,8 @@ typedef struct vt_s3_request {
     vt_http_req req;
     char *url;
     char **headers;       /* NULL-terminated, malloc'd strings */
+    char *cainfo;         /* the CA file (config.h vt__cfg_ca_bundle), or
+                             NULL: curl's default */
 } vt_s3_request;
 
 /* Build a signed GET of bytes [off, off+len) of bucket/key (len 0: whole

@@ -29,8 +29,7 @@ vt_shm *vt__shm_from_options(uint64_t block_size, long *wait_ms)
     int refused = 0;
 
     memset(&o, 0, sizeof o);
-    *wait_ms = 1000L * (long)vt__cfg_size(NULL, "VSITUNE_SHARED_CACHE_WAIT",
-                                          VT_DEFAULT_SHARED_WAIT, 0, 3600);
+    *wait_ms = 1000L * (long)vt__opt_size(NULL, VT_OPT_SHARED_CACHE_WAIT);
     if (!vt__cfg_bool(NULL, "VSITUNE_SHARED_CACHE", VT_DEFAULT_SHARED_CACHE)) {
         snprintf(g_status, sizeof g_status, "off (VSITUNE_SHARED_CACHE)");
         return NULL;
@@ -39,8 +38,7 @@ vt_shm *vt__shm_from_options(uint64_t block_size, long *wait_ms)
     pool = vt__cfg_dup(NULL, "VSITUNE_SHARED_CACHE_NAME");
     o.dir = dir;
     o.pool = pool;
-    o.budget = vt__cfg_size(NULL, "VSITUNE_SHARED_CACHE_SIZE",
-                            VT_DEFAULT_SHARED_CACHE_SIZE, 0, (uint64_t)1 << 44);
+    o.budget = vt__opt_size(NULL, VT_OPT_SHARED_CACHE_SIZE);
     o.block_size = block_size;
     o.refused = &refused;
     s = vt__shm_open(&o, why, sizeof why);

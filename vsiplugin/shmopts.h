@@ -11,14 +11,12 @@
 
 #include <stdint.h>
 
+#include "config.h" /* the numeric defaults: VT_DEFAULT_SHARED_* */
 #include "shmseg.h"
 
-#define VT_DEFAULT_SHARED_CACHE_SIZE (256u * 1024 * 1024)
-#define VT_DEFAULT_SHARED_WAIT 10     /* seconds */
 #define VT_DEFAULT_SHARED_CACHE 0     /* tunerd turns it on for plans of
                                          several processes (it sizes it to
                                          the host's tier): see configuration.md */
-#define VT_DEFAULT_SHARED_META_TTL 30 /* s another process's answer is trusted */
 
 /* Attach to the segment the options ask for (block_size: the process's
  * VSITUNE_BLOCK_SIZE, used only if this process creates it). NULL: use the

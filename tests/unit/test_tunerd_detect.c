@@ -242,6 +242,31 @@ static void test_bare_host(void **state)
     free(buf);
 }
 
+/* VSITUNE_SHARED_CACHE_SIZE as the plugin takes it (sizeparse.c, the
+ * plugin's parser and range): a value the plugin refuses is its default
+ * here too, never a wrapped "-1" or a saturated overflow. */
+static void test_shared_size_as_the_plugin_reads_it(void **state)
+{
+    static const struct {
+        const char *value;
+        long mb;
+    } rows[] = {
+        {"64M", 64}, {"1GB", 1024}, {"268435456", 256}, {"-1", 256},
+        {"99999999999999999999", 256}, {"nan", 256}, {"inf", 256},
+        {"1e3M", 256}, {"16777216G", 256}, {"64Mx", 256},
+    };
+    vt_detect d;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
+        setenv("VSITUNE_SHARED_CACHE_SIZE", rows[i].value, 1);
+        run(&d);
+        if (d.shared_asked_mb != rows[i].mb)
+            fail_msg("%s: %ld MiB asked", rows[i].value, d.shared_asked_mb);
+    }
+    unsetenv("VSITUNE_SHARED_CACHE_SIZE");
+}
+
 /* The env roots work like the options. */
 static void test_env_roots(void **state)
 {
@@ -266,6 +291,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_v2_namespace_unlimited, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bare_host, setup, teardown),
         cmocka_unit_test_setup_teardown(test_env_roots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shared_size_as_the_plugin_reads_it, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
