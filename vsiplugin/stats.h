@@ -5,7 +5,9 @@
  *   (gdal.GetDriverByName("VSITUNE").GetMetadataItem("STATS"));
  * - published for other processes: with VSITUNE_STATS_DIR set, the file
  *   <dir>/vsitune-<pid>.json is rewritten (atomically, by rename) at most once
- *   a second while the process reads, and at exit; `tunerd stats` and
+ *   a second while the process reads, and at exit (a fork() child, whose
+ *   plugin was loaded before the fork or after it, after every read and
+ *   every finished request instead: it leaves through _exit()); `tunerd stats` and
  *   `tunerd watch` read it. A process killed by the OOM killer leaves its
  *   last counters behind, which is the point; the exit dump's document
  *   says "exited": true, so a reader can tell a clean exit from a kill;
