@@ -196,7 +196,7 @@ size_t vt__stats_json(char *buf, size_t len)
 {
     vt_cache_stats cs;
     vt_engine_stats es;
-    char oom_file[512];
+    char oom_file[512], prefix[64];
     uint64_t oom_kills, cum = 0;
     out o = { buf, len, 0 };
 
@@ -204,12 +204,14 @@ size_t vt__stats_json(char *buf, size_t len)
         buf[0] = '\0';
     vt__cache_get_stats(vt__object_cache(), &cs);
     vt__engine_get_stats(&es);
-    put(&o, "{\"pid\": %ld, \"time\": %lld, "
+    if (!vt__cfg_gdal_path(NULL, prefix, sizeof(prefix)))
+        snprintf(prefix, sizeof(prefix), "?");
+    put(&o, "{\"pid\": %ld, \"time\": %lld, \"prefix\": \"%s\", "
             "\"cache\": {\"budget\": %zu, \"retained_bytes\": %zu, "
             "\"peak_retained_bytes\": %zu, \"transient_bytes\": %zu, "
             "\"hits\": %" PRIu64 ", \"misses\": %" PRIu64 ", \"waits\": %" PRIu64
             ", \"evictions\": %" PRIu64 ", \"blocks\": %" PRIu64 "}, ",
-        (long)getpid(), (long long)time(NULL), cs.budget, cs.retained_bytes,
+        (long)getpid(), (long long)time(NULL), prefix, cs.budget, cs.retained_bytes,
         cs.peak_retained_bytes, cs.transient_bytes, minus(cs.hits, base.hits),
         minus(cs.misses, base.misses), minus(cs.waits, base.waits),
         minus(cs.evictions, base.evictions), cs.blocks);

@@ -15,6 +15,8 @@
  *
  * The document (the reader is tunerd/statsfile.c; keep both in step):
  *   {"pid", "time",
+ *    "prefix"   the prefix vsitune serves ("/vsis3/" when it took GDAL's
+ *               /vsis3/ over, else "/vsitune/"): which reader served it,
  *    "cache": {budget, retained_bytes, peak_retained_bytes, transient_bytes,
  *              hits, misses, waits, evictions, blocks},
  *    "shared": {path, size, data_bytes, used_bytes, reserved_bytes, attached,
