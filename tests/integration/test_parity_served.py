@@ -11,8 +11,9 @@ minor release (tests/other-gdal, test_plugin_version.py), which warns and regist
 - the same sides with the right plugin pass it, in every environment test_parity_errors uses
   (no credentials, an unreachable endpoint), and the check sends nothing to the lab;
 - parity tests run with their plugin directory pointing at that copy fail on the check
-  (before the check they passed: stock against stock), and so does test_gdal_autotest.py's
-  plugin-side run.
+  (before the check they passed: stock against stock), and so do test_gdal_autotest.py's
+  plugin-side run, conftest's gdal.run and test_vsitune_helpers.Worker (the test_vsitune_*
+  comparisons).
 """
 
 import json
@@ -132,3 +133,15 @@ def test_gdal_fixture_run_of_a_declining_plugin_fails(gdal, lab, small_cog, othe
         gdal.run(args, vsitune=True, extra={"GDAL_DRIVER_PATH": str(other)})
     with pytest.raises(AssertionError, match="stock side: the plugin wrote"):
         gdal.run(args, extra={"GDAL_DRIVER_PATH": str(lab_client.plugin_dir())})
+
+
+def test_worker_of_a_declining_plugin_fails(lab, other):
+    """test_vsitune_helpers.Worker (the plugin side of the test_vsitune_* comparisons)
+    checks the VSITUNE driver once when it starts."""
+    from test_vsitune_helpers import Worker
+    with Worker(lab) as w:
+        assert w.call("result = 1") == 1
+    with pytest.raises(AssertionError, match="VSITUNE driver is not registered"):
+        Worker(lab, extra={"GDAL_DRIVER_PATH": str(other)})
+    with pytest.raises(AssertionError, match="VSITUNE driver is registered"):
+        Worker(lab, vsitune=False, extra={"GDAL_DRIVER_PATH": str(lab_client.plugin_dir())})
