@@ -4,7 +4,8 @@
  * the ones nobody else needs: requests by kind and status class and a
  * latency histogram (one vt__stats_attempt per finished attempt, from the
  * engine's I/O thread), the requests avoided, and what tells a reader how
- * the process ended: whether it is a fork() child and its cgroup's OOM-kill
+ * the process ended: whether it is a fork() child (forked after the plugin
+ * loaded: child_reset; before: stats_fork.c) and its cgroup's OOM-kill
  * count when it last wrote (stats_oom.c). All counters are atomics: no lock
  * is taken on the request path. */
 #include "stats.h"
@@ -20,10 +21,14 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cpl_error.h>
+
 #include "cache.h"
 #include "config.h"
 #include "engine.h"
+#include "forksafe.h"
 #include "object.h"
+#include "stats_fork.h"
 #include "stats_oom.h"
 
 /* Set by the exit dump: its document says "exited": true, which is how
@@ -191,7 +196,7 @@ size_t vt__stats_json(char *buf, size_t len)
 {
     vt_cache_stats cs;
     vt_engine_stats es;
-    char oom_file[512];
+    char oom_file[512], prefix[64];
     uint64_t oom_kills, cum = 0;
     out o = { buf, len, 0 };
 
@@ -199,12 +204,14 @@ size_t vt__stats_json(char *buf, size_t len)
         buf[0] = '\0';
     vt__cache_get_stats(vt__object_cache(), &cs);
     vt__engine_get_stats(&es);
-    put(&o, "{\"pid\": %ld, \"time\": %lld, "
+    if (!vt__cfg_gdal_path(NULL, prefix, sizeof(prefix)))
+        snprintf(prefix, sizeof(prefix), "?");
+    put(&o, "{\"pid\": %ld, \"time\": %lld, \"prefix\": \"%s\", "
             "\"cache\": {\"budget\": %zu, \"retained_bytes\": %zu, "
             "\"peak_retained_bytes\": %zu, \"transient_bytes\": %zu, "
             "\"hits\": %" PRIu64 ", \"misses\": %" PRIu64 ", \"waits\": %" PRIu64
             ", \"evictions\": %" PRIu64 ", \"blocks\": %" PRIu64 "}, ",
-        (long)getpid(), (long long)time(NULL), cs.budget, cs.retained_bytes,
+        (long)getpid(), (long long)time(NULL), prefix, cs.budget, cs.retained_bytes,
         cs.peak_retained_bytes, cs.transient_bytes, minus(cs.hits, base.hits),
         minus(cs.misses, base.misses), minus(cs.waits, base.waits),
         minus(cs.evictions, base.evictions), cs.blocks);
@@ -263,25 +270,45 @@ static void remember_options(void)
     free(f);
 }
 
+/* Publications are numbered when their document is about to be made;
+ * pub_mu (a leaf: only the write and rename of one small local file happen
+ * under it, never a network request) keeps the newest one written: a
+ * publication whose number is not above the last one written leaves the
+ * file alone. So when a publish returns, the file holds a document made
+ * after it began (its own or a later one), whatever the order in which
+ * threads (a reader's, the engine's I/O thread) got there. */
+static pthread_mutex_t pub_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint64_t pub_seq;
+static uint64_t pub_written; /* pub_mu */
+
 /* Write the document to path through path.tmp + rename, so a reader never
- * sees half a file. */
-static void write_atomically(const char *path)
+ * sees half a file. ordered: the published file (numbered, above); else
+ * VSITUNE_STATS_FILE, written once at exit. */
+static void write_atomically(const char *path, int ordered)
 {
     char buf[VT_STATS_JSON_MAX], tmp[4200];
+    uint64_t seq = ordered ? atomic_fetch_add(&pub_seq, 1) + 1 : 0;
     FILE *f;
 
     if (vt__stats_json(buf, sizeof(buf)) >= sizeof(buf))
         return;
-    /* per thread: a fork child's threads may publish at once (see tick) */
+    /* per thread: an interrupted write of another process leaves its own */
     if (snprintf(tmp, sizeof(tmp), "%s.%ld.%ld.tmp", path, (long)getpid(), (long)gettid()) >=
         (int)sizeof(tmp))
         return;
+    pthread_mutex_lock(&pub_mu);
+    if (ordered && seq <= pub_written)
+        goto out; /* a document made later is there already */
     f = fopen(tmp, "w");
     if (!f)
-        return;
+        goto out;
     fprintf(f, "%s\n", buf);
     if (fclose(f) != 0 || rename(tmp, path) != 0)
         unlink(tmp);
+    else if (ordered)
+        pub_written = seq;
+out:
+    pthread_mutex_unlock(&pub_mu);
 }
 
 static void publish(void)
@@ -296,7 +323,7 @@ static void publish(void)
     pthread_mutex_unlock(&opt_mu);
     if (n < 0 || n >= (int)sizeof(path))
         return;
-    write_atomically(path);
+    write_atomically(path, 1);
 }
 
 void vt__stats_tick(void)
@@ -338,6 +365,14 @@ void vt__stats_idle(void)
     if (!atomic_load(&pending))
         return;
     now = (long long)time(NULL);
+    if (atomic_load(&forked)) {
+        /* a fork() child's file is kept whole: also the requests no read
+         * ticks after (listings, stats of names not opened) */
+        atomic_store(&pending, 0);
+        atomic_store(&last_publish, now);
+        publish();
+        return;
+    }
     last = atomic_load(&last_publish);
     if (now - last < 1 || !atomic_compare_exchange_strong(&last_publish, &last, now))
         return;
@@ -357,15 +392,28 @@ static void exit_dump(void)
     snprintf(path, sizeof(path), "%s", opt_file);
     pthread_mutex_unlock(&opt_mu);
     if (path[0])
-        write_atomically(path);
+        write_atomically(path, 0);
 }
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+/* At the plugin's load. A process that loads it after its fork (a pool
+ * worker whose parent never called GDAL) is a fork child all the same: it
+ * too leaves through _exit(), so it publishes as child_reset's children do
+ * and never writes VSITUNE_STATS_FILE, which is its parent's. */
 static void install(void)
 {
-    dump_owner = getpid();
     remember_options();
+    if (vt__stats_fork_child()) {
+        atomic_store(&fork_ppid, (long)getppid());
+        atomic_store(&forked, 1);
+        dump_owner = 0;
+        CPLDebug("VSITUNE", "loaded in a fork() child of %ld: counters published "
+                 "after every read", atomic_load(&fork_ppid));
+    } else {
+        dump_owner = getpid();
+    }
+    vt__forksafe_register(&pub_mu);
     pthread_atfork(NULL, NULL, child_reset);
     atexit(exit_dump);
 }

@@ -5,7 +5,9 @@
  *   (gdal.GetDriverByName("VSITUNE").GetMetadataItem("STATS"));
  * - published for other processes: with VSITUNE_STATS_DIR set, the file
  *   <dir>/vsitune-<pid>.json is rewritten (atomically, by rename) at most once
- *   a second while the process reads, and at exit; `tunerd stats` and
+ *   a second while the process reads, and at exit (a fork() child, whose
+ *   plugin was loaded before the fork or after it, after every read and
+ *   every finished request instead: it leaves through _exit()); `tunerd stats` and
  *   `tunerd watch` read it. A process killed by the OOM killer leaves its
  *   last counters behind, which is the point; the exit dump's document
  *   says "exited": true, so a reader can tell a clean exit from a kill;
@@ -13,6 +15,8 @@
  *
  * The document (the reader is tunerd/statsfile.c; keep both in step):
  *   {"pid", "time",
+ *    "prefix"   the prefix vsitune serves ("/vsis3/" when it took GDAL's
+ *               /vsis3/ over, else "/vsitune/"): which reader served it,
  *    "cache": {budget, retained_bytes, peak_retained_bytes, transient_bytes,
  *              hits, misses, waits, evictions, blocks},
  *    "shared": {path, size, data_bytes, used_bytes, reserved_bytes, attached,

@@ -8,11 +8,15 @@
   `small_cog`: only the small one (fast). Tests must not overwrite these keys:
   a test that replaces or deletes objects uses keys of its own.
 - `gdal`: run a GDAL command-line tool against the lab with a clean environment,
-  stock (`vsitune=False`) or through the built plugin (`vsitune=True`).
+  stock (`vsitune=False`) or through the built plugin (`vsitune=True`); after each run,
+  what served it is checked (the plugin's exit document: absent in a stock run, naming
+  its prefix in a plugin run), so a plugin that declined to load fails the test.
 Always run with /usr/bin/python3 (it has osgeo, rasterio, numpy, pytest).
 """
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,6 +27,7 @@ sys.path.insert(0, str(HERE.parent / "lab"))
 
 import fixtures as lab_fixtures  # noqa: E402  (tests/lab/fixtures.py)
 import lab_client  # noqa: E402
+import parity  # noqa: E402  (what served a run: parity.tool_served_failures)
 
 
 @pytest.fixture(scope="session")
@@ -66,9 +71,20 @@ class Gdal:
         return lab_client.gdal_env(self.lab.env(endpoint), vsitune=vsitune, extra=extra)
 
     def run(self, args, endpoint="h1", vsitune=False, extra=None, timeout=300):
+        """What served the run is checked after it (parity.tool_served_failures: the
+        plugin's exit document, VSITUNE_STATS_FILE): no plugin in a stock run, the plugin
+        on its prefix in a vsitune run."""
         if vsitune and not lab_client.plugin_built():
             pytest.skip(f"gdal_vsitune.so not built in {lab_client.plugin_dir()}")
-        return lab_client.run_tool(args, self.env(endpoint, vsitune, extra), timeout=timeout)
+        env = self.env(endpoint, vsitune, extra)
+        if "VSITUNE_STATS_FILE" in env:  # the test's own
+            return lab_client.run_tool(args, env, timeout=timeout)
+        with tempfile.TemporaryDirectory() as d:
+            env["VSITUNE_STATS_FILE"] = os.path.join(d, "exit.json")
+            out = lab_client.run_tool(args, env, timeout=timeout)
+            parity.assert_served(parity.tool_served_failures(None, vsitune, env, None,
+                                                             env["VSITUNE_STATS_FILE"]))
+        return out
 
 
 @pytest.fixture

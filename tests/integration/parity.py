@@ -16,6 +16,20 @@ process with a clean environment (lab_client.gdal_env), and compares what GDAL r
   plugin may add S3's code and message): "errors" lists, "vsi_error" pairs and "message"
   strings. The failure message lists every difference.
 
+What served each side is asserted once per process, before it is compared (issue 18:
+a plugin that declined to load would make every case compare stock with stock):
+- a probe process (`Side`), when it starts: stock has no VSITUNE driver; the plugin side
+  has it, on /vsis3/, and sends what only the plugin sends: one VSIStatL of a name whose
+  bucket's path-specific options point at a recorder of this module (never the lab, so no
+  case's log slice changes) must reach it as a range GET with vsitune's User-Agent (stock
+  GDAL would send a HEAD), counted by the plugin's own STATS;
+- a tool run (`tool`, `both_tool`), after it exits: the plugin writes its counters to
+  VSITUNE_STATS_FILE at exit: none on the stock side; on the plugin side a document that
+  names /vsis3/ and counts, among the requests that got an answer, as many as the lab saw
+  with vsitune's User-Agent during the run.
+`served_failures()` gives the failures as text, for the test of the check itself
+(test_parity_served.py).
+
 Requests are recorded, never asserted equal: every run's slice of the lab's log is
 summarised (counts by kind, bytes) under the case and step in
 $VT_BUILD_DIR/parity/requests.json, rewritten after each record, and printed (pytest -s).
@@ -24,11 +38,14 @@ are deleted after the run, so the next side sees the bucket as the first did.
 """
 
 import difflib
+import http.server
 import json
 import os
 import re
 import subprocess
 import tempfile
+import threading
+import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -125,6 +142,131 @@ def uploaded(lab):
     return _UPLOADED[key]
 
 
+# -- what served each side --------------------------------------------------------------
+CHECK_BUCKET = "vsitune-served-check"
+VT_UA = "vsitune/"  # the User-Agent prefix of the plugin's own requests
+
+
+class _CheckHandler(http.server.BaseHTTPRequestHandler):
+    """Records each request (method, path, Range, User-Agent) and answers S3's 404."""
+    BODY = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code>'
+            b'<Message>The specified key does not exist.</Message></Error>')
+
+    def _answer(self):
+        self.server.seen.append({"method": self.command, "path": self.path,
+                                 "range": self.headers.get("Range"),
+                                 "user_agent": self.headers.get("User-Agent") or ""})
+        self.send_response(404)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(self.BODY)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(self.BODY)
+
+    do_GET = do_HEAD = _answer
+
+    def log_message(self, *a):
+        pass
+
+
+_RECORDER = None
+
+
+def recorder():
+    """The check's S3 stand-in on 127.0.0.1 (one per test process, started on first use)."""
+    global _RECORDER
+    if _RECORDER is None:
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _CheckHandler)
+        srv.daemon_threads = True
+        srv.seen = []
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        _RECORDER = srv
+    return _RECORDER
+
+
+def served_probe(vsitune, env):
+    """The probe that asks a process what serves /vsis3/, and the name it stats (with an
+    extension CPL_VSIL_CURL_ALLOWED_EXTENSIONS lets through, as GDAL refuses the others
+    without a request)."""
+    if not vsitune:
+        return [{"op": "served_by"}], None
+    allowed = [e.strip() for e in env.get("CPL_VSIL_CURL_ALLOWED_EXTENSIONS", ".tif").split(",")]
+    key = uuid.uuid4().hex + ("" if "{noext}" in allowed else allowed[0])
+    port = recorder().server_address[1]
+    return [{"op": "served_by", "path": f"/vsis3/{CHECK_BUCKET}/{key}",
+             "scope": f"/vsis3/{CHECK_BUCKET}/",
+             "options": {"AWS_S3_ENDPOINT": f"127.0.0.1:{port}", "AWS_HTTPS": "NO",
+                         "AWS_VIRTUAL_HOSTING": "FALSE", "AWS_NO_SIGN_REQUEST": "YES"}}], key
+
+
+def served_failures(vsitune, result, key, env):
+    """What is wrong with a probe process's answer to served_probe: [] when the side is
+    served as its name says."""
+    where = f"GDAL_DRIVER_PATH={env.get('GDAL_DRIVER_PATH')!r}"
+    if "exception" in result:
+        return [f"the check probe raised: {result['exception']}"]
+    v = result["value"]
+    if not vsitune:
+        return [f"stock side: the VSITUNE driver is registered ({where})"] if v["driver"] else []
+    if not v["driver"]:
+        return [f"plugin side: no VSITUNE driver, this is stock GDAL ({where}): the plugin "
+                f"did not load or declined to (see its warning on stderr)"]
+    bad = []
+    if v["prefix"] != "/vsis3/":
+        bad.append(f"plugin side: vsitune serves {v['prefix']!r}, not /vsis3/")
+    mine = [e for e in recorder().seen if e["path"].split("?")[0].endswith("/" + key)]
+    own_ua = "GDAL_HTTP_USERAGENT" not in env
+    if not any(e["method"] == "GET" and e["range"] and
+               (not own_ua or e["user_agent"].startswith(VT_UA)) for e in mine):
+        bad.append(f"plugin side: the stat of {key} did not reach the recorder as vsitune's "
+                   f"range GET: {mine}")
+    if any(e["method"] == "HEAD" for e in mine):
+        bad.append(f"plugin side: the stat of {key} sent a HEAD (stock GDAL's): {mine}")
+    if not (v["requests"] or 0) >= 1:
+        bad.append(f"plugin side: its STATS counted {v['requests']} request(s) for the stat")
+    return bad
+
+
+def expected_prefix(env):
+    """Where the plugin serves with env: /vsitune/ with VSITUNE_TAKEOVER off, else /vsis3/."""
+    off = str(env.get("VSITUNE_TAKEOVER", "")).upper() in ("NO", "FALSE", "OFF", "0")
+    return "/vsitune/" if off else "/vsis3/"
+
+
+def tool_served_failures(lab, vsitune, env, seq, stats_file, need_request=False):
+    """The same for a process that has exited (a tool), from the document the plugin wrote
+    at exit to VSITUNE_STATS_FILE (stats_file): none on the stock side; on the plugin side
+    one that names the prefix it should serve and, with a lab, counts among the requests
+    that got an answer as many as the lab saw since seq with vsitune's User-Agent; with
+    need_request (a run against another server: test_gdal_autotest.py), at least one."""
+    path = Path(stats_file)
+    if not vsitune:
+        return [f"stock side: the plugin wrote {path} (its exit dump): it was loaded"] \
+            if path.exists() else []
+    if not path.exists():
+        return [f"plugin side: no counters at exit in {path}: the plugin did not load or "
+                f"declined to (GDAL_DRIVER_PATH={env.get('GDAL_DRIVER_PATH')!r})"]
+    doc = json.loads(path.read_text())
+    bad = []
+    if doc.get("prefix") != expected_prefix(env):
+        bad.append(f"plugin side: vsitune served {doc.get('prefix')!r}, not "
+                   f"{expected_prefix(env)}")
+    if need_request and not doc["engine"]["requests"] >= 1:
+        bad.append("plugin side: its counters say it sent no request")
+    if lab is not None and "GDAL_HTTP_USERAGENT" not in env:
+        answered = sum(n for kind in doc["http"].values() for cls, n in kind.items()
+                       if cls != "none")
+        saw = sum(1 for e in lab.log(since=seq) if (e["user_agent"] or "").startswith(VT_UA))
+        if saw != answered:
+            bad.append(f"plugin side: its counters say {answered} answered request(s), the "
+                       f"lab saw {saw} with vsitune's User-Agent")
+    return bad
+
+
+def assert_served(bad):
+    assert not bad, "what served this side is not what its name says:\n  " + "\n  ".join(bad)
+
+
 # -- running GDAL ---------------------------------------------------------------------
 def side_env(lab, vsitune, extra=None, endpoint="h1"):
     if vsitune and not lab_client.plugin_built():
@@ -134,7 +276,9 @@ def side_env(lab, vsitune, extra=None, endpoint="h1"):
 
 class Side(Worker):
     """One parity_probe.py process: stock GDAL (vsitune=False) or with the plugin. Reuses
-    the Worker's answer channel (one JSON line per request, never hangs)."""
+    the Worker's answer channel (one JSON line per request, never hangs). Checks what
+    serves it when it starts (served_failures): a side that is not what its name says
+    raises AssertionError, its process closed."""
 
     def __init__(self, lab, vsitune, extra=None, endpoint="h1", env=None):  # noqa: super not called
         self.name = "vsitune" if vsitune else "stock"
@@ -144,6 +288,13 @@ class Side(Worker):
                                      stdout=subprocess.PIPE, stderr=self._err)
         self._buf = b""
         self.errors = []
+        try:
+            probe, key = served_probe(vsitune, self.env)
+            bad = served_failures(vsitune, self.run(probe)[0], key, self.env)
+            assert_served([f"{b}; stderr: {self.stderr()[-600:]}" for b in bad])
+        except BaseException:
+            self.close()
+            raise
 
     def run(self, probes, timeout=180):
         self.proc.stdin.write((json.dumps(probes) + "\n").encode())
@@ -242,8 +393,14 @@ def parse_errors(stderr):
 
 
 def tool(lab, argv, vsitune, extra=None, endpoint="h1", timeout=300):
+    """A command-line tool on one side; what served it is checked after it exits
+    (tool_served_failures: the plugin's exit document in VSITUNE_STATS_FILE)."""
     env = side_env(lab, vsitune, extra, endpoint)
-    cp, _ = lab_client.run_tool(argv, env, timeout=timeout)
+    with tempfile.TemporaryDirectory() as d:
+        env["VSITUNE_STATS_FILE"] = os.path.join(d, "exit.json")
+        seq = last_seq(lab)
+        cp, _ = lab_client.run_tool(argv, env, timeout=timeout)
+        assert_served(tool_served_failures(lab, vsitune, env, seq, env["VSITUNE_STATS_FILE"]))
     return {"rc": cp.returncode, "stdout": cp.stdout, "errors": parse_errors(cp.stderr)}
 
 

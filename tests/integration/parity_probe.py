@@ -436,6 +436,31 @@ def op_compute_stats(p):
     return st
 
 
+def op_served_by(p):
+    """What serves /vsis3/ in this process (parity.py asks once per process): the VSITUNE
+    driver and the prefix it took over; with "path", also how many requests the plugin's
+    own counters (its STATS) saw for one VSIStatL of that path, made with the path-specific
+    "options" set on "scope" for that call only (so the case's settings stay untouched)."""
+    drv = gdal.GetDriverByName("VSITUNE")
+    out = {"driver": drv is not None, "prefix": None, "requests": None}
+    if drv is None or not p.get("path"):
+        return out
+    out["prefix"] = drv.GetMetadataItem("VSITUNE_PREFIX")
+
+    def requests():
+        return json.loads(drv.GetMetadataItem("STATS"))["engine"]["requests"]
+
+    before = requests()
+    for k, v in p["options"].items():
+        gdal.SetPathSpecificOption(p["scope"], k, v)
+    try:
+        gdal.VSIStatL(p["path"])
+    finally:
+        gdal.ClearPathSpecificOptions(p["scope"])
+    out["requests"] = requests() - before
+    return out
+
+
 OPS = {k[3:]: v for k, v in globals().items() if k.startswith("op_")}
 
 

@@ -5,6 +5,10 @@ every test that passes on stock GDAL passes with the plugin, except tests that p
 request sequence the plugin removes on purpose (PINNED below, one line each on why; the
 user-visible part of each is shown right by a standalone test, named beside it).
 
+What served each run is checked once per run: the plugin's counters written at exit
+(VSITUNE_STATS_FILE) must be absent on the stock side and, on the plugin side, name /vsis3/
+and count at least one request (parity.tool_served_failures).
+
 How it runs: the suite is copied to a temporary directory per side (it writes under
 gcore/tmp/), and each side runs `python3 -m pytest gcore/vsis3.py` in its own network
 namespace when the kernel lets us (`unshare -n`, loopback brought up): the suite's fake S3
@@ -36,7 +40,7 @@ from pathlib import Path
 import pytest
 
 import lab_client
-from parity import xfail
+from parity import assert_served, tool_served_failures, xfail
 
 PY = "/usr/bin/python3"
 SUITE_NAME = "gdal-autotest-3.6"
@@ -157,10 +161,13 @@ def _start(side, tmp, vsitune, select=None, extra=None):
     unshare = _netns_ok()
     if unshare:
         args = [unshare, "-n", PY, "-c", _NETNS_BOOT] + args
-    p = subprocess.Popen(args, cwd=work / "autotest", env=_env(home, vsitune, extra),
-                         stdout=log, stderr=subprocess.STDOUT)
+    env = _env(home, vsitune, extra)
+    # what served the run: the plugin's counters at exit (parity.tool_served_failures)
+    env["VSITUNE_STATS_FILE"] = str(tmp / f"{side}.exit.json")
+    p = subprocess.Popen(args, cwd=work / "autotest", env=env, stdout=log,
+                         stderr=subprocess.STDOUT)
     log.close()
-    return p, junit, tmp / f"{side}.log", bool(unshare)
+    return p, junit, tmp / f"{side}.log", bool(unshare), env
 
 
 def _outcomes(junit):
@@ -195,7 +202,7 @@ def _complaints(err):
 def _run(sides, tmp, select=None, extra=None, timeout=900):
     procs = {s: _start(s, tmp, s.startswith("vsitune"), select, extra) for s in sides}
     out = {}
-    for s, (p, junit, log, isolated) in procs.items():
+    for s, (p, junit, log, isolated, env) in procs.items():
         try:
             p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -205,6 +212,8 @@ def _run(sides, tmp, select=None, extra=None, timeout=900):
         if not junit.exists():
             raise lab_client.LabError(f"GDAL autotest ({s}) wrote no results:\n"
                                       f"{log.read_text(errors='replace')[-3000:]}")
+        assert_served(tool_served_failures(None, s.startswith("vsitune"), env, None,
+                                           env["VSITUNE_STATS_FILE"], need_request=True))
         out[s] = _outcomes(junit)
         out[s + ":isolated"] = isolated
     return out

@@ -10,6 +10,10 @@ GDAL processes publish through the plugin (VSITUNE_STATS_DIR), against the lab.
   is first seen running, by `stats` and by `watch` (whose requests column is the
   reader's own live count), then SIGKILLed: `stats` shows it killed-or-gone with
   the counters it had, `--clean` removes its file and only that.
+- Fork pool workers are "ended" (no OOM kill since they wrote), their files holding
+  every request the lab saw, whether the parent loaded the plugin before the fork
+  or the workers loaded it after (the parent only imported rasterio, under
+  `tunerd exec`); an OOM-killed one is killed-or-gone.
 - Garbage in the directory is named as unreadable; a missing directory is exit 6.
 - profile emits VSITUNE_STATS_DIR on the cloud platforms (plugin mode only, not on
   host); exec creates it 0700, and drops it when the path is a symlink.
@@ -386,3 +390,69 @@ def test_fork_worker_oom_killed_is_not_ended(lab, small_cog, stats_dir):
             except OSError:
                 import time
                 time.sleep(0.05)
+
+
+# The issue's job: the parent imports rasterio and does nothing with GDAL, so the
+# plugin is loaded by each fork worker after the fork (its first rasterio.open);
+# `os` lets the workers fork a grandchild that reads too (its plugin state, in
+# contrast, was made before its fork). Run under `tunerd exec`, as a deployment does.
+LATE_POOL = r"""
+import json, os, sys
+import multiprocessing as mp
+import rasterio
+path = sys.argv[1]
+
+def read(i):
+    with rasterio.open(path) as ds:
+        ds.read(1, window=(((i // 4) * 512, (i // 4) * 512 + 512),
+                           ((i % 4) * 512, (i % 4) * 512 + 512)))
+
+def work(i):
+    read(i)
+    if i == 0:                          # a grandchild, forked after this worker's reads
+        pid = os.fork()
+        if pid == 0:
+            read(15)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        return [os.getpid(), pid]
+    return [os.getpid()]
+
+if __name__ == "__main__":
+    with mp.get_context("fork").Pool(2) as pool:
+        pids = sorted({p for r in pool.map(work, range(8)) for p in r})
+    print(json.dumps({"parent": os.getpid(), "pids": pids}), flush=True)
+"""
+
+
+def test_plugin_loaded_after_the_fork_keeps_its_counters(lab, small_cog, stats_dir):
+    """Issue 18 item 12: fork pool workers that load the plugin themselves (the
+    parent only imported rasterio) are fork children all the same: their files say
+    so, hold every request the lab saw (they leave through _exit() or Pool's
+    SIGTERM, no exit dump) and `tunerd stats` and its Prometheus export call them
+    ended, not killed-or-gone."""
+    env = vsitune_env(lab, stats_dir)
+    # tunerd's plan turns the shared cache on: a segment of this test's own
+    env["VSITUNE_SHARED_CACHE_NAME"] = f"t{uuid.uuid4().hex[:12]}"
+    p = subprocess.run([str(TUNERD), "exec", "--", sys.executable, "-c", LATE_POOL,
+                        f"/vsis3/lab/{small_cog['key']}"], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout)
+    doc = stats_json(stats_dir)
+    rows = {r["pid"]: r for r in doc["processes"]}
+    # the parent never loaded the plugin: no file of its own
+    assert set(rows) == set(out["pids"]) and len(rows) == 3, (rows, out)
+    for r in rows.values():
+        assert r["process"]["forked"] is True, r
+        assert r["state"] == "ended", r
+    assert sum(1 for r in rows.values() if r["process"]["ppid"] == out["parent"]) == 2
+    # every request the server saw is in a worker's file
+    log = lab.log()
+    assert sum(r["engine"]["requests"] for r in rows.values()) == len(log) > 0
+    assert sum(r["engine"]["bytes_received"] for r in rows.values()) == \
+        sum(e["bytes_sent"] for e in log)
+    text = tunerd("stats", "--dir", stats_dir, "--format", "prometheus").stdout
+    for pid in rows:
+        assert f'vsitune_process_state{{pid="{pid}",state="ended"}} 1' in text, text
+        assert f'vsitune_process_state{{pid="{pid}",state="killed-or-gone"}} 0' in text

@@ -142,6 +142,17 @@ class Worker:
                                      stdout=subprocess.PIPE, stderr=self._err)
         self._buf = b""
         self.errors = []  # the CPLErrors of the last call: [class, number, message]
+        # what serves it, once (issue 18): the VSITUNE driver with the plugin, none without
+        try:
+            has = self.call("result = gdal.GetDriverByName('VSITUNE') is not None")
+            assert has == vsitune, (
+                f"what served this side is not what its name says: vsitune={vsitune} but the "
+                f"VSITUNE driver is {'' if has else 'not '}registered "
+                f"(GDAL_DRIVER_PATH={env.get('GDAL_DRIVER_PATH')!r}); stderr: "
+                f"{self.stderr()[-600:]}")
+        except BaseException:
+            self.close()
+            raise
 
     def call(self, code, timeout=120, **params):
         """Run `code` (which sets `result`) with `params` bound as variables;

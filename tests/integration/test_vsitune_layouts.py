@@ -4,13 +4,16 @@ through multi-range calls), a COG inside a zip (/vsizip/ over /vsis3/: near-sequ
 reads that skip each tile's leader and trailer), and an object with no extension.
 """
 
+import os
 import subprocess
+import tempfile
 import zipfile
 
 import pytest
 from osgeo import gdal
 
 import lab_client
+from parity import assert_served, tool_served_failures
 
 CHECKSUMS = r'''
 import sys
@@ -23,9 +26,12 @@ print(" ".join(str(ds.GetRasterBand(i + 1).Checksum()) for i in range(ds.RasterC
 
 def checksums(lab, path, vsitune):
     env = lab_client.gdal_env(lab.env("h1"), vsitune=vsitune)
-    cp = subprocess.run(["/usr/bin/python3", "-c", CHECKSUMS, path], env=env,
-                        capture_output=True, text=True, timeout=300)
-    assert cp.returncode == 0, cp.stderr[-2000:]
+    with tempfile.TemporaryDirectory() as d:
+        env["VSITUNE_STATS_FILE"] = os.path.join(d, "exit.json")  # what served it
+        cp = subprocess.run(["/usr/bin/python3", "-c", CHECKSUMS, path], env=env,
+                            capture_output=True, text=True, timeout=300)
+        assert cp.returncode == 0, cp.stderr[-2000:]
+        assert_served(tool_served_failures(None, vsitune, env, None, env["VSITUNE_STATS_FILE"]))
     return cp.stdout.strip()
 
 
