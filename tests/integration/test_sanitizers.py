@@ -36,7 +36,9 @@ def asan_plugin_dir():
     if not asan or not ubsan:
         pytest.fail("gcc's libasan.so/libubsan.so are missing (build-essential installs them)")
     src = lab_client.REPO
-    build = Path(str(lab_client.build_dir()) + "-asan")
+    # inside the build directory: in a Debian root that is the one folder bound
+    # from this tree (a sibling would be the root's own, shared by every tree built there)
+    build = Path(lab_client.build_dir()) / "sanitizer-asan"
     for cmd in (["cmake", "-S", str(src), "-B", str(build), "-DVT_ASAN=ON",
                  "-DVT_BUILD_TESTS=OFF", "-DCMAKE_BUILD_TYPE=RelWithDebInfo"],
                 ["cmake", "--build", str(build), "-j2", "--target", "gdal_vsitune"]):
@@ -131,7 +133,7 @@ def tsan_plugin_dir():
     tsan = runtime("libtsan.so")
     if not tsan:
         pytest.fail("gcc's libtsan.so is missing (build-essential installs it)")
-    build = Path(str(lab_client.build_dir()) + "-tsan")
+    build = Path(lab_client.build_dir()) / "sanitizer-tsan"
     for cmd in (["cmake", "-S", str(lab_client.REPO), "-B", str(build), "-DVT_TSAN=ON",
                  "-DVT_BUILD_TESTS=OFF", "-DCMAKE_BUILD_TYPE=RelWithDebInfo"],
                 ["cmake", "--build", str(build), "-j2", "--target", "gdal_vsitune"]):
