@@ -123,11 +123,11 @@ size_t vt__eng_on_header(char *buf, size_t size, size_t n, void *ud)
     const char *colon, *v;
     char **slot = NULL;
 
+    /* curl's buffer is len bytes, not NUL-terminated: every parse below
+     * takes that length (engine_retry.c). */
     if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0) {
-        const char *sp = memchr(buf, ' ', len);
         vt__eng_reset_attempt(x);
-        if (sp)
-            x->hdr_status = strtol(sp + 1, NULL, 10);
+        x->hdr_status = vt__parse_status_line(buf, len);
         return len;
     }
     colon = memchr(buf, ':', len);
@@ -154,15 +154,12 @@ size_t vt__eng_on_header(char *buf, size_t size, size_t n, void *ud)
     else if (name_len == 13 && ieq_n(buf, "last-modified", 13))
         slot = &x->last_modified;
     else if (name_len == 14 && ieq_n(buf, "content-length", 14)) {
-        char tmp[32];
-        if (vlen && vlen < sizeof(tmp)) {
-            char *end;
-            memcpy(tmp, v, vlen);
-            tmp[vlen] = '\0';
-            long long cl = strtoll(tmp, &end, 10);
-            if (*end == '\0' && cl >= 0)
-                x->content_length = cl;
-        }
+        /* A value we cannot read (garbage, or past 2^63) counts as absent:
+         * the body is then checked against the Content-Range alone. */
+        uint64_t cl;
+        x->content_length =
+            vt__parse_content_length(v, vlen, &cl) == VT_OK ? (long long)cl
+                                                            : -1;
         return len;
     }
     if (slot) {

@@ -331,6 +331,78 @@ static void status_line_resets_headers(void **state)
     teardown(&f);
 }
 
+/* curl hands header lines over as len bytes, not NUL-terminated: nothing
+ * past len is read. Bytes past len are made digits here, so a parse that
+ * ran over would see another status or length (ASan sees the same bug as a
+ * heap-buffer-overflow when the line is its own allocation). */
+static void header_n(struct fixture *f, const char *bytes, size_t len)
+{
+    char *copy = malloc(strlen(bytes) + 1);
+
+    assert_non_null(copy);
+    memcpy(copy, bytes, strlen(bytes) + 1);
+    assert_int_equal(vt__eng_on_header(copy, 1, len, &f->x), len);
+    free(copy);
+}
+
+static void headers_read_within_their_length(void **state)
+{
+    struct fixture f;
+    struct vt_eng_verdict v;
+
+    (void)state;
+    setup_range(&f, 0, 9);
+    header_n(&f, "HTTP/1.1 2069999\r\n", strlen("HTTP/1.1 206"));
+    assert_int_equal(f.x.hdr_status, 206);
+    header_n(&f, "Content-Length: 1099\r\n", strlen("Content-Length: 10"));
+    assert_int_equal(f.x.content_length, 10);
+    header(&f, "Content-Range: bytes 0-9/10\r\n");
+    body(&f, 10);
+    judge(&f, &v);
+    assert_int_equal(v.err, VT_OK);
+    teardown(&f);
+
+    /* A status line cut inside its code is no status. */
+    setup_range(&f, 0, 9);
+    header_n(&f, "HTTP/1.1 200", strlen("HTTP/1.1 20"));
+    assert_int_equal(f.x.hdr_status, 0);
+    header_n(&f, "HTTP/2", 6);
+    assert_int_equal(f.x.hdr_status, 0);
+    teardown(&f);
+}
+
+/* Content-Length values a sloppy server sends: one past 2^63 is no length
+ * (not 2^63-1, which made every body "truncated"); a value repeated by a
+ * proxy is that value; garbage is no length. */
+static void content_length_values(void **state)
+{
+    static const struct {
+        const char *line;
+        long long want;
+    } cases[] = {
+        {"Content-Length: 100\r\n", 100},
+        {"Content-Length:100", 100},
+        {"content-length: 100, 100\r\n", 100},
+        {"Content-Length: 100, 99\r\n", -1},
+        {"Content-Length: 9223372036854775807\r\n", 9223372036854775807LL},
+        {"Content-Length: 9223372036854775808\r\n", -1},
+        {"Content-Length: 99999999999999999999999999\r\n", -1},
+        {"Content-Length: -1\r\n", -1},
+        {"Content-Length: 0x10\r\n", -1},
+        {"Content-Length: \r\n", -1},
+    };
+    struct fixture f;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        setup_range(&f, 0, 99);
+        header(&f, "HTTP/1.1 206 Partial Content\r\n");
+        header(&f, cases[i].line);
+        assert_int_equal(f.x.content_length, cases[i].want);
+        teardown(&f);
+    }
+}
+
 static void curl_errors(void **state)
 {
     static const struct {
@@ -421,6 +493,8 @@ int main(void)
         cmocka_unit_test(body_over_bound),
         cmocka_unit_test(statuses),
         cmocka_unit_test(status_line_resets_headers),
+        cmocka_unit_test(headers_read_within_their_length),
+        cmocka_unit_test(content_length_values),
         cmocka_unit_test(curl_errors),
         cmocka_unit_test(body_done_without_end_stream),
     };
