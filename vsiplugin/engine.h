@@ -67,6 +67,10 @@ typedef struct vt_http_resp {
     int attempts;                /* how many times it was sent */
     int http_version;            /* 1 or 2: protocol of the final attempt */
     char error[256];             /* curl's or the engine's words on failure */
+    char cause[160];             /* no HTTP answer: the engine's words on
+                                    what failed and whether it was retried
+                                    ("network error, not retried: the host
+                                    name does not resolve"), or "" */
 } vt_http_resp;
 
 /* Perform one request, blocking the calling thread until it completes (after

@@ -156,6 +156,8 @@ struct vt_eng_verdict {
     int kill_conn;   /* we ended a stream early or it stalled: retire the
                         connection (see kill_connection in engine_io.c) */
     char why[CURL_ERROR_SIZE + 64];
+    const char *cause; /* static words: why a failure without an HTTP
+                          answer is not retried (NULL: none given) */
 };
 
 /* engine_xfer.c, all on the I/O thread, no lock. */

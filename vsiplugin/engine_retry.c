@@ -350,6 +350,20 @@ int vt__s3_code_is_transient(const unsigned char *body, size_t len)
     return 0;
 }
 
+int vt__net_words_transient(const char *words)
+{
+    static const char *const blips[] = {"timed out", "Timeout was reached",
+                                        "timeout", "reset by peer",
+                                        "Connection was reset"};
+
+    if (!words)
+        return 0;
+    for (size_t i = 0; i < sizeof(blips) / sizeof(blips[0]); i++)
+        if (strstr(words, blips[i]))
+            return 1;
+    return 0;
+}
+
 double vt__rand01(uint64_t *state)
 {
     uint64_t x = *state;

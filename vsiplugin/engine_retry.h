@@ -84,6 +84,12 @@ int vt__status_is_transient(long status);
  * Only the start of the body is scanned (a code sits near its start). */
 int vt__s3_code_is_transient(const unsigned char *body, size_t len);
 
+/* 1 when curl's words for a failed connect or TLS handshake (its error
+ * buffer) say it timed out or was reset: a blip worth another attempt, as
+ * stock GDAL judges them. A refused or unreachable connection, or a TLS
+ * handshake the server answered wrongly, is not. */
+int vt__net_words_transient(const char *words);
+
 /* One xorshift64* step: a cheap PRNG for jitter (not for secrets). *state
  * must be non-zero; returns a uniform number in [0, 1). */
 double vt__rand01(uint64_t *state);

@@ -262,11 +262,29 @@ void vt__eng_judge_curl(CURLcode rc, struct vt_eng_xfer *x,
         v->err = VT_ETIMEDOUT;
         v->kill_conn = 1;
         break;
+    /* Failures to reach the server that another attempt a second later
+     * cannot heal are not retried, as stock GDAL retries none of them
+     * (cpl_http.cpp retries on statuses and on curl's words for a timeout
+     * or a reset only): a name that does not resolve, a connection refused
+     * or unreachable, a TLS handshake the server does not speak or a
+     * certificate not trusted (default below). A connect or handshake that
+     * timed out or was reset is retried. */
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
+        v->err = VT_ENETWORK;
+        v->transient = 0;
+        v->cause = rc == CURLE_COULDNT_RESOLVE_HOST
+                       ? "the host name does not resolve"
+                       : "the proxy name does not resolve";
+        break;
     case CURLE_COULDNT_CONNECT:
     case CURLE_SSL_CONNECT_ERROR:
         v->err = VT_ENETWORK;
+        v->transient = vt__net_words_transient(x->errbuf);
+        if (!v->transient)
+            v->cause = rc == CURLE_COULDNT_CONNECT
+                           ? "the server cannot be connected to"
+                           : "the TLS handshake failed";
         break;
     case CURLE_SEND_ERROR:
     case CURLE_RECV_ERROR:
@@ -290,6 +308,7 @@ void vt__eng_judge_curl(CURLcode rc, struct vt_eng_xfer *x,
     default: /* certificate problems and the like: retrying won't help */
         v->err = VT_ENETWORK;
         v->transient = 0;
+        v->cause = "a TLS or transport error";
         break;
     }
     snprintf(v->why, sizeof(v->why), "%s", x->errbuf[0] ? x->errbuf

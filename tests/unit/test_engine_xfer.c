@@ -411,8 +411,10 @@ static void curl_errors(void **state)
         int transient;
     } cases[] = {
         {CURLE_OPERATION_TIMEDOUT, VT_ETIMEDOUT, 1},
-        {CURLE_COULDNT_CONNECT, VT_ENETWORK, 1},
-        {CURLE_COULDNT_RESOLVE_HOST, VT_ENETWORK, 1},
+        {CURLE_COULDNT_CONNECT, VT_ENETWORK, 0},
+        {CURLE_COULDNT_RESOLVE_HOST, VT_ENETWORK, 0},
+        {CURLE_COULDNT_RESOLVE_PROXY, VT_ENETWORK, 0},
+        {CURLE_SSL_CONNECT_ERROR, VT_ENETWORK, 0},
         {CURLE_RECV_ERROR, VT_ETRANSIENT, 1},
         {CURLE_PARTIAL_FILE, VT_ETRANSIENT, 1},
         {CURLE_HTTP2_STREAM, VT_ETRANSIENT, 1},
@@ -432,8 +434,51 @@ static void curl_errors(void **state)
         assert_int_equal(v.err, cases[i].err);
         assert_int_equal(v.transient, cases[i].transient);
         assert_true(v.why[0] != '\0');
+        /* a failure not retried says why */
+        if (cases[i].err == VT_ENETWORK)
+            assert_non_null(v.cause);
         /* only a timeout (or our own abort) retires the connection */
         assert_int_equal(v.kill_conn, cases[i].rc == CURLE_OPERATION_TIMEDOUT);
+        teardown(&f);
+    }
+}
+
+/* A connect or TLS handshake that timed out or was reset may heal: retried,
+ * as stock GDAL retries curl's words for those; refused, unreachable or a
+ * server that does not speak TLS cannot. */
+static void connect_failures_by_words(void **state)
+{
+    static const struct {
+        CURLcode rc;
+        const char *words;
+        int transient;
+    } cases[] = {
+        {CURLE_COULDNT_CONNECT, "Failed to connect to 10.0.0.1 port 80 after "
+         "129000 ms: Connection timed out", 1},
+        {CURLE_COULDNT_CONNECT, "Failed to connect to 127.0.0.1 port 1 after "
+         "0 ms: Couldn't connect to server", 0},
+        {CURLE_COULDNT_CONNECT, "Failed to connect to 127.0.0.1 port 1 after "
+         "0 ms: Connection refused", 0},
+        {CURLE_COULDNT_CONNECT, "Failed to connect to 10.9.9.9 port 443 after "
+         "3 ms: Network is unreachable", 0},
+        {CURLE_SSL_CONNECT_ERROR, "error:0A00010B:SSL routines::wrong version "
+         "number", 0},
+        {CURLE_SSL_CONNECT_ERROR, "OpenSSL SSL_connect: Connection reset by "
+         "peer in connection to s3.amazonaws.com:443", 1},
+        {CURLE_SSL_CONNECT_ERROR, "SSL connection timeout", 1},
+    };
+    struct fixture f;
+    struct vt_eng_verdict v;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        setup_range(&f, 0, 9);
+        snprintf(f.x.errbuf, sizeof(f.x.errbuf), "%s", cases[i].words);
+        memset(&v, 0, sizeof(v));
+        vt__eng_judge_curl(cases[i].rc, &f.x, &v);
+        assert_int_equal(v.err, VT_ENETWORK);
+        assert_int_equal(v.transient, cases[i].transient);
+        assert_string_equal(v.why, cases[i].words);
         teardown(&f);
     }
 }
@@ -496,6 +541,7 @@ int main(void)
         cmocka_unit_test(headers_read_within_their_length),
         cmocka_unit_test(content_length_values),
         cmocka_unit_test(curl_errors),
+        cmocka_unit_test(connect_failures_by_words),
         cmocka_unit_test(body_done_without_end_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
