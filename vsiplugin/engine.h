@@ -39,7 +39,10 @@ typedef struct vt_http_req {
                                     clipped at the object's end
                                     (range_last + 1 == total_size), where it
                                     may be shorter; anything else is a
-                                    truncated transfer, retried. */
+                                    truncated transfer, retried. A 206
+                                    without Content-Range is taken as the
+                                    range asked when its body is exactly
+                                    that long (no total then). */
     size_t max_body;             /* keep at most this many body bytes
                                     (0: 4 MiB); more is a VT_EPROTO error */
     int max_retries;             /* < 0: GDAL_HTTP_MAX_RETRY (default 3) */

@@ -109,6 +109,10 @@ static void complete(struct vt_eng_xfer *x, vt_err err, int http_version)
     } else if (x->hdr_status == 200 && x->content_length >= 0) {
         r->has_total = 1;
         r->total_size = (uint64_t)x->content_length;
+    } else if (x->range_assumed && err == VT_OK) {
+        r->has_content_range = 1; /* the range asked; no total */
+        r->range_first = x->req_first;
+        r->range_last = x->req_last;
     }
     if (err != VT_OK && r->error[0] == '\0') {
         snprintf(r->error, sizeof(r->error), "%s",

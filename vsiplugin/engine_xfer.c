@@ -112,6 +112,7 @@ void vt__eng_reset_attempt(struct vt_eng_xfer *x)
     x->errbuf[0] = '\0';
     x->body_done_at = 0;
     x->ended_early = 0;
+    x->range_assumed = 0;
 }
 
 /* Header callback (I/O thread). A status line starts a new response (1xx,
@@ -342,6 +343,17 @@ void vt__eng_judge_status(struct vt_eng_xfer *x, struct vt_eng_verdict *v)
     }
     if (st != 206)
         return;
+    if (!x->content_range && x->has_req_range &&
+        (uint64_t)x->len == x->req_last - x->req_first + 1 &&
+        (!x->req->expect_len || x->req->expect_len == (uint64_t)x->len)) {
+        /* A 206 without Content-Range (a sloppy server or proxy; stock GDAL
+         * reads through it): its bytes are the range asked, proven by a body
+         * exactly that long. No total is claimed (a first answer is then
+         * settled by a HEAD: object.c). Any other length cannot be placed:
+         * asked again, below. */
+        x->range_assumed = 1;
+        return;
+    }
     if (!x->content_range ||
         vt__parse_content_range(x->content_range, &cr) != VT_OK ||
         !cr.has_range) {
