@@ -18,7 +18,7 @@ import socket
 import pytest
 
 import lab_client
-from parity import gist_in, tool
+from parity import gdal_at_least, gist_in, tool
 
 TLS_WORDS = re.compile(r"^CURL error: ")
 
@@ -68,7 +68,12 @@ def test_failure_that_cannot_heal_is_not_retried(lab, tmp_path, case):
     engine = json.loads(stats.read_text())["engine"]
     assert engine["retries"] == 0, engine
     if case == "https-to-http":
-        assert 1 <= vt["accepted"] <= stock["accepted"], sides
+        # One connection per request the engine made (none resent), and no more than
+        # stock's, but for the four stats GDAL 3.13 makes after a failed open that
+        # stock answers from its memory of the failure (docs/reliability.md).
+        assert 1 <= vt["accepted"] == engine["requests"], (engine, sides)
+        extra_313 = 4 if gdal_at_least(3, 13) else 0
+        assert vt["accepted"] <= stock["accepted"] + extra_313, sides
     (first,) = [m for _, _, m in vt["errors"] if m.startswith("CURL error: ")][:1]
     assert "(vsitune: s3://lab/netfail/scene.tif: network error, not retried: " in first, first
 
