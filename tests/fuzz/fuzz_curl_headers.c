@@ -6,7 +6,7 @@
  * its '\n' when it had one, as curl's do); a line starting with '#' is fed
  * to the write callback as body bytes. Then the finished attempt is judged.
  * Never a crash; a verdict of success on a 206 means the body is exactly
- * the range its Content-Range states. */
+ * the range its Content-Range states, or without one the range asked. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (x.content_range &&
             vt__parse_content_range(x.content_range, &cr) == VT_OK &&
             cr.has_range && cr.last - cr.first + 1 != (uint64_t)x.len)
+            abort();
+        if (x.range_assumed && x.len != 100) /* taken as the range asked */
             abort();
     }
     vt__eng_reset_attempt(&x);
