@@ -10,7 +10,8 @@ its requests must stay bounded.
 Each case reads the same 32 windows of the 212 MB s2 fixture (larger than every buffer
 and cache block of the plugin) through the fault proxy (fp1: HTTP/1.1, our own writer;
 fp2: h2 over TLS, for the missing Content-Range; every range answer rewritten) in one
-process per side, and compares each window with the local file. What the server saw is
+process per side (stock GDAL through fp1 only), and compares each window with the
+local file. What the server saw is
 counted from the lab's log.
 """
 
@@ -20,14 +21,18 @@ from test_vsitune_helpers import Worker, last_seq, s3path
 
 WINDOWS = [((i * 2731) % 10000, (i * 4507) % 10000, 400, 300) for i in range(32)]
 
-READ = r'''
-import hashlib
-out = []
+OPEN = r'''
 try:
     ds = gdal.Open(path)
+    err = None
 except Exception as e:
     ds = None
-    out = ["error: open: " + str(e)] * len(wins)
+    err = "error: open: " + str(e)
+result = 1
+'''
+READ = r'''
+import hashlib
+out = [] if ds is not None else [err] * len(wins)
 for w in (wins if ds is not None else []):
     try:
         a = ds.GetRasterBand(1).ReadAsArray(*w)
@@ -52,26 +57,40 @@ def want(lab, cogs):
         return w.call(LOCAL, local=cogs["s2"]["path"], wins=WINDOWS, timeout=300)
 
 
-def _side(lab, cogs, kind, vsitune, endpoint):
+def _side(lab, cogs, kind, vsitune, endpoint, value=None, at="open"):
+    """One side's 32 windows with the fault on every range answer from the open on
+    (at="open"), or only after a clean open (at="windows"): (results, log)."""
     key = cogs["s2"]["key"]
     lab.clear_faults()
     mark = last_seq(lab)
-    lab.pfault(kind, count=100000, key=key, request_kind="GET_RANGE", endpoint=endpoint)
+
+    def arm():
+        lab.pfault(kind, count=100000, key=key, request_kind="GET_RANGE",
+                   endpoint=endpoint, value=value)
     with Worker(lab, endpoint=endpoint, vsitune=vsitune, extra=FAST) as w:
-        got = w.call(READ, path=s3path(cogs["s2"]), wins=WINDOWS, timeout=600)
+        if at == "open":
+            arm()
+        w.call(OPEN, path=s3path(cogs["s2"]))
+        if at == "windows":
+            arm()
+        got = w.call(READ, wins=WINDOWS, timeout=600)
     lab.clear_faults()
     log = [e for e in lab.log(since=mark) if e["key"] == key or e["kind"] == "LIST"]
     return got, log
 
 
+@pytest.mark.parametrize("at", ["open", "windows"])
 @pytest.mark.parametrize("kind,endpoint", [("norange", "fp1"), ("norange", "fp2"),
                                            ("badlength", "fp1"), ("hugelength", "fp1")])
-def test_sloppy_server_reads_like_stock(lab, cogs, want, kind, endpoint):
-    stock, stock_log = _side(lab, cogs, kind, False, endpoint)
-    vt, vt_log = _side(lab, cogs, kind, True, endpoint)
+def test_sloppy_server_reads_like_stock(lab, cogs, want, kind, endpoint, at):
+    # Stock GDAL's side always goes through fp1: stock 3.6 with curl 7.88 can stall
+    # over h2 (the 180 s stall of README.md; the proxy's h2 front has no idle timeout
+    # to end it, so it hung a run for 600 s), which is not the question here.
+    stock, stock_log = _side(lab, cogs, kind, False, "fp1", at=at)
+    vt, vt_log = _side(lab, cogs, kind, True, endpoint, at=at)
     ok_stock = sum(g == w for g, w in zip(stock, want))
     ok_vt = sum(g == w for g, w in zip(vt, want))
-    print(f"sloppy {kind} {endpoint}: stock {ok_stock}/32 windows, {len(stock_log)} requests; "
+    print(f"sloppy {kind} {endpoint} from {at}: stock {ok_stock}/32 windows, {len(stock_log)} requests; "
           f"vsitune {ok_vt}/32, {len(vt_log)} requests")
     # Never a wrong pixel: a window is exact or an error.
     for g, w in zip(vt, want):
@@ -82,3 +101,23 @@ def test_sloppy_server_reads_like_stock(lab, cogs, want, kind, endpoint):
     # was needed, every answer was taken).
     assert len(vt_log) <= len(stock_log), (kind, len(vt_log), len(stock_log))
     assert not [e for e in vt_log if e["kind"] == "GET_RANGE" and e["status"] >= 300], kind
+
+
+def test_unplaceable_answers_cost_bounded_requests(lab, cogs, want):
+    """The other side of the rule: a 206 without Content-Range whose body is not the
+    range asked (one byte short: which byte is missing?) cannot be placed. Nothing wrong
+    is returned (stock GDAL, which takes it, read 21 of the 32 windows right here), and
+    the requests stay bounded: the first read that meets it costs its retries, then the
+    object is failing (docs/reliability.md) and every request gets one attempt, so a
+    window costs the requests GDAL and the plugin's run make for it (at most 3 here)."""
+    stock, stock_log = _side(lab, cogs, "norange", False, "fp1", value=1, at="windows")
+    vt, vt_log = _side(lab, cogs, "norange", True, "fp1", value=1, at="windows")
+    print(f"unplaceable: stock {sum(g == w for g, w in zip(stock, want))}/32 windows, "
+          f"{len(stock_log)} requests; vsitune {sum(g == w for g, w in zip(vt, want))}/32, "
+          f"{len(vt_log)} requests; stock's wrong windows (not an error): "
+          f"{sum(g != w and g is not None and not str(g).startswith('error: ') for g, w in zip(stock, want))}")
+    for g, w in zip(vt, want):
+        assert g == w or g is None or str(g).startswith("error: "), g
+    first_read = 1 + int(FAST["GDAL_HTTP_MAX_RETRY"]) + 1  # its retries, GDAL's re-ask
+    assert len(vt_log) <= first_read + 3 * len(WINDOWS), \
+        [(e["kind"], e["range"]) for e in vt_log]

@@ -22,7 +22,8 @@
 //               (default 997) inverted
 //   longbody    206 whose body is `value` (default 100) bytes longer than its range
 //   badrange    206 with "Content-Range: bytes garbage"
-//   norange     206 (or 200) without its Content-Range header, body untouched
+//   norange     206 (or 200) without its Content-Range header; the body untouched, or
+//               `value` bytes shorter (a body that cannot be placed)
 //   badlength   h1: the right body, its Content-Length sent as "<n>, <n>" (a header a
 //               proxy repeated and joined; curl takes the leading number)
 //   hugelength  h1: the right body, Content-Length 99999999999999999999 (past 2^63),
@@ -178,7 +179,8 @@ function rewrite(ans, fault, method) {
       return { status: ans.status, headers: h, body: ans.body };
     case 'norange':
       delete h['content-range'];
-      return { status: ans.status, headers: h, body: ans.body };
+      return { status: ans.status, headers: h,
+        body: v ? ans.body.subarray(0, Math.max(0, ans.body.length - v)) : ans.body };
     case 'badlength':
     case 'hugelength': // the h1 writer states the length
       return { status: ans.status, headers: h, body: ans.body, length: fault.kind };
