@@ -17,7 +17,6 @@ import socket
 
 import pytest
 
-import lab_client
 from parity import gdal_at_least, gist_in, tool
 
 TLS_WORDS = re.compile(r"^CURL error: ")
