@@ -22,13 +22,13 @@ cmake --build "$LIBS_DIR" -j"$(nproc)" --target vtcore tunerdcore >/dev/null
 # shellcheck disable=SC2207
 SYSLIBS=($(pkg-config --libs gdal libcurl libcrypto) -lpthread -lm)
 declare -A LIB=(
-  [content_range]=vsiplugin/libvtcore.a [retry_after]=vsiplugin/libvtcore.a
+  [content_range]=vsiplugin/libvtcore.a [curl_headers]=vsiplugin/libvtcore.a [retry_after]=vsiplugin/libvtcore.a
   [s3_error]=vsiplugin/libvtcore.a [creds_ini]=vsiplugin/libvtcore.a
   [creds_doc]=vsiplugin/libvtcore.a [aws_profile]=vsiplugin/libvtcore.a
   [options]=vsiplugin/libvtcore.a
   [tunerd_args]=tunerd/libtunerdcore.a [tunerd_profile]=tunerd/libtunerdcore.a
 )
-TARGETS=${VT_FUZZ_TARGETS:-content_range retry_after s3_error creds_ini creds_doc aws_profile options tunerd_args tunerd_profile}
+TARGETS=${VT_FUZZ_TARGETS:-content_range curl_headers retry_after s3_error creds_ini creds_doc aws_profile options tunerd_args tunerd_profile}
 for name in $TARGETS; do
   [ -n "${LIB[$name]:-}" ] || { echo "fuzz: unknown target $name" >&2; exit 1; }
   "$CC" -g -O1 -fsanitize=fuzzer "${SAN[@]}" -D_GNU_SOURCE -I"$ROOT/vsiplugin" -I"$ROOT/tunerd" \

@@ -39,7 +39,10 @@ typedef struct vt_http_req {
                                     clipped at the object's end
                                     (range_last + 1 == total_size), where it
                                     may be shorter; anything else is a
-                                    truncated transfer, retried. */
+                                    truncated transfer, retried. A 206
+                                    without Content-Range is taken as the
+                                    range asked when its body is exactly
+                                    that long (no total then). */
     size_t max_body;             /* keep at most this many body bytes
                                     (0: 4 MiB); more is a VT_EPROTO error */
     int max_retries;             /* < 0: GDAL_HTTP_MAX_RETRY (default 3) */
@@ -72,6 +75,10 @@ typedef struct vt_http_resp {
     int attempts;                /* how many times it was sent */
     int http_version;            /* 1 or 2: protocol of the final attempt */
     char error[256];             /* curl's or the engine's words on failure */
+    char cause[160];             /* no HTTP answer: the engine's words on
+                                    what failed and whether it was retried
+                                    ("network error, not retried: the host
+                                    name does not resolve"), or "" */
 } vt_http_resp;
 
 /* Perform one request, blocking the calling thread until it completes (after

@@ -75,6 +75,9 @@ struct vt_eng_xfer {
                                    arrived while the stream stayed open */
     int ended_early;            /* io: we ended a complete h2 stream that
                                    never sent END_STREAM */
+    int range_assumed;          /* io: a 206 without Content-Range whose
+                                   body is exactly the range asked: that
+                                   range is its range (engine_xfer.c) */
     double tokens_spent;        /* io: retry budget this request took */
     struct vt_engine *eng;      /* io: the engine running this attempt */
     int socks_opened;           /* io: connections curl opened for it */
@@ -156,6 +159,8 @@ struct vt_eng_verdict {
     int kill_conn;   /* we ended a stream early or it stalled: retire the
                         connection (see kill_connection in engine_io.c) */
     char why[CURL_ERROR_SIZE + 64];
+    const char *cause; /* static words: why a failure without an HTTP
+                          answer is not retried (NULL: none given) */
 };
 
 /* engine_xfer.c, all on the I/O thread, no lock. */

@@ -109,6 +109,10 @@ static void complete(struct vt_eng_xfer *x, vt_err err, int http_version)
     } else if (x->hdr_status == 200 && x->content_length >= 0) {
         r->has_total = 1;
         r->total_size = (uint64_t)x->content_length;
+    } else if (x->range_assumed && err == VT_OK) {
+        r->has_content_range = 1; /* the range asked; no total */
+        r->range_first = x->req_first;
+        r->range_last = x->req_last;
     }
     if (err != VT_OK && r->error[0] == '\0') {
         snprintf(r->error, sizeof(r->error), "%s",
@@ -125,6 +129,19 @@ static void complete(struct vt_eng_xfer *x, vt_err err, int http_version)
     if (--x->batch->pending == 0)
         pthread_cond_signal(&x->batch->cv);
     pthread_mutex_unlock(&vt__eng_lock);
+}
+
+/* The kind of failure an attempt without an HTTP answer had, for the
+ * cause a caller shows after curl's words. */
+static const char *failure_kind(vt_err err)
+{
+    switch (err) {
+    case VT_ENETWORK: return "network error";
+    case VT_ETIMEDOUT: return "timed out";
+    case VT_ETRANSIENT: return "transfer failed";
+    case VT_EPROTO: return "malformed answer";
+    default: return vt_strerror(err);
+    }
 }
 
 static void fail(struct vt_eng_xfer *x, vt_err err, const char *why)
@@ -585,7 +602,7 @@ static void kill_connection(struct vt_engine *e, struct vt_eng_xfer *x,
 static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
 {
     struct vt_eng_xfer *x;
-    struct vt_eng_verdict v = {VT_OK, 0, 0, ""};
+    struct vt_eng_verdict v = {VT_OK, 0, 0, "", NULL};
     long httpver = 0, nconn = 0, status = 0;
     char *priv = NULL;
     int ver;
@@ -672,15 +689,27 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
          * own ladder. */
         if (x->attempts > 1 || x->opts.max_retries == 0)
             set_failing(e, x->req->url, now + VT_HOST_FAILING_S);
-        snprintf(x->resp->error, sizeof(x->resp->error), "%.200s (%s)", v.why,
-                 stop);
+        if (rc != CURLE_OK && x->hdr_status <= 0) {
+            /* No answer: curl's words stand alone (GDAL's "CURL error:"
+             * quotes them), what we did goes to the cause. */
+            snprintf(x->resp->error, sizeof(x->resp->error), "%.200s", v.why);
+            snprintf(x->resp->cause, sizeof(x->resp->cause), "%s, %s",
+                     failure_kind(v.err), stop);
+        } else {
+            snprintf(x->resp->error, sizeof(x->resp->error), "%.200s (%s)",
+                     v.why, stop);
+        }
     }
     /* A failed transfer hands back no partial bytes; an error status whose
      * retries ran out keeps its (error document) body for the caller. */
     if (v.err != VT_OK && !(rc == CURLE_OK && x->hdr_status >= 300))
         x->len = 0;
-    if (v.err != VT_OK && !v.transient)
+    if (v.err != VT_OK && !v.transient) {
         snprintf(x->resp->error, sizeof(x->resp->error), "%.200s", v.why);
+        if (v.cause)
+            snprintf(x->resp->cause, sizeof(x->resp->cause),
+                     "%s, not retried: %s", failure_kind(v.err), v.cause);
+    }
     complete(x, v.err, ver);
 }
 

@@ -97,6 +97,76 @@ vt_err vt__parse_content_range(const char *s, vt_content_range *out)
     return VT_OK;
 }
 
+long vt__parse_status_line(const char *buf, size_t len)
+{
+    size_t i = 5;
+    long code = 0;
+
+    if (len < 5 || memcmp(buf, "HTTP/", 5) != 0)
+        return 0;
+    while (i < len && buf[i] != ' ' && buf[i] != '\t')
+        i++; /* the version */
+    while (i < len && (buf[i] == ' ' || buf[i] == '\t'))
+        i++;
+    for (int d = 0; d < 3; d++, i++) {
+        if (i >= len || buf[i] < '0' || buf[i] > '9')
+            return 0;
+        code = code * 10 + (buf[i] - '0');
+    }
+    if (i < len && buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\r' &&
+        buf[i] != '\n')
+        return 0;
+    return code >= 100 ? code : 0;
+}
+
+/* One decimal number of s[*i..len) after blanks, up to INT64_MAX. */
+static vt_err length_item(const char *s, size_t len, size_t *i, uint64_t *out)
+{
+    uint64_t v = 0;
+    size_t start;
+
+    while (*i < len && (s[*i] == ' ' || s[*i] == '\t'))
+        (*i)++;
+    start = *i;
+    while (*i < len && s[*i] >= '0' && s[*i] <= '9') {
+        unsigned d = (unsigned)(s[*i] - '0');
+        if (v > ((uint64_t)INT64_MAX - d) / 10)
+            return VT_ERANGE;
+        v = v * 10 + d;
+        (*i)++;
+    }
+    if (*i == start)
+        return VT_EINVAL;
+    while (*i < len && (s[*i] == ' ' || s[*i] == '\t' || s[*i] == '\r' ||
+                        s[*i] == '\n'))
+        (*i)++;
+    *out = v;
+    return VT_OK;
+}
+
+vt_err vt__parse_content_length(const char *s, size_t len, uint64_t *out)
+{
+    size_t i = 0;
+    uint64_t first, next;
+    vt_err err;
+
+    *out = 0;
+    if (!s)
+        return VT_EINVAL;
+    err = length_item(s, len, &i, &first);
+    while (err == VT_OK && i < len) {
+        if (s[i] != ',')
+            return VT_EINVAL;
+        i++;
+        err = length_item(s, len, &i, &next);
+        if (err == VT_OK && next != first)
+            return VT_EINVAL; /* two lengths: which body is this? */
+    }
+    if (err == VT_OK)
+        *out = first;
+    return err;
+}
+
 vt_err vt__parse_range_request(const char *s, uint64_t *first, uint64_t *last)
 {
     const char *p;
@@ -277,6 +347,20 @@ int vt__s3_code_is_transient(const unsigned char *body, size_t len)
             if (body[i] == '<' && memcmp(body + i, codes[c], n) == 0)
                 return 1;
     }
+    return 0;
+}
+
+int vt__net_words_transient(const char *words)
+{
+    static const char *const blips[] = {"timed out", "Timeout was reached",
+                                        "timeout", "reset by peer",
+                                        "Connection was reset"};
+
+    if (!words)
+        return 0;
+    for (size_t i = 0; i < sizeof(blips) / sizeof(blips[0]); i++)
+        if (strstr(words, blips[i]))
+            return 1;
     return 0;
 }
 

@@ -43,6 +43,19 @@ typedef struct vt_content_range {
  * trailing garbage. Returns VT_OK or VT_EINVAL; *out zeroed on failure. */
 vt_err vt__parse_content_range(const char *s, vt_content_range *out);
 
+/* The status code of an HTTP status line of exactly len bytes, as curl's
+ * header callback passes it (not NUL-terminated): "HTTP/<version>" then
+ * blanks then three digits, then a blank, CR, LF or the end. Returns the code
+ * (100-999), or 0 when the line is not one. Reads no byte past len. */
+long vt__parse_status_line(const char *buf, size_t len);
+
+/* Parse a Content-Length value of exactly len bytes (not NUL-terminated):
+ * decimal digits with blanks around them, or a comma-separated list of the
+ * same value ("65536, 65536": a header repeated by a proxy, RFC 9110 8.6).
+ * Returns VT_OK with *out set, VT_ERANGE when the number does not fit in
+ * 63 bits, VT_EINVAL for anything else; *out is 0 unless VT_OK. */
+vt_err vt__parse_content_length(const char *s, size_t len, uint64_t *out);
+
 /* Parse a request Range value of one closed range ("bytes=10-19").
  * Open-ended and multi-range forms are VT_EINVAL (the engine does not check
  * those). */
@@ -70,6 +83,12 @@ int vt__status_is_transient(long status);
  * the server was not read from or written to within the timeout period").
  * Only the start of the body is scanned (a code sits near its start). */
 int vt__s3_code_is_transient(const unsigned char *body, size_t len);
+
+/* 1 when curl's words for a failed connect or TLS handshake (its error
+ * buffer) say it timed out or was reset: a blip worth another attempt, as
+ * stock GDAL judges them. A refused or unreachable connection, or a TLS
+ * handshake the server answered wrongly, is not. */
+int vt__net_words_transient(const char *words);
 
 /* One xorshift64* step: a cheap PRNG for jitter (not for secrets). *state
  * must be non-zero; returns a uniform number in [0, 1). */

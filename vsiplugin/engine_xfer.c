@@ -112,6 +112,7 @@ void vt__eng_reset_attempt(struct vt_eng_xfer *x)
     x->errbuf[0] = '\0';
     x->body_done_at = 0;
     x->ended_early = 0;
+    x->range_assumed = 0;
 }
 
 /* Header callback (I/O thread). A status line starts a new response (1xx,
@@ -123,11 +124,11 @@ size_t vt__eng_on_header(char *buf, size_t size, size_t n, void *ud)
     const char *colon, *v;
     char **slot = NULL;
 
+    /* curl's buffer is len bytes, not NUL-terminated: every parse below
+     * takes that length (engine_retry.c). */
     if (len >= 5 && memcmp(buf, "HTTP/", 5) == 0) {
-        const char *sp = memchr(buf, ' ', len);
         vt__eng_reset_attempt(x);
-        if (sp)
-            x->hdr_status = strtol(sp + 1, NULL, 10);
+        x->hdr_status = vt__parse_status_line(buf, len);
         return len;
     }
     colon = memchr(buf, ':', len);
@@ -154,15 +155,12 @@ size_t vt__eng_on_header(char *buf, size_t size, size_t n, void *ud)
     else if (name_len == 13 && ieq_n(buf, "last-modified", 13))
         slot = &x->last_modified;
     else if (name_len == 14 && ieq_n(buf, "content-length", 14)) {
-        char tmp[32];
-        if (vlen && vlen < sizeof(tmp)) {
-            char *end;
-            memcpy(tmp, v, vlen);
-            tmp[vlen] = '\0';
-            long long cl = strtoll(tmp, &end, 10);
-            if (*end == '\0' && cl >= 0)
-                x->content_length = cl;
-        }
+        /* A value we cannot read (garbage, or past 2^63) counts as absent:
+         * the body is then checked against the Content-Range alone. */
+        uint64_t cl;
+        x->content_length =
+            vt__parse_content_length(v, vlen, &cl) == VT_OK ? (long long)cl
+                                                            : -1;
         return len;
     }
     if (slot) {
@@ -265,11 +263,29 @@ void vt__eng_judge_curl(CURLcode rc, struct vt_eng_xfer *x,
         v->err = VT_ETIMEDOUT;
         v->kill_conn = 1;
         break;
+    /* Failures to reach the server that another attempt a second later
+     * cannot heal are not retried, as stock GDAL retries none of them
+     * (cpl_http.cpp retries on statuses and on curl's words for a timeout
+     * or a reset only): a name that does not resolve, a connection refused
+     * or unreachable, a TLS handshake the server does not speak or a
+     * certificate not trusted (default below). A connect or handshake that
+     * timed out or was reset is retried. */
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_RESOLVE_PROXY:
+        v->err = VT_ENETWORK;
+        v->transient = 0;
+        v->cause = rc == CURLE_COULDNT_RESOLVE_HOST
+                       ? "the host name does not resolve"
+                       : "the proxy name does not resolve";
+        break;
     case CURLE_COULDNT_CONNECT:
     case CURLE_SSL_CONNECT_ERROR:
         v->err = VT_ENETWORK;
+        v->transient = vt__net_words_transient(x->errbuf);
+        if (!v->transient)
+            v->cause = rc == CURLE_COULDNT_CONNECT
+                           ? "the server cannot be connected to"
+                           : "the TLS handshake failed";
         break;
     case CURLE_SEND_ERROR:
     case CURLE_RECV_ERROR:
@@ -293,6 +309,7 @@ void vt__eng_judge_curl(CURLcode rc, struct vt_eng_xfer *x,
     default: /* certificate problems and the like: retrying won't help */
         v->err = VT_ENETWORK;
         v->transient = 0;
+        v->cause = "a TLS or transport error";
         break;
     }
     snprintf(v->why, sizeof(v->why), "%s", x->errbuf[0] ? x->errbuf
@@ -326,6 +343,17 @@ void vt__eng_judge_status(struct vt_eng_xfer *x, struct vt_eng_verdict *v)
     }
     if (st != 206)
         return;
+    if (!x->content_range && x->has_req_range &&
+        (uint64_t)x->len == x->req_last - x->req_first + 1 &&
+        (!x->req->expect_len || x->req->expect_len == (uint64_t)x->len)) {
+        /* A 206 without Content-Range (a sloppy server or proxy; stock GDAL
+         * reads through it): its bytes are the range asked, proven by a body
+         * exactly that long. No total is claimed (a first answer is then
+         * settled by a HEAD: object.c). Any other length cannot be placed:
+         * asked again, below. */
+        x->range_assumed = 1;
+        return;
+    }
     if (!x->content_range ||
         vt__parse_content_range(x->content_range, &cr) != VT_OK ||
         !cr.has_range) {

@@ -17,7 +17,7 @@ const char *vt_strerror(vt_err err)
     case VT_ESHUTDOWN: return "I/O engine is shut down";
     case VT_ETIMEDOUT: return "timed out, retries exhausted";
     case VT_ERANGE: return "range not satisfiable";
-    case VT_ENETWORK: return "network error, retries exhausted";
+    case VT_ENETWORK: return "network error";
     case VT_EREDIRECT: return "bucket is in another region";
     case VT_EAGAIN: return "fetch it again";
     }

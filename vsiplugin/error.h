@@ -22,7 +22,8 @@ typedef enum vt_err {
     VT_ESHUTDOWN = 10,  /* engine stopped (process exiting) */
     VT_ETIMEDOUT = 11,  /* connect/low-speed/total timeout, retries exhausted */
     VT_ERANGE = 12,     /* HTTP 416: range beyond the object */
-    VT_ENETWORK = 13,   /* connect/DNS/TLS failure, retries exhausted */
+    VT_ENETWORK = 13,   /* connect/DNS/TLS failure (retried or not: the
+                           response's cause says) */
     VT_EREDIRECT = 14,  /* 301/307/400 with x-amz-bucket-region: wrong region */
     VT_EAGAIN = 15      /* not a failure: a shared block's wait gave up, the
                            caller fetches it itself (cache.h) */

@@ -99,7 +99,8 @@ void vt__gdal_error_for_open(const vt_gdal_fail *f, vt_gdal_report *out)
         out->vsie = VSIE_HttpError;
         snprintf(gdal_msg, sizeof(gdal_msg), "CURL error: %s",
                  why ? why : vt_strerror(f->err));
-        snprintf(detail, sizeof(detail), "%s: %s", where, vt_strerror(f->err));
+        snprintf(detail, sizeof(detail), "%s: %s", where,
+                 f->cause ? f->cause : vt_strerror(f->err));
     } else if (f->body && f->body_len > 0) {
         out->vsie = from_body(f->body, f->body_len, gdal_msg, sizeof(gdal_msg),
                               &code);
@@ -123,10 +124,11 @@ void vt__gdal_error_for_open(const vt_gdal_fail *f, vt_gdal_report *out)
                  vt_strerror(f->err));
     }
     /* GDAL's words first. Where S3 said why (an error body), vsitune adds
-     * the object, the status and S3's code after them; where GDAL's words
-     * are only the HTTP status or curl's, they stay exact (GDAL's own tests
+     * the object, the status and S3's code after them; where there was no
+     * answer, the object and what failed (docs/credentials.md); where GDAL's
+     * words are only the HTTP status, they stay exact (GDAL's own tests
      * compare them), and the detail goes to the debug log alone. */
-    if (f->status > 0 && f->body && f->body_len > 0)
+    if ((f->status > 0 && f->body && f->body_len > 0) || f->status <= 0)
         snprintf(out->message, sizeof(out->message), "%s (vsitune: %s)",
                  gdal_msg, detail);
     else

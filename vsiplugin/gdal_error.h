@@ -43,6 +43,8 @@ typedef struct vt_gdal_fail {
     size_t body_len;
     const char *transport; /* curl's / the engine's words when there was no
                               usable answer, or NULL */
+    const char *cause;     /* no answer: the engine's words on what failed
+                              and whether it was retried, or NULL */
     const char *message;   /* VT_ECREDS: the credentials chain's message
                               (already in GDAL's words), else NULL */
     const char *where;     /* "s3://bucket/key" */

@@ -500,8 +500,9 @@ void vt__s3_describe(char *buf, size_t len, const char *bucket,
     if (r->status >= 300 && r->body && r->body_len > 0)
         vt__s3_parse_error((const char *)r->body, r->body_len, &code, &msg);
     if (r->status <= 0) {
-        snprintf(buf, len, "s3://%s/%s: %s%s%s", bucket, key, vt_strerror(err),
-                 why[0] ? ": " : "", why);
+        snprintf(buf, len, "s3://%s/%s: %s%s%s", bucket, key,
+                 r->cause[0] ? r->cause : vt_strerror(err), why[0] ? ": " : "",
+                 why);
     } else if (r->status < 300) {
         /* An answer that looked like success but was not usable: say exactly
          * what was wrong with it (the engine's or the caller's words). */
@@ -531,6 +532,7 @@ static _Thread_local struct {
     char where[2100];  /* "s3://bucket/key" */
     char url[4096];
     char transport[256];
+    char cause[160];    /* the engine's words on a failure without answer */
     char message[1024]; /* VT_ECREDS: the chain's words */
     char body[FAIL_BODY_CAP];
     size_t body_len;
@@ -561,6 +563,7 @@ static void fail_record(const char *bucket, const char *key, vt_err err,
     snprintf(t_fail.url, sizeof(t_fail.url), "%s", url ? url : "");
     snprintf(t_fail.transport, sizeof(t_fail.transport), "%s",
              r ? r->error : "");
+    snprintf(t_fail.cause, sizeof(t_fail.cause), "%s", r ? r->cause : "");
     snprintf(t_fail.message, sizeof(t_fail.message), "%s",
              message ? message : "");
     t_fail.body_len = 0;
@@ -585,6 +588,7 @@ int vt__s3_last_failure(const char *bucket, const char *key,
     out->body = t_fail.body_len ? t_fail.body : NULL;
     out->body_len = t_fail.body_len;
     out->transport = t_fail.transport[0] ? t_fail.transport : NULL;
+    out->cause = t_fail.cause[0] ? t_fail.cause : NULL;
     out->message = t_fail.message[0] ? t_fail.message : NULL;
     out->where = t_fail.where;
     out->url = t_fail.url[0] ? t_fail.url : NULL;

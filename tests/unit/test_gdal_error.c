@@ -32,9 +32,10 @@ static void check(long status, const char *body, vt_err err,
     assert_int_equal(r.cple, want_cple);
     if (strncmp(r.message, want_start, strlen(want_start)) != 0)
         fail_msg("message '%s' does not start with '%s'", r.message, want_start);
-    /* vsitune's detail follows GDAL's words when S3 sent a body; else
-     * GDAL's words stay exact. Always in r.detail. */
-    if (body && *body)
+    /* vsitune's detail follows GDAL's words when S3 sent a body or there
+     * was no answer at all; else GDAL's words stay exact. Always in
+     * r.detail. */
+    if ((body && *body) || status <= 0)
         assert_non_null(strstr(r.message, " (vsitune: s3://b/k.tif: "));
     else
         assert_null(strstr(r.message, "vsitune"));
@@ -110,10 +111,22 @@ static void test_odd_answers(void **state)
           "HTTP response code: 206 - transfer closed with 10 bytes remaining to read", 0);
 }
 
-/* No answer at all: GDAL's CPLE_HttpResponse (11) "CURL error: ...". */
+/* No answer at all: GDAL's CPLE_HttpResponse (11) "CURL error: ...", then
+ * what failed and whether it was retried (docs/credentials.md). */
 static void test_transport(void **state)
 {
     (void)state;
+    vt_gdal_fail f = {.err = VT_ENETWORK, .transport =
+                      "Could not resolve host: nosuchhost.invalid",
+                      .cause = "network error, not retried: the host name "
+                               "does not resolve",
+                      .where = "s3://b/k.tif", .url = URL};
+    vt_gdal_report r;
+    vt__gdal_error_for_open(&f, &r);
+    assert_int_equal(r.cple, CPLE_HttpResponse);
+    assert_string_equal(r.message, "CURL error: Could not resolve host: "
+                        "nosuchhost.invalid (vsitune: s3://b/k.tif: network "
+                        "error, not retried: the host name does not resolve)");
     check(0, NULL, VT_ENETWORK,
           "Failed to connect to 127.0.0.1 port 1 after 0 ms: Couldn't connect to server",
           VSIE_HttpError, CPLE_HttpResponse,

@@ -22,6 +22,12 @@
 //               (default 997) inverted
 //   longbody    206 whose body is `value` (default 100) bytes longer than its range
 //   badrange    206 with "Content-Range: bytes garbage"
+//   norange     206 (or 200) without its Content-Range header; the body untouched, or
+//               `value` bytes shorter (a body that cannot be placed)
+//   badlength   h1: the right body, its Content-Length sent as "<n>, <n>" (a header a
+//               proxy repeated and joined; curl takes the leading number)
+//   hugelength  h1: the right body, Content-Length 99999999999999999999 (past 2^63),
+//               the connection closed after the body (curl reads to the close)
 //   reqtimeout  400 RequestTimeout (S3 XML)
 //   bigerror    503 SlowDown whose Message makes the body `value` bytes (default 10 MB)
 //   s503        503 SlowDown          throttle  429 SlowDown + Retry-After: value s
@@ -37,7 +43,7 @@ const net = require('net');
 const fs = require('fs');
 
 const KINDS = new Set(['range416', 'empty200', 'nototal', 'lietotal', 'corrupt', 'flip', 'longbody',
-  'badrange', 'reqtimeout', 'bigerror', 's503', 'throttle', 'trickle', 'refuse', 'rst', 'goaway',
+  'badrange', 'norange', 'badlength', 'hugelength', 'reqtimeout', 'bigerror', 's503', 'throttle', 'trickle', 'refuse', 'rst', 'goaway',
   'noend']);
 const REASONS = { 200: 'OK', 206: 'Partial Content', 400: 'Bad Request', 416:
   'Range Not Satisfiable', 429: 'Too Many Requests', 503: 'Service Unavailable' };
@@ -171,6 +177,13 @@ function rewrite(ans, fault, method) {
     case 'badrange':
       h['content-range'] = 'bytes garbage';
       return { status: ans.status, headers: h, body: ans.body };
+    case 'norange':
+      delete h['content-range'];
+      return { status: ans.status, headers: h,
+        body: v ? ans.body.subarray(0, Math.max(0, ans.body.length - v)) : ans.body };
+    case 'badlength':
+    case 'hugelength': // the h1 writer states the length
+      return { status: ans.status, headers: h, body: ans.body, length: fault.kind };
     case 'reqtimeout':
       return xml(400, 'RequestTimeout', 'Your socket connection to the server was not read ' +
         'from or written to within the timeout period. Idle connections will be closed.');
@@ -238,6 +251,10 @@ async function handleH1(sock, ctx, method, path, headers) {
     for (const [k, v] of Object.entries(ans.headers)) {
       if (k !== 'content-length') s += `${k}: ${v}\r\n`;
     }
+    if (ans.length === 'badlength') return s + `content-length: ${len}, ${len}\r\n\r\n`;
+    if (ans.length === 'hugelength') {
+      return s + 'content-length: 99999999999999999999\r\nconnection: close\r\n\r\n';
+    }
     return s + `content-length: ${len}\r\nconnection: keep-alive\r\n\r\n`;
   };
   const body = method === 'HEAD' ? Buffer.alloc(0) : ans.body;
@@ -249,7 +266,7 @@ async function handleH1(sock, ctx, method, path, headers) {
     return true;
   }
   sock.write(Buffer.concat([Buffer.from(head(announced), 'latin1'), body]));
-  return true;
+  return ans.length !== 'hugelength'; // its body ends at the close
 }
 
 function trickle(write, body, rate, gone) {
