@@ -11,6 +11,15 @@
 static vt_shm *g_shm;           /* the process's segment, for the exit hook */
 static char g_status[900];
 
+/* The segment turned itself off for this process (shmseg.h): one debug
+ * line, and the status says so from now on. */
+static void say_off(const char *why)
+{
+    snprintf(g_status, sizeof g_status,
+             "no longer used (%s): per-process cache instead", why);
+    CPLDebug("VSITUNE", "shared cache: %s", g_status);
+}
+
 static void detach_at_exit(void)
 {
     vt__shm_exit(g_shm);
@@ -35,6 +44,7 @@ vt_shm *vt__shm_from_options(uint64_t block_size, long *wait_ms)
     o.budget = vt__cfg_size(NULL, "VSITUNE_SHARED_CACHE_SIZE",
                             VT_DEFAULT_SHARED_CACHE_SIZE, 0, (uint64_t)1 << 44);
     o.block_size = block_size;
+    o.notice = say_off;
     s = vt__shm_open(&o, why, sizeof why);
     if (s) {
         snprintf(g_status, sizeof g_status, "%s", why);
