@@ -205,7 +205,7 @@ struct vt_shm {
     _Atomic int off_said;        /* the reason was recorded and told */
     char off_why[300];           /* why it was turned off */
     void (*notice)(const char *why); /* told once, when it is turned off */
-    int inject;                  /* VSITUNE_SHM_INJECT: lock to stop in */
+    _Atomic int inject;          /* VSITUNE_SHM_INJECT: lock to stop in */
     pthread_mutex_t gu_mu;       /* process-local: given_up */
     struct {
         uint32_t proc, epoch;

@@ -187,6 +187,13 @@ vt_shmm_role vt__shmm_get(vt_shm *s, const uint8_t digest[32], long ttl,
             atomic_fetch_add_explicit(&h->ctr.meta_misses, 1, memory_order_relaxed);
             return VT_SHMM_LOAD;
         }
+        if (st != VT_M_LOADING) {
+            /* a hashed entry is never FREE, and no other state exists */
+            vt__shm_unlock(&h->meta_mu);
+            vt__shm_off(s, "the segment is damaged: metadata entry %d in "
+                        "state %u", (int)i, st);
+            return VT_SHMM_PRIVATE;
+        }
         /* LOADING by someone: wait for it, or take it over if it died. */
         lproc = m->loader_proc;
         lepoch = m->loader_epoch;

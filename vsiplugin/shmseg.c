@@ -461,10 +461,10 @@ static vt_shm *map_segment(int fd, const char *path)
     /* Failure injection for the tests (debug only, docs/reliability.md):
      * stop this process (SIGSTOP) the first time it holds that lock. */
     if (inj)
-        s->inject = strcmp(inj, "stop-procs") == 0    ? INJ_PROCS
-                    : strcmp(inj, "stop-blocks") == 0 ? INJ_BLOCKS
-                    : strcmp(inj, "stop-meta") == 0   ? INJ_META
-                                                      : INJ_NONE;
+        atomic_store(&s->inject, strcmp(inj, "stop-procs") == 0    ? INJ_PROCS
+                                 : strcmp(inj, "stop-blocks") == 0 ? INJ_BLOCKS
+                                 : strcmp(inj, "stop-meta") == 0   ? INJ_META
+                                                                   : INJ_NONE);
     return s;
 fail:
     free(s);
@@ -799,10 +799,10 @@ int vt__shm_lock(vt_shm *s, pthread_mutex_t *mu, void (*repair)(vt_shm *))
         pthread_mutex_consistent(mu);
         rc = 0;
     }
-    if (rc == 0 && s->inject && mu == injected_lock(s, s->inject)) {
-        s->inject = INJ_NONE;
+    if (rc == 0 && atomic_load_explicit(&s->inject, memory_order_relaxed) &&
+        mu == injected_lock(s, atomic_load(&s->inject)) &&
+        atomic_exchange(&s->inject, INJ_NONE) != INJ_NONE)
         raise(SIGSTOP); /* VSITUNE_SHM_INJECT: stopped holding mu */
-    }
     if (rc == 0 && atomic_load_explicit(&s->off, memory_order_relaxed)) {
         pthread_mutex_unlock(mu); /* turned off while we waited */
         rc = ECANCELED;
@@ -897,11 +897,6 @@ uint64_t vt__shm_block_size(const vt_shm *s)
 int vt__shm_usable(const vt_shm *s)
 {
     return s && !atomic_load_explicit(&s->off, memory_order_relaxed);
-}
-
-const char *vt__shm_off_why(const vt_shm *s)
-{
-    return s && atomic_load(&s->off_said) ? s->off_why : NULL;
 }
 
 int vt__shm_reserve(vt_shm *s, uint64_t off, uint64_t len)

@@ -91,9 +91,6 @@ void vt__shm_unlock(pthread_mutex_t *mu);
  * held past its bound, an inconsistency); one relaxed load. */
 int vt__shm_usable(const vt_shm *s);
 
-/* Why it stopped, or NULL while it is in use. */
-const char *vt__shm_off_why(const vt_shm *s);
-
 /* Sleep while *w == val, at most timeout_ms (futex on the shared page). */
 void vt__shm_wait(_Atomic uint32_t *w, uint32_t val, long timeout_ms);
 /* Wake every process sleeping on w. */

@@ -31,6 +31,7 @@
 #include "shmcache.h"
 #include "shmmeta.h"
 #include "shmseg.h"
+#include "shm_regions.h"
 
 enum { BS = 64 * 1024 };
 
@@ -886,24 +887,14 @@ static void test_damaged_header_never_crashes_an_attacher(void **state)
  * SIGSEGV is a failed status rather than the end of the run. */
 static void scribble(vt_shm *s, uint64_t *rnd, int n)
 {
-    /* each region alike, whatever its size: where the indices are */
-    struct { unsigned char *at; uint64_t len; } reg[] = {
-        {(unsigned char *)&s->hdr->free_desc,
-         offsetof(vt_shm_hdr, err_ring) - offsetof(vt_shm_hdr, free_desc)},
-        {(unsigned char *)s->desc, (uint64_t)s->g.ndesc * sizeof(vt_shm_desc)},
-        {(unsigned char *)s->lirs, (uint64_t)s->g.ndesc * sizeof(vt_lirs_node)},
-        {(unsigned char *)s->buckets, (uint64_t)s->g.nbuckets * 4},
-        {(unsigned char *)s->meta, (uint64_t)s->g.nmeta * sizeof(vt_shm_meta)},
-        {(unsigned char *)s->meta_buckets, (uint64_t)s->g.nmeta_buckets * 4},
-        {(unsigned char *)s->owner, (uint64_t)s->g.nslots * 4},
-        {(unsigned char *)s->procs, (uint64_t)s->g.nprocs * sizeof(vt_shm_proc)},
-    };
+    shm_region reg[SHM_REGIONS]; /* each alike, whatever its size */
+    shm_regions(s, reg);
     for (int k = 0; k < n; k++) {
         uint64_t r = splitmix(rnd), q = splitmix(rnd);
-        int g = (int)(q % (sizeof reg / sizeof reg[0]));
+        int g = (int)(q % SHM_REGIONS);
         uint64_t off = ((q >> 8) % reg[g].len) & ~(uint64_t)3;
         int32_t v;
-        if (g == 4) /* metadata: the fields before the digest */
+        if (g == SHM_REGION_META) /* the fields before the digest */
             off = off / sizeof(vt_shm_meta) * sizeof(vt_shm_meta) +
                   ((q >> 40) % offsetof(vt_shm_meta, digest) & ~(uint64_t)3);
         switch (r % 4) {
