@@ -880,6 +880,41 @@ static void test_damaged_header_never_crashes_an_attacher(void **state)
     vt__shm_close(a);
 }
 
+/* A hashed metadata entry in a state that does not exist (FREE, or any
+ * garbage) naming a loader that is gone: a lookup of it ends (PRIVATE),
+ * where it looped forever (found by fuzz_shm_segment). The alarm is the
+ * hang check. */
+static void test_damaged_metadata_state_never_loops(void **state)
+{
+    static const uint32_t bad[] = {VT_M_FREE, 9, 0xffffffffu};
+    vt_shm *a = open_seg(16u << 20, BS);
+    vt_shm_objinfo in, out;
+    vt_shmc_ref r;
+    uint8_t d[32];
+
+    assert_non_null(a);
+    vt__shm_digest("https://ep/\nb/state.tif\nakid", d);
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        vt_shm *b = open_seg(16u << 20, BS);
+        assert_non_null(b);
+        assert_int_equal(vt__shmm_get(a, d, 300, 30, 1000, &out, &r), VT_SHMM_LOAD);
+        memset(&in, 0, sizeof in);
+        in.size = 7;
+        in.loaded_at = (int64_t)time(NULL);
+        vt__shmm_publish(a, &r, &in);
+        atomic_store(&a->meta[r.desc].state, bad[k]);
+        a->meta[r.desc].loader_proc = VT_SHM_MAX_PROCS - 1; /* nobody */
+        alarm(30);
+        assert_int_equal(vt__shmm_get(b, d, 300, 30, 0, &out, &r), VT_SHMM_PRIVATE);
+        alarm(0);
+        vt__shm_close(b);
+        vt__shmm_forget_all(a);
+        atomic_store(&a->meta[r.desc].state, VT_M_FREE);
+        vt__shmmeta_repair(a);
+    }
+    vt__shm_close(a);
+}
+
 /* Random garbage written over the index structures of a live segment
  * (header fields past the locks, descriptors, buckets, LIRS nodes, slot
  * owners, metadata): the processes reading it never crash or hang, and
@@ -1011,6 +1046,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stopped_leaver_never_hangs_an_attach, setup, teardown),
         cmocka_unit_test_setup_teardown(test_given_up_filler_is_not_waited_for_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_header_never_crashes_an_attacher, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damaged_metadata_state_never_loops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbage_in_a_live_segment, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
