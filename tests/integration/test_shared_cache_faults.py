@@ -36,7 +36,8 @@ def start_reader(lab, cog, extra, windows, endpoint="h1"):
 
 
 def finish_reader(p, timeout=120):
-    """The reader's result; it must end within the watchdog and read every byte right."""
+    """The reader's result and its stderr; it must end within the watchdog and read
+    every byte right."""
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -46,7 +47,7 @@ def finish_reader(p, timeout=120):
     assert p.returncode == 0, err[-2000:]
     res = json.loads(out.strip().splitlines()[-1])
     assert res["nerrors"] == 0, res["errors"]
-    return res
+    return res, err
 
 
 def proc_state(pid):
@@ -84,7 +85,11 @@ def test_a_process_stopped_holding_a_lock_never_hangs_the_others(lab, small_cog,
             for win in (W1, W2):                     # cached, then (maybe) not
                 assert b.call(READ, timeout=60, path=path, local=small_cog["path"],
                               win=list(win)) is True
-            finish_reader(start_reader(lab, small_cog, env, [W1, W2]), timeout=60)
+            _, err = finish_reader(start_reader(lab, small_cog, dict(env, CPL_DEBUG="VSITUNE"),
+                                                [W1, W2]), timeout=60)
+            said = [ln for ln in err.splitlines() if "shared cache: " in ln and
+                    "a lock of the segment was held for more than 2000 ms" in ln]
+            assert len(said) == 1, err[-3000:]  # said once, in GDAL's debug output
         finally:
             stopped.kill()
             stopped.wait(timeout=30)
