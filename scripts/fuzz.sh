@@ -27,8 +27,9 @@ declare -A LIB=(
   [creds_doc]=vsiplugin/libvtcore.a [aws_profile]=vsiplugin/libvtcore.a
   [options]=vsiplugin/libvtcore.a
   [tunerd_args]=tunerd/libtunerdcore.a [tunerd_profile]=tunerd/libtunerdcore.a
+  [shm_segment]=vsiplugin/libvtcore.a
 )
-TARGETS=${VT_FUZZ_TARGETS:-content_range curl_headers retry_after s3_error creds_ini creds_doc aws_profile options tunerd_args tunerd_profile}
+TARGETS=${VT_FUZZ_TARGETS:-content_range curl_headers retry_after s3_error creds_ini creds_doc aws_profile options tunerd_args tunerd_profile shm_segment}
 for name in $TARGETS; do
   [ -n "${LIB[$name]:-}" ] || { echo "fuzz: unknown target $name" >&2; exit 1; }
   "$CC" -g -O1 -fsanitize=fuzzer "${SAN[@]}" -D_GNU_SOURCE -I"$ROOT/vsiplugin" -I"$ROOT/tunerd" \
@@ -38,7 +39,7 @@ for name in $TARGETS; do
   rm -rf "$work"; mkdir -p "$work"
   cp "$ROOT/tests/fuzz/corpus/$name/"* "$work/"
   echo "== fuzz $name (${SECS} s)"
-  "$OUT/fuzz_$name" -max_total_time="$SECS" -max_len=4096 -print_final_stats=0 \
+  "$OUT/fuzz_$name" -max_total_time="$SECS" -max_len=4096 -timeout=30 -print_final_stats=0 \
     -artifact_prefix="$OUT/crash-$name-" "$work" 2>"$OUT/fuzz_$name.log" || {
       tail -40 "$OUT/fuzz_$name.log" >&2; echo "fuzz: $name found a crash" >&2; exit 1; }
   grep -E "^#[0-9]+.*DONE" "$OUT/fuzz_$name.log" | tail -1 || true

@@ -212,9 +212,11 @@ void vt__cache_use_shared(vt_cache *c, vt_shm *s, long wait_ms)
     c->shm_wait_ms = wait_ms;
 }
 
+/* The segment while this process uses it: NULL once it turned it off
+ * (shmseg.h vt__shm_usable), and the private cache serves from then on. */
 vt_shm *vt__cache_shared(const vt_cache *c)
 {
-    return c ? c->shm : NULL;
+    return c && vt__shm_usable(c->shm) ? c->shm : NULL;
 }
 
 /* The block returned is pinned for the caller, who must call
@@ -229,7 +231,7 @@ vt_block *vt__cache_lookup(vt_cache *c, const char *key, uint64_t index,
 
     if (!c || !key || !role)
         return NULL;
-    if (c->shm)
+    if (vt__cache_shared(c))
         return vt__cache_sh_lookup(c, key, index, role);
     h = hash_key(key, index);
     klen = strlen(key);
@@ -439,7 +441,7 @@ size_t vt__cache_drop(vt_cache *c, const char *key, uint64_t first,
 
     if (!c || !key)
         return 0;
-    if (c->shm) { /* shared: nothing of it is retained here */
+    if (vt__cache_shared(c)) { /* shared: nothing of it is retained here */
         uint8_t digest[32];
         vt__shm_digest(key, digest);
         for (uint64_t index = first; index - first < count; index++)
@@ -489,13 +491,13 @@ void vt__cache_get_stats(vt_cache *c, vt_cache_stats *out)
     pthread_mutex_lock(&c->mu);
     *out = c->st;
     pthread_mutex_unlock(&c->mu);
-    if (c->shm)
+    if (vt__cache_shared(c))
         out->budget = 0; /* nothing is kept privately: see the segment's */
 }
 
 int vt__cache_shared_info(vt_cache *c, vt_shm_info *out)
 {
-    if (!c || !c->shm)
+    if (!vt__cache_shared(c))
         return 0;
     vt__shm_info(c->shm, out);
     return 1;

@@ -11,47 +11,82 @@
 
 #define NIL (-1)
 
+/* ---- checked links (lirs.h: nnodes, bad) ---- */
+
+/* v as a link: a node index below nnodes, or NIL; anything else is bad. */
+static int32_t lk(vt_lirs *l, int32_t v)
+{
+    if (v == NIL || (v >= 0 && (uint32_t)v < l->nnodes))
+        return v;
+    l->bad = 1;
+    return NIL;
+}
+
+/* Each link is read once (relaxed: others may write the array). */
+#define LD(f) __atomic_load_n(&(f), __ATOMIC_RELAXED)
+#define SP(i) lk(l, LD(n[i].s_prev))
+#define SN(i) lk(l, LD(n[i].s_next))
+#define QP(i) lk(l, LD(n[i].q_prev))
+#define QN(i) lk(l, LD(n[i].q_next))
+
+/* A walk longer than the array is a cycle: bad. */
+static int walk_ok(vt_lirs *l, uint32_t *steps)
+{
+    if (++*steps <= l->nnodes)
+        return 1;
+    l->bad = 1;
+    return 0;
+}
+
 /* ---- list primitives ---- */
 
 static void s_unlink(vt_lirs *l, vt_lirs_node *n, int32_t i)
 {
+    int32_t p, x;
     if (!n[i].in_s)
         return;
-    if (n[i].s_prev != NIL) n[n[i].s_prev].s_next = n[i].s_next;
-    else l->s_bottom = n[i].s_next;
-    if (n[i].s_next != NIL) n[n[i].s_next].s_prev = n[i].s_prev;
-    else l->s_top = n[i].s_prev;
+    p = SP(i);
+    x = SN(i);
+    if (p != NIL) n[p].s_next = x;
+    else l->s_bottom = x;
+    if (x != NIL) n[x].s_prev = p;
+    else l->s_top = p;
     n[i].s_prev = n[i].s_next = NIL;
     n[i].in_s = 0;
 }
 
 static void s_push_top(vt_lirs *l, vt_lirs_node *n, int32_t i)
 {
+    int32_t top;
     s_unlink(l, n, i);
-    n[i].s_prev = l->s_top;
+    top = lk(l, l->s_top);
+    n[i].s_prev = top;
     n[i].s_next = NIL;
-    if (l->s_top != NIL) n[l->s_top].s_next = i;
+    if (top != NIL) n[top].s_next = i;
     else l->s_bottom = i;
     l->s_top = i;
     n[i].in_s = 1;
 }
 
 /* Q and the ghost FIFO share the q links; head/tail name the list. */
-static void q_unlink(vt_lirs_node *n, int32_t *head, int32_t *tail, int32_t i)
+static void q_unlink(vt_lirs *l, vt_lirs_node *n, int32_t *head,
+                     int32_t *tail, int32_t i)
 {
-    if (n[i].q_prev != NIL) n[n[i].q_prev].q_next = n[i].q_next;
-    else *head = n[i].q_next;
-    if (n[i].q_next != NIL) n[n[i].q_next].q_prev = n[i].q_prev;
-    else *tail = n[i].q_prev;
+    int32_t p = QP(i), x = QN(i);
+    if (p != NIL) n[p].q_next = x;
+    else *head = x;
+    if (x != NIL) n[x].q_prev = p;
+    else *tail = p;
     n[i].q_prev = n[i].q_next = NIL;
 }
 
-static void q_push_tail(vt_lirs_node *n, int32_t *head, int32_t *tail,
-                        int32_t i)
+static void q_push_tail(vt_lirs *l, vt_lirs_node *n, int32_t *head,
+                        int32_t *tail, int32_t i)
 {
-    n[i].q_prev = *tail;
+    int32_t t = lk(l, *tail);
+    n[i].q_prev = t;
     n[i].q_next = NIL;
-    if (*tail != NIL) n[*tail].q_next = i;
+    if (t != NIL) n[t].q_next = i;
     else *head = i;
     *tail = i;
 }
@@ -63,18 +98,32 @@ static void drop_ghost(vt_lirs *l, vt_lirs_node *n, int32_t i,
                        vt_lirs_gone_fn gone, void *ctx)
 {
     s_unlink(l, n, i);
-    q_unlink(n, &l->g_head, &l->g_tail, i);
+    q_unlink(l, n, &l->g_head, &l->g_tail, i);
     n[i].status = VT_LIRS_NONE;
     l->nghost--;
     if (gone)
         gone(ctx, i);
 }
 
+/* Let go of the oldest ghosts while there are more than ghost_cap (never
+ * of `keep`, the one just added). */
+static void trim_ghosts(vt_lirs *l, vt_lirs_node *n, int32_t keep,
+                        vt_lirs_gone_fn gone, void *ctx)
+{
+    uint32_t steps = 0;
+    int32_t g;
+    while (l->nghost > l->ghost_cap && (g = lk(l, l->g_head)) != NIL &&
+           g != keep && walk_ok(l, &steps))
+        drop_ghost(l, n, g, gone, ctx);
+}
+
 /* Pop HIR and ghost nodes off the bottom of S until an LIR node is there. */
 static void prune(vt_lirs *l, vt_lirs_node *n, vt_lirs_gone_fn gone, void *ctx)
 {
-    while (l->s_bottom != NIL && n[l->s_bottom].status != VT_LIRS_LIR) {
-        int32_t j = l->s_bottom;
+    uint32_t steps = 0;
+    int32_t j;
+    while ((j = lk(l, l->s_bottom)) != NIL && n[j].status != VT_LIRS_LIR &&
+           walk_ok(l, &steps)) {
         if (n[j].status == VT_LIRS_GHOST)
             drop_ghost(l, n, j, gone, ctx);
         else
@@ -88,14 +137,14 @@ static void demote_bottom(vt_lirs *l, vt_lirs_node *n, vt_lirs_gone_fn gone,
 {
     int32_t j;
     prune(l, n, gone, ctx);
-    j = l->s_bottom;
+    j = lk(l, l->s_bottom);
     if (j == NIL)
         return;
     s_unlink(l, n, j);
     n[j].status = VT_LIRS_HIR;
     l->nlir--;
     l->nhir++;
-    q_push_tail(n, &l->q_head, &l->q_tail, j);
+    q_push_tail(l, n, &l->q_head, &l->q_tail, j);
     prune(l, n, gone, ctx);
 }
 
@@ -111,6 +160,8 @@ void vt__lirs_reset(vt_lirs *l, uint32_t capacity, uint32_t hir_pct,
     l->nlir = l->nhir = l->nghost = 0;
     l->lir_cap = capacity > hir ? capacity - hir : 0;
     l->ghost_cap = ghost_cap;
+    l->nnodes = UINT32_MAX;
+    l->bad = 0;
 }
 
 void vt__lirs_init(vt_lirs *l, uint32_t capacity, uint32_t hir_pct,
@@ -123,14 +174,14 @@ void vt__lirs_hit(vt_lirs *l, vt_lirs_node *n, int32_t i, vt_lirs_gone_fn gone,
                   void *ctx)
 {
     if (n[i].status == VT_LIRS_LIR) {
-        int bottom = l->s_bottom == i;
+        int bottom = lk(l, l->s_bottom) == i;
         s_push_top(l, n, i);
         if (bottom)
             prune(l, n, gone, ctx);
     } else if (n[i].status == VT_LIRS_HIR) {
         if (n[i].in_s) {
             /* Reused while still in S: a short reuse distance, so LIR. */
-            q_unlink(n, &l->q_head, &l->q_tail, i);
+            q_unlink(l, n, &l->q_head, &l->q_tail, i);
             n[i].status = VT_LIRS_LIR;
             l->nhir--;
             l->nlir++;
@@ -139,8 +190,8 @@ void vt__lirs_hit(vt_lirs *l, vt_lirs_node *n, int32_t i, vt_lirs_gone_fn gone,
                 demote_bottom(l, n, gone, ctx);
         } else {
             s_push_top(l, n, i);
-            q_unlink(n, &l->q_head, &l->q_tail, i);
-            q_push_tail(n, &l->q_head, &l->q_tail, i);
+            q_unlink(l, n, &l->q_head, &l->q_tail, i);
+            q_push_tail(l, n, &l->q_head, &l->q_tail, i);
         }
     }
 }
@@ -150,7 +201,7 @@ int vt__lirs_take_ghost(vt_lirs *l, vt_lirs_node *n, int32_t i)
     if (n[i].status != VT_LIRS_GHOST)
         return 0;
     s_unlink(l, n, i);
-    q_unlink(n, &l->g_head, &l->g_tail, i);
+    q_unlink(l, n, &l->g_head, &l->g_tail, i);
     n[i].status = VT_LIRS_NONE;
     l->nghost--;
     return 1;
@@ -171,20 +222,22 @@ void vt__lirs_admit(vt_lirs *l, vt_lirs_node *n, int32_t i, int was_ghost,
         n[i].status = VT_LIRS_HIR;
         l->nhir++;
         s_push_top(l, n, i);
-        q_push_tail(n, &l->q_head, &l->q_tail, i);
+        q_push_tail(l, n, &l->q_head, &l->q_tail, i);
     }
 }
 
-int32_t vt__lirs_victim(const vt_lirs *l, const vt_lirs_node *n, int lir_too,
+int32_t vt__lirs_victim(vt_lirs *l, const vt_lirs_node *n, int lir_too,
                         int (*accept)(void *ctx, int32_t node), void *ctx)
 {
+    uint32_t steps = 0;
     int32_t i;
-    for (i = l->q_head; i != NIL; i = n[i].q_next)
+    for (i = lk(l, l->q_head); i != NIL && walk_ok(l, &steps); i = QN(i))
         if (!accept || accept(ctx, i))
             return i;
-    if (!lir_too)
+    if (!lir_too || l->bad)
         return NIL;
-    for (i = l->s_bottom; i != NIL; i = n[i].s_next)
+    steps = 0;
+    for (i = lk(l, l->s_bottom); i != NIL && walk_ok(l, &steps); i = SN(i))
         if (n[i].status == VT_LIRS_LIR && (!accept || accept(ctx, i)))
             return i;
     return NIL;
@@ -194,14 +247,13 @@ int vt__lirs_evict(vt_lirs *l, vt_lirs_node *n, int32_t i, vt_lirs_gone_fn gone,
                    void *ctx)
 {
     if (n[i].status == VT_LIRS_HIR) {
-        q_unlink(n, &l->q_head, &l->q_tail, i);
+        q_unlink(l, n, &l->q_head, &l->q_tail, i);
         l->nhir--;
         if (n[i].in_s && l->ghost_cap > 0) {
             n[i].status = VT_LIRS_GHOST;
             l->nghost++;
-            q_push_tail(n, &l->g_head, &l->g_tail, i);
-            while (l->nghost > l->ghost_cap && l->g_head != i)
-                drop_ghost(l, n, l->g_head, gone, ctx);
+            q_push_tail(l, n, &l->g_head, &l->g_tail, i);
+            trim_ghosts(l, n, i, gone, ctx);
             return 0;
         }
         s_unlink(l, n, i);
@@ -227,13 +279,13 @@ void vt__lirs_remove(vt_lirs *l, vt_lirs_node *n, int32_t i,
         l->nlir--;
         break;
     case VT_LIRS_HIR:
-        q_unlink(n, &l->q_head, &l->q_tail, i);
+        q_unlink(l, n, &l->q_head, &l->q_tail, i);
         s_unlink(l, n, i);
         l->nhir--;
         break;
     case VT_LIRS_GHOST:
         s_unlink(l, n, i);
-        q_unlink(n, &l->g_head, &l->g_tail, i);
+        q_unlink(l, n, &l->g_head, &l->g_tail, i);
         l->nghost--;
         break;
     default:
@@ -257,12 +309,11 @@ void vt__lirs_note_ghost(vt_lirs *l, vt_lirs_node *n, int32_t i,
     s_push_top(l, n, i);
     n[i].status = VT_LIRS_GHOST;
     l->nghost++;
-    q_push_tail(n, &l->g_head, &l->g_tail, i);
-    while (l->nghost > l->ghost_cap && l->g_head != i)
-        drop_ghost(l, n, l->g_head, gone, ctx);
+    q_push_tail(l, n, &l->g_head, &l->g_tail, i);
+    trim_ghosts(l, n, i, gone, ctx);
 }
 
-int32_t vt__lirs_oldest_ghost(const vt_lirs *l)
+int32_t vt__lirs_oldest_ghost(vt_lirs *l)
 {
-    return l->g_head;
+    return lk(l, l->g_head);
 }

@@ -22,6 +22,8 @@
  * lets go (a ghost pruned from S, a ghost over the cap) are reported through
  * the `gone` callback, so the caller can free their descriptors.
  *
+ * Untrusted nodes: see nnodes and bad in vt_lirs.
+ *
  * Thread-safety: none; the caller serialises (the shared cache's lock). Every
  * function leaves the structure consistent, but a process killed inside one
  * may leave it half-updated: vt__lirs_reset + re-admitting every resident
@@ -47,6 +49,13 @@ typedef struct vt_lirs {
     int32_t g_head, g_tail;      /* ghosts, oldest first */
     uint32_t nlir, nhir, nghost;
     uint32_t lir_cap, ghost_cap;
+    /* Bounds for a node array others can write (shared memory): every link
+     * read from it is checked against nnodes (UINT32_MAX after init: no
+     * check) and every walk is bounded by it; a link out of range or a
+     * walk too long reads as the end of its list and sets bad. The shared
+     * cache runs each operation on a copy of its vt_lirs with nnodes set
+     * from its own validated count, and checks bad after (shmcache.c). */
+    uint32_t nnodes, bad;
 } vt_lirs;
 
 typedef void (*vt_lirs_gone_fn)(void *ctx, int32_t node);
@@ -79,7 +88,7 @@ void vt__lirs_admit(vt_lirs *l, vt_lirs_node *n, int32_t i, int was_ghost,
  * a block that has shown reuse (a ghost coming back), never for a block
  * seen once, or a scan would push the LIR set out (blocks being fetched
  * hold slots outside the policy, so Q can be empty under load). */
-int32_t vt__lirs_victim(const vt_lirs *l, const vt_lirs_node *n, int lir_too,
+int32_t vt__lirs_victim(vt_lirs *l, const vt_lirs_node *n, int lir_too,
                         int (*accept)(void *ctx, int32_t node), void *ctx);
 
 /* Node i (status NONE) was missed and will not be kept (no room): remember
@@ -93,7 +102,7 @@ int vt__lirs_evict(vt_lirs *l, vt_lirs_node *n, int32_t i, vt_lirs_gone_fn gone,
                    void *ctx);
 
 /* The oldest ghost (to let go of when descriptors run short), or -1. */
-int32_t vt__lirs_oldest_ghost(const vt_lirs *l);
+int32_t vt__lirs_oldest_ghost(vt_lirs *l);
 
 /* Take node i out of the policy entirely (invalidated), whatever its status;
  * i itself is not reported through `gone`. */

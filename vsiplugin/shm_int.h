@@ -4,7 +4,8 @@
  * One file in /dev/shm (VSITUNE_SHM_DIR) per user and pool, mapped by every
  * plugin process of that user: a header, the process table, the block
  * descriptors and their hash buckets, the object-metadata entries and their
- * buckets, then the data slots (one cache block each, page aligned). Every
+ * buckets, the owner of each data slot, then the data slots (one cache
+ * block each, page aligned). Every
  * link is an index, never a pointer: each process maps the file at its own
  * address.
  *
@@ -21,18 +22,27 @@
  *    a process slot's owner holds an OFD lock on one byte of the file for as
  *    long as it lives, so "is the filler alive" is one fcntl(F_OFD_GETLK),
  *    immune to pid reuse, and the kernel drops the lock when the process
- *    dies, however it dies. */
+ *    dies, however it dies.
+ *
+ * Nothing read from the file is trusted (shared memory any process of the
+ * user can write, or a bug can scribble on): the counts and offsets are
+ * checked once at attach against the layout they imply and kept in the
+ * process (vt_shm_geom), and every index or length read from the segment
+ * afterwards is checked against those before it is used. A lock held longer
+ * than a bound (a stopped process) or any inconsistency turns the segment
+ * off for this process (vt__shm_off), which goes on with its own cache. */
 #ifndef VT_SHM_INT_H
 #define VT_SHM_INT_H
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "lirs.h"
 
 #define VT_SHM_MAGIC 0x31304d4853545623ULL /* "#VTSHM01" */
-#define VT_SHM_VERSION 1u
+#define VT_SHM_VERSION 2u /* 2: check words, slot owners (shmcache.c) */
 #define VT_SHM_MAX_PROCS 256u
 #define VT_SHM_DIGEST 32                   /* SHA-256 of the identity */
 #define VT_SHM_ETAG_MAX 128
@@ -79,7 +89,8 @@ typedef struct vt_shm_desc {
     int32_t err;                 /* FAILED: a vt_err */
     uint32_t err_slot, err_seq;  /* FAILED: the message in the error ring */
     uint32_t was_ghost;          /* FILLING: LIRS saw it as a ghost */
-    uint32_t pad;
+    uint32_t check;              /* READY: data, len and name hashed
+                                    (shmcache.c desc_check) */
     uint64_t index;              /* block index in the object */
     uint8_t digest[VT_SHM_DIGEST];
 } vt_shm_desc;
@@ -159,6 +170,15 @@ typedef struct vt_shm_hdr {
                 sizeof(vt_shm_meta) * 3 + sizeof(vt_shm_proc) +           \
                 sizeof(vt_lirs_node) * 11 + sizeof(pthread_mutex_t)))
 
+/* The segment's geometry, validated at attach and kept in the process: the
+ * bounds every index read from the segment is checked against. */
+typedef struct vt_shm_geom {
+    uint32_t nprocs, ndesc, nbuckets, nslots, nmeta, nmeta_buckets;
+    uint64_t block_size;
+} vt_shm_geom;
+
+#define VT_SHM_GIVEN_UP 16       /* fillers given up on, remembered */
+
 /* The mapping as one process sees it. */
 struct vt_shm {
     unsigned char *base;
@@ -170,6 +190,7 @@ struct vt_shm {
     int32_t *buckets;
     vt_shm_meta *meta;
     int32_t *meta_buckets;
+    int32_t *owner;              /* per data slot: its descriptor, or -1 */
     unsigned char *data;
     int fd;                      /* own open file description (OFD locks) */
     _Atomic int proc;            /* own process slot, -1 when not attached */
@@ -179,19 +200,43 @@ struct vt_shm {
     pthread_mutex_t attach_mu;   /* process-local: one thread attaches */
     char path[256];
     char why[800];               /* how it was sized (debug output) */
+    vt_shm_geom g;               /* the bounds (vt__shm_bind) */
+    _Atomic int off;             /* 1: this process no longer uses it */
+    _Atomic int off_said;        /* the reason was recorded and told */
+    char off_why[300];           /* why it was turned off */
+    void (*notice)(const char *why); /* told once, when it is turned off */
+    _Atomic int inject;          /* VSITUNE_SHM_INJECT: lock to stop in */
+    pthread_mutex_t gu_mu;       /* process-local: given_up */
+    struct {
+        uint32_t proc, epoch;
+        uint64_t until_ms;       /* CLOCK_MONOTONIC */
+    } given_up[VT_SHM_GIVEN_UP]; /* fillers whose wait timed out */
 };
 
-/* Region pointers of a mapping (after the header is valid). */
-static inline void vt__shm_bind(struct vt_shm *s)
-{
-    s->hdr = (vt_shm_hdr *)s->base;
-    s->procs = (vt_shm_proc *)(s->base + s->hdr->off_procs);
-    s->desc = (vt_shm_desc *)(s->base + s->hdr->off_desc);
-    s->lirs = (vt_lirs_node *)(s->base + s->hdr->off_lirs);
-    s->buckets = (int32_t *)(s->base + s->hdr->off_buckets);
-    s->meta = (vt_shm_meta *)(s->base + s->hdr->off_meta);
-    s->meta_buckets = (int32_t *)(s->base + s->hdr->off_meta_buckets);
-    s->data = s->base + s->hdr->off_data;
-}
+/* Map the regions of s->base (s->size bytes) after checking the header's
+ * counts and offsets against the layout they imply; fills s->g. 0, or -1
+ * (why says what is wrong) when the header is not one this build made. */
+int vt__shm_bind(struct vt_shm *s, char *why, size_t whylen);
+
+/* This process stops using the segment (a lock held too long, an
+ * inconsistency found): every later call answers PRIVATE or does nothing.
+ * The first call records why and tells s->notice once. Any thread. */
+void vt__shm_off(struct vt_shm *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A process-local view of an index read from the segment: v when it is in
+ * [0, n), else -1 (NIL), and the segment turned off when v is neither. */
+int32_t vt__shm_index(struct vt_shm *s, int32_t v, uint32_t n,
+                      const char *what);
+
+/* Fillers (process slot + epoch) this process gave up waiting for: not
+ * waited for again for a while (shmseg.c GIVEN_UP_MS); their blocks are
+ * fetched by the reader itself. Process-local. */
+void vt__shm_give_up(struct vt_shm *s, uint32_t proc, uint32_t epoch);
+int vt__shm_given_up(struct vt_shm *s, uint32_t proc, uint32_t epoch);
+
+/* One relaxed read of an index the segment holds (others may write it: it
+ * is read once, checked, then used). */
+#define VT_SHM_LD(f) __atomic_load_n(&(f), __ATOMIC_RELAXED)
 
 #endif

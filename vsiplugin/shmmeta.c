@@ -5,7 +5,12 @@
  * fetches the header), READY or MISSING. When every entry is taken, a clock
  * hand replaces the first entry that is not being loaded. The generation is
  * bumped whenever an entry is (re)claimed or freed, so a waiter can tell its
- * entry went away. */
+ * entry went away.
+ *
+ * Every index read from the segment (bucket heads, hash links, the clock
+ * hand) is read once and checked against this process's own counts (s->g);
+ * anything out of range turns the segment off for this process. Text
+ * fields are copied with their bound, never trusted to be terminated. */
 #include "shmmeta.h"
 
 #include <stdio.h>
@@ -21,7 +26,7 @@ static uint32_t bucket_of(const vt_shm *s, const uint8_t *digest)
 {
     uint32_t h;
     memcpy(&h, digest + 8, sizeof h);
-    return h & (s->hdr->nmeta_buckets - 1);
+    return h & (s->g.nmeta_buckets - 1);
 }
 
 static uint64_t now_ms(void)
@@ -33,25 +38,36 @@ static uint64_t now_ms(void)
 
 /* ---- the index (metadata lock held) ---- */
 
+static int32_t entry_of(vt_shm *s, int32_t v)
+{
+    return vt__shm_index(s, v, s->g.nmeta, "metadata entry");
+}
+
+/* NIL when absent, or when the chain is damaged (then the segment is off). */
 static int32_t find(vt_shm *s, const uint8_t *digest)
 {
-    int32_t i = s->meta_buckets[bucket_of(s, digest)];
+    int32_t i = entry_of(s, VT_SHM_LD(s->meta_buckets[bucket_of(s, digest)]));
     uint32_t guard = 0;
-    while (i != NIL && guard++ < s->hdr->nmeta) {
+    while (i != NIL) {
+        if (guard++ >= s->g.nmeta) {
+            vt__shm_off(s, "the segment is damaged: a metadata chain loops");
+            return NIL;
+        }
         if (memcmp(s->meta[i].digest, digest, VT_SHM_DIGEST) == 0)
             return i;
-        i = s->meta[i].hnext;
+        i = entry_of(s, VT_SHM_LD(s->meta[i].hnext));
     }
     return NIL;
 }
 
 static void unhash(vt_shm *s, int32_t i)
 {
-    int32_t *pp = &s->meta_buckets[bucket_of(s, s->meta[i].digest)];
+    int32_t *pp = &s->meta_buckets[bucket_of(s, s->meta[i].digest)], j;
     uint32_t guard = 0;
-    while (*pp != NIL && *pp != i && guard++ < s->hdr->nmeta)
-        pp = &s->meta[*pp].hnext;
-    if (*pp == i)
+    while ((j = entry_of(s, VT_SHM_LD(*pp))) != NIL && j != i &&
+           guard++ < s->g.nmeta)
+        pp = &s->meta[j].hnext;
+    if (j == i)
         *pp = s->meta[i].hnext;
     s->meta[i].hnext = NIL;
 }
@@ -71,7 +87,8 @@ static void entry_free(vt_shm *s, int32_t i)
 static int32_t entry_alloc(vt_shm *s)
 {
     vt_shm_hdr *h = s->hdr;
-    uint32_t k, n = h->nmeta;
+    uint32_t k, n = s->g.nmeta;
+    h->meta_hand %= n; /* a hand out of range would only be slow: fold it */
     for (k = 0; k < n; k++) {
         uint32_t i = (h->meta_hand + k) % n;
         if (atomic_load(&s->meta[i].state) == VT_M_FREE) {
@@ -135,6 +152,10 @@ vt_shmm_role vt__shmm_get(vt_shm *s, const uint8_t digest[32], long ttl,
         if (vt__shm_lock(s, &h->meta_mu, vt__shmmeta_repair) != 0)
             return VT_SHMM_PRIVATE;
         i = find(s, digest);
+        if (!vt__shm_usable(s)) {
+            vt__shm_unlock(&h->meta_mu);
+            return VT_SHMM_PRIVATE;
+        }
         if (i == NIL) {
             i = entry_alloc(s);
             if (i == NIL) {
@@ -166,6 +187,13 @@ vt_shmm_role vt__shmm_get(vt_shm *s, const uint8_t digest[32], long ttl,
             atomic_fetch_add_explicit(&h->ctr.meta_misses, 1, memory_order_relaxed);
             return VT_SHMM_LOAD;
         }
+        if (st != VT_M_LOADING) {
+            /* a hashed entry is never FREE, and no other state exists */
+            vt__shm_unlock(&h->meta_mu);
+            vt__shm_off(s, "the segment is damaged: metadata entry %d in "
+                        "state %u", (int)i, st);
+            return VT_SHMM_PRIVATE;
+        }
         /* LOADING by someone: wait for it, or take it over if it died. */
         lproc = m->loader_proc;
         lepoch = m->loader_epoch;
@@ -175,6 +203,11 @@ vt_shmm_role vt__shmm_get(vt_shm *s, const uint8_t digest[32], long ttl,
         if (lproc == (uint32_t)me && lepoch == epoch) {
             /* Another thread of ours loads it (object.c coalesces threads
              * itself, so this is a stale open racing a forget): fetch. */
+            return VT_SHMM_PRIVATE;
+        }
+        if (vt__shm_given_up(s, lproc, lepoch)) {
+            /* A wait for this loader timed out already: not again. */
+            atomic_fetch_add_explicit(&h->ctr.wait_timeouts, 1, memory_order_relaxed);
             return VT_SHMM_PRIVATE;
         }
         if (!vt__shm_proc_alive(s, lproc, lepoch)) {
@@ -191,6 +224,7 @@ vt_shmm_role vt__shmm_get(vt_shm *s, const uint8_t digest[32], long ttl,
             continue;
         }
         if (now >= deadline) {
+            vt__shm_give_up(s, lproc, lepoch);
             atomic_fetch_add_explicit(&h->ctr.wait_timeouts, 1, memory_order_relaxed);
             return VT_SHMM_PRIVATE;
         }
@@ -258,7 +292,7 @@ void vt__shmm_forget_all(vt_shm *s)
 
     if (vt__shm_lock(s, &h->meta_mu, vt__shmmeta_repair) != 0)
         return;
-    for (i = 0; i < h->nmeta; i++) {
+    for (i = 0; i < s->g.nmeta; i++) {
         uint32_t st = atomic_load(&s->meta[i].state);
         if (st == VT_M_READY || st == VT_M_MISSING)
             entry_free(s, (int32_t)i);
@@ -272,10 +306,10 @@ static void rebuild(vt_shm *s)
 {
     vt_shm_hdr *h = s->hdr;
     uint32_t i;
-    for (i = 0; i < h->nmeta_buckets; i++)
+    for (i = 0; i < s->g.nmeta_buckets; i++)
         s->meta_buckets[i] = NIL;
     h->meta_count = 0;
-    for (i = 0; i < h->nmeta; i++) {
+    for (i = 0; i < s->g.nmeta; i++) {
         vt_shm_meta *m = &s->meta[i];
         uint32_t st = atomic_load(&m->state);
         m->hnext = NIL;
@@ -290,14 +324,14 @@ static void rebuild(vt_shm *s)
         s->meta_buckets[bucket_of(s, m->digest)] = (int32_t)i;
         h->meta_count++;
     }
-    h->meta_hand %= h->nmeta ? h->nmeta : 1;
+    h->meta_hand %= s->g.nmeta;
 }
 
 void vt__shmmeta_init(vt_shm *s)
 {
     vt_shm_hdr *h = s->hdr;
     uint32_t i;
-    for (i = 0; i < h->nmeta; i++) {
+    for (i = 0; i < s->g.nmeta; i++) {
         memset(&s->meta[i], 0, sizeof s->meta[i]);
         s->meta[i].hnext = NIL;
     }

@@ -16,6 +16,15 @@ static char g_status[900];
 static char g_warning[1100];
 static atomic_int g_warn_pending;
 
+/* The segment turned itself off for this process (shmseg.h): one debug
+ * line, and the status says so from now on. */
+static void say_off(const char *why)
+{
+    snprintf(g_status, sizeof g_status,
+             "no longer used (%s): per-process cache instead", why);
+    CPLDebug("VSITUNE", "shared cache: %s", g_status);
+}
+
 static void detach_at_exit(void)
 {
     vt__shm_exit(g_shm);
@@ -41,6 +50,7 @@ vt_shm *vt__shm_from_options(uint64_t block_size, long *wait_ms)
     o.budget = vt__opt_size(NULL, VT_OPT_SHARED_CACHE_SIZE);
     o.block_size = block_size;
     o.refused = &refused;
+    o.notice = say_off;
     s = vt__shm_open(&o, why, sizeof why);
     if (s) {
         snprintf(g_status, sizeof g_status, "%s", why);

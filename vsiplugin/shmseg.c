@@ -26,6 +26,8 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +46,15 @@
 #include "shmmeta.h"
 
 #define MIB (1024.0 * 1024.0)
+/* The longest any lock of the segment (the robust mutexes, the OFD lock of
+ * attaching) is waited for: they guard microseconds of in-memory work, so
+ * a holder past this is stopped (SIGSTOP, a debugger, a frozen cgroup) or
+ * the segment is damaged, and this process goes on without it. */
+#define LOCK_WAIT_MS 2000
+/* How long a filler given up on (its wait timed out) is not waited for. */
+#define GIVEN_UP_MS 60000
+
+enum { INJ_NONE = 0, INJ_PROCS = 1, INJ_BLOCKS = 2, INJ_META = 3 };
 
 /* ---- OFD locks ---- */
 
@@ -77,7 +88,7 @@ static int ofd_held(int fd, off_t byte)
 typedef struct layout {
     uint32_t nprocs, ndesc, nbuckets, nslots, nmeta, nmeta_buckets;
     uint64_t off_procs, off_desc, off_lirs, off_buckets, off_meta;
-    uint64_t off_meta_buckets, off_data, total;
+    uint64_t off_meta_buckets, off_owner, off_data, total;
 } layout;
 
 static uint64_t align_up(uint64_t v, uint64_t a)
@@ -110,7 +121,9 @@ static void place(layout *l, uint32_t nslots, uint64_t bs)
     l->off_meta = align_up(l->off_buckets + (uint64_t)l->nbuckets * 4, 64);
     l->off_meta_buckets =
         align_up(l->off_meta + (uint64_t)l->nmeta * sizeof(vt_shm_meta), 64);
-    l->off_data = align_up(l->off_meta_buckets + (uint64_t)l->nmeta_buckets * 4, page);
+    /* each data slot's owner (shmcache.c), found from the layout alone */
+    l->off_owner = align_up(l->off_meta_buckets + (uint64_t)l->nmeta_buckets * 4, 64);
+    l->off_data = align_up(l->off_owner + (uint64_t)nslots * 4, page);
     l->total = l->off_data + (uint64_t)nslots * bs;
 }
 
@@ -131,6 +144,74 @@ static int plan(layout *l, uint64_t budget, uint64_t bs)
     if (lo < 16)
         return -1;
     place(l, (uint32_t)lo, bs);
+    return 0;
+}
+
+/* ---- the header, checked ---- */
+
+/* The geometry the header at h states, each field read once, if it is the
+ * layout this build makes for its slot count and block size in a file of
+ * file_size bytes: 0 and *g, else -1 and why. */
+static int geom_of(const vt_shm_hdr *h, uint64_t file_size, vt_shm_geom *g,
+                   char *why, size_t whylen)
+{
+    uint32_t nprocs = VT_SHM_LD(h->nprocs), ndesc = VT_SHM_LD(h->ndesc);
+    uint32_t nbuckets = VT_SHM_LD(h->nbuckets), nslots = VT_SHM_LD(h->nslots);
+    uint32_t nmeta = VT_SHM_LD(h->nmeta);
+    uint32_t nmeta_buckets = VT_SHM_LD(h->nmeta_buckets);
+    uint64_t bs = VT_SHM_LD(h->block_size), total = VT_SHM_LD(h->total_size);
+    layout l;
+
+    if (file_size < sizeof(vt_shm_hdr) || bs < 4096 || bs > (16u << 20) ||
+        nslots < 16 || nslots > (1u << 26)) {
+        snprintf(why, whylen, "damaged (block size %llu, %u slots)",
+                 (unsigned long long)bs, nslots);
+        return -1;
+    }
+    place(&l, nslots, bs);
+    if (nprocs != l.nprocs || ndesc != l.ndesc || nbuckets != l.nbuckets ||
+        nmeta != l.nmeta || nmeta_buckets != l.nmeta_buckets ||
+        VT_SHM_LD(h->off_procs) != l.off_procs ||
+        VT_SHM_LD(h->off_desc) != l.off_desc ||
+        VT_SHM_LD(h->off_lirs) != l.off_lirs ||
+        VT_SHM_LD(h->off_buckets) != l.off_buckets ||
+        VT_SHM_LD(h->off_meta) != l.off_meta ||
+        VT_SHM_LD(h->off_meta_buckets) != l.off_meta_buckets ||
+        VT_SHM_LD(h->off_data) != l.off_data || total != l.total ||
+        total != file_size) {
+        snprintf(why, whylen, "damaged (counts or offsets not those of %u "
+                 "slots of %llu bytes)", nslots, (unsigned long long)bs);
+        return -1;
+    }
+    g->nprocs = nprocs;
+    g->ndesc = ndesc;
+    g->nbuckets = nbuckets;
+    g->nslots = nslots;
+    g->nmeta = nmeta;
+    g->nmeta_buckets = nmeta_buckets;
+    g->block_size = bs;
+    return 0;
+}
+
+int vt__shm_bind(struct vt_shm *s, char *why, size_t whylen)
+{
+    const vt_shm_hdr *h = (const vt_shm_hdr *)s->base;
+    vt_shm_geom g;
+    layout l;
+
+    if (geom_of(h, s->size, &g, why, whylen) != 0)
+        return -1;
+    place(&l, g.nslots, g.block_size); /* offsets from the checked counts */
+    s->g = g;
+    s->hdr = (vt_shm_hdr *)s->base;
+    s->procs = (vt_shm_proc *)(s->base + l.off_procs);
+    s->desc = (vt_shm_desc *)(s->base + l.off_desc);
+    s->lirs = (vt_lirs_node *)(s->base + l.off_lirs);
+    s->buckets = (int32_t *)(s->base + l.off_buckets);
+    s->meta = (vt_shm_meta *)(s->base + l.off_meta);
+    s->meta_buckets = (int32_t *)(s->base + l.off_meta_buckets);
+    s->owner = (int32_t *)(s->base + l.off_owner);
+    s->data = s->base + l.off_data;
     return 0;
 }
 
@@ -216,7 +297,8 @@ static int create(const char *dir, const char *path, const vt_shm_opts *o,
     s.base = base;
     s.size = l.total;
     fill_header((vt_shm_hdr *)base, &l, o, strrchr(path, '/') + 1);
-    vt__shm_bind(&s);
+    if (vt__shm_bind(&s, why, whylen) != 0)
+        goto out; /* never: the header is ours */
     if (init_mutex(&s.hdr->procs_mu) || init_mutex(&s.hdr->blocks_mu) ||
         init_mutex(&s.hdr->meta_mu)) {
         snprintf(why, whylen, "robust process-shared mutexes unavailable");
@@ -309,9 +391,13 @@ static int check_layout(int fd, const struct stat *st, char *why, size_t whylen)
     ok = atomic_load_explicit(&h->magic, memory_order_acquire) == VT_SHM_MAGIC &&
          h->version == VT_SHM_VERSION && h->layout == VT_SHM_LAYOUT &&
          h->total_size == (uint64_t)st->st_size && h->nprocs == VT_SHM_MAX_PROCS;
-    if (!ok)
+    if (!ok) {
         snprintf(why, whylen, "another layout (version %u, layout %u; ours %u, %u)",
                  h->version, h->layout, VT_SHM_VERSION, VT_SHM_LAYOUT);
+    } else {
+        vt_shm_geom g;
+        ok = geom_of(h, (uint64_t)st->st_size, &g, why, whylen) == 0;
+    }
     munmap(h, sizeof *h);
     return ok ? SEG_OURS : SEG_REPLACEABLE;
 }
@@ -376,7 +462,7 @@ static int take_slot(vt_shm *s)
 
     if (vt__shm_lock(s, &s->hdr->procs_mu, NULL) != 0)
         return -1;
-    for (k = 0; k < s->hdr->nprocs && got < 0; k++) {
+    for (k = 0; k < s->g.nprocs && got < 0; k++) {
         vt_shm_proc *p = &s->procs[k];
         if (atomic_load(&p->state) == VT_SHM_PROC_LIVE) {
             if (ofd_held(s->fd, VT_SHM_LOCK_PROC_BASE + k))
@@ -402,9 +488,18 @@ static int take_slot(vt_shm *s)
 static int attach(vt_shm *s)
 {
     struct stat st;
-    int k;
-    if (ofd(s->fd, F_OFD_SETLKW, F_RDLCK, VT_SHM_LOCK_ATTACHED) != 0)
-        return -1;
+    int k, waited = 0;
+    /* Never F_OFD_SETLKW: a process stopped while it holds the write lock
+     * (leaving last, or the watcher removing the name) would hang us. */
+    while (ofd(s->fd, F_OFD_SETLK, F_RDLCK, VT_SHM_LOCK_ATTACHED) != 0) {
+        if ((errno != EAGAIN && errno != EACCES) || waited >= LOCK_WAIT_MS) {
+            vt__shm_off(s, "the segment's attach lock was held for more "
+                        "than %d ms", LOCK_WAIT_MS);
+            return -1;
+        }
+        usleep(10000);
+        waited += 10;
+    }
     if (fstat(s->fd, &st) != 0 || st.st_nlink == 0)
         return -1;
     k = take_slot(s);
@@ -419,6 +514,8 @@ static vt_shm *map_segment(int fd, const char *path)
 {
     struct stat st;
     vt_shm *s = calloc(1, sizeof *s);
+    const char *inj = getenv("VSITUNE_SHM_INJECT");
+    char why[200];
     void *base;
     if (!s || fstat(fd, &st) != 0)
         goto fail;
@@ -428,11 +525,22 @@ static vt_shm *map_segment(int fd, const char *path)
         goto fail;
     s->base = base;
     s->size = (uint64_t)st.st_size;
+    if (vt__shm_bind(s, why, sizeof why) != 0) { /* changed since check() */
+        munmap(base, s->size);
+        goto fail;
+    }
     s->fd = fd;
     atomic_store(&s->proc, -1);
     pthread_mutex_init(&s->attach_mu, NULL);
+    pthread_mutex_init(&s->gu_mu, NULL);
     snprintf(s->path, sizeof s->path, "%s", path);
-    vt__shm_bind(s);
+    /* Failure injection for the tests (debug only, docs/reliability.md):
+     * stop this process (SIGSTOP) the first time it holds that lock. */
+    if (inj)
+        atomic_store(&s->inject, strcmp(inj, "stop-procs") == 0    ? INJ_PROCS
+                                 : strcmp(inj, "stop-blocks") == 0 ? INJ_BLOCKS
+                                 : strcmp(inj, "stop-meta") == 0   ? INJ_META
+                                                                   : INJ_NONE);
     return s;
 fail:
     free(s);
@@ -576,9 +684,16 @@ vt_shm *vt__shm_open(const vt_shm_opts *o, char *why, size_t whylen)
             return NULL;
         }
         if (attach(s) != 0) {
+            int off = atomic_load(&s->off);
             munmap(s->base, s->size);
             close(fd);
             pthread_mutex_destroy(&s->attach_mu);
+            pthread_mutex_destroy(&s->gu_mu);
+            if (off) {
+                snprintf(why, whylen, "%s", s->off_why);
+                free(s);
+                return NULL; /* a lock held too long: not shared */
+            }
             free(s);
             continue; /* removed while we attached: start over */
         }
@@ -588,11 +703,12 @@ vt_shm *vt__shm_open(const vt_shm_opts *o, char *why, size_t whylen)
             snprintf(s->why, sizeof s->why,
                      "%s %s: %.1f MiB, %u blocks of %llu KiB%s%s",
                      strcmp(bad, "attached") == 0 ? "attached to" : "created",
-                     path, s->size / MIB, s->hdr->nslots,
-                     (unsigned long long)(s->hdr->block_size >> 10),
+                     path, s->size / MIB, s->g.nslots,
+                     (unsigned long long)(s->g.block_size >> 10),
                      head[0] ? "; " : "", head);
         }
         snprintf(why, whylen, "%s", s->why);
+        s->notice = o->notice;
         start_watcher(s);
         return s;
     }
@@ -639,6 +755,7 @@ void vt__shm_close(vt_shm *s)
     munmap(s->base, s->size);
     close(s->fd);
     pthread_mutex_destroy(&s->attach_mu);
+    pthread_mutex_destroy(&s->gu_mu);
     free(s);
 }
 
@@ -665,11 +782,16 @@ void vt__shm_fork_child(vt_shm *s)
     if (nfd >= 0)
         close(nfd);
     pthread_mutex_init(&s->attach_mu, NULL); /* no other thread here */
+    pthread_mutex_init(&s->gu_mu, NULL);
 }
 
 int vt__shm_attached(vt_shm *s, uint32_t *epoch)
 {
     int k = atomic_load(&s->proc);
+    if (atomic_load_explicit(&s->off, memory_order_relaxed)) {
+        *epoch = 0;
+        return -1;
+    }
     if (k >= 0) {
         *epoch = s->epoch;
         return k;
@@ -691,7 +813,7 @@ int vt__shm_proc_alive(vt_shm *s, uint32_t proc, uint32_t epoch)
     vt_shm_proc *p;
     int alive = 1;
 
-    if (proc >= s->hdr->nprocs)
+    if (proc >= s->g.nprocs)
         return 0;
     p = &s->procs[proc];
     if (atomic_load(&p->epoch) != epoch ||
@@ -719,9 +841,41 @@ int vt__shm_proc_alive(vt_shm *s, uint32_t proc, uint32_t epoch)
 
 /* ---- locks and waits ---- */
 
+static pthread_mutex_t *injected_lock(vt_shm *s, int which)
+{
+    return which == INJ_PROCS    ? &s->hdr->procs_mu
+           : which == INJ_BLOCKS ? &s->hdr->blocks_mu
+           : which == INJ_META   ? &s->hdr->meta_mu
+                                 : NULL;
+}
+
+/* Uncontended: one trylock, no clock read and no system call. Contended:
+ * a wait bounded by LOCK_WAIT_MS, after which the segment is off for this
+ * process (a holder that long is stopped, not working). A dead holder is
+ * EOWNERDEAD at once, whichever call meets it. */
 int vt__shm_lock(vt_shm *s, pthread_mutex_t *mu, void (*repair)(vt_shm *))
 {
-    int rc = pthread_mutex_lock(mu);
+    int rc;
+
+    if (atomic_load_explicit(&s->off, memory_order_relaxed))
+        return ECANCELED;
+    rc = pthread_mutex_trylock(mu);
+    if (rc == EBUSY) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        t.tv_sec += LOCK_WAIT_MS / 1000;
+        t.tv_nsec += (LOCK_WAIT_MS % 1000) * 1000000L;
+        if (t.tv_nsec >= 1000000000L) {
+            t.tv_sec++;
+            t.tv_nsec -= 1000000000L;
+        }
+        rc = pthread_mutex_clocklock(mu, CLOCK_MONOTONIC, &t);
+        if (rc == ETIMEDOUT) {
+            vt__shm_off(s, "a lock of the segment was held for more than "
+                        "%d ms (a stopped process?)", LOCK_WAIT_MS);
+            return rc;
+        }
+    }
     if (rc == EOWNERDEAD) {
         /* Its owner died inside: rebuild what it guards, then carry on. A
          * death inside repair leaves EOWNERDEAD again for the next one. */
@@ -731,7 +885,76 @@ int vt__shm_lock(vt_shm *s, pthread_mutex_t *mu, void (*repair)(vt_shm *))
         pthread_mutex_consistent(mu);
         rc = 0;
     }
+    if (rc == 0 && atomic_load_explicit(&s->inject, memory_order_relaxed) &&
+        mu == injected_lock(s, atomic_load(&s->inject)) &&
+        atomic_exchange(&s->inject, INJ_NONE) != INJ_NONE)
+        raise(SIGSTOP); /* VSITUNE_SHM_INJECT: stopped holding mu */
+    if (rc == 0 && atomic_load_explicit(&s->off, memory_order_relaxed)) {
+        pthread_mutex_unlock(mu); /* turned off while we waited */
+        rc = ECANCELED;
+    }
     return rc;
+}
+
+void vt__shm_off(vt_shm *s, const char *fmt, ...)
+{
+    va_list ap;
+    atomic_store(&s->off, 1);
+    if (atomic_exchange(&s->off_said, 1) != 0)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(s->off_why, sizeof s->off_why, fmt, ap);
+    va_end(ap);
+    if (s->notice)
+        s->notice(s->off_why);
+}
+
+int32_t vt__shm_index(vt_shm *s, int32_t v, uint32_t n, const char *what)
+{
+    if (v >= 0 && (uint32_t)v < n)
+        return v;
+    if (v != -1)
+        vt__shm_off(s, "the segment is damaged: %s %d out of range [0, %u)",
+                    what, (int)v, n);
+    return -1;
+}
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void vt__shm_give_up(vt_shm *s, uint32_t proc, uint32_t epoch)
+{
+    uint64_t now = mono_ms();
+    int k, use = 0;
+    pthread_mutex_lock(&s->gu_mu);
+    for (k = 0; k < VT_SHM_GIVEN_UP; k++) {
+        if (s->given_up[k].proc == proc && s->given_up[k].epoch == epoch) {
+            use = k;
+            break;
+        }
+        if (s->given_up[k].until_ms < s->given_up[use].until_ms)
+            use = k; /* the oldest (or an empty one) makes room */
+    }
+    s->given_up[use].proc = proc;
+    s->given_up[use].epoch = epoch;
+    s->given_up[use].until_ms = now + GIVEN_UP_MS;
+    pthread_mutex_unlock(&s->gu_mu);
+}
+
+int vt__shm_given_up(vt_shm *s, uint32_t proc, uint32_t epoch)
+{
+    uint64_t now = mono_ms();
+    int k, found = 0;
+    pthread_mutex_lock(&s->gu_mu);
+    for (k = 0; k < VT_SHM_GIVEN_UP && !found; k++)
+        found = s->given_up[k].proc == proc && s->given_up[k].epoch == epoch &&
+                s->given_up[k].until_ms > now;
+    pthread_mutex_unlock(&s->gu_mu);
+    return found;
 }
 
 void vt__shm_unlock(pthread_mutex_t *mu)
@@ -754,12 +977,18 @@ void vt__shm_wake(_Atomic uint32_t *w)
 
 uint64_t vt__shm_block_size(const vt_shm *s)
 {
-    return s->hdr->block_size;
+    return s->g.block_size;
+}
+
+int vt__shm_usable(const vt_shm *s)
+{
+    return s && !atomic_load_explicit(&s->off, memory_order_relaxed);
 }
 
 int vt__shm_reserve(vt_shm *s, uint64_t off, uint64_t len)
 {
-    return posix_fallocate(s->fd, (off_t)(s->hdr->off_data + off), (off_t)len) == 0
+    uint64_t off_data = (uint64_t)(s->data - s->base);
+    return posix_fallocate(s->fd, (off_t)(off_data + off), (off_t)len) == 0
                ? 0
                : -1;
 }
@@ -774,16 +1003,17 @@ void vt__shm_info(vt_shm *s, vt_shm_info *out)
     snprintf(out->path, sizeof out->path, "%s", s->path);
     out->size = s->size;
     out->budget_asked = h->budget_asked;
-    out->block_size = h->block_size;
-    out->slots = h->nslots;
-    out->data_bytes = (uint64_t)h->nslots * h->block_size;
+    out->block_size = s->g.block_size;
+    out->slots = s->g.nslots;
+    out->data_bytes = (uint64_t)s->g.nslots * s->g.block_size;
     out->resident = h->resident;
-    out->used_bytes = (uint64_t)h->resident * h->block_size;
-    out->reserved_bytes = h->off_data + (uint64_t)h->data_cap * h->block_size;
+    out->used_bytes = (uint64_t)h->resident * s->g.block_size;
+    out->reserved_bytes = (uint64_t)(s->data - s->base) +
+                          (uint64_t)h->data_cap * s->g.block_size;
     out->objects = h->meta_count;
     out->created_at = h->created_at;
     out->creator_pid = h->creator_pid;
-    for (k = 0; k < h->nprocs; k++)
+    for (k = 0; k < s->g.nprocs; k++)
         if (atomic_load(&s->procs[k].state) == VT_SHM_PROC_LIVE &&
             ((int)k == atomic_load(&s->proc) ||
              ofd_held(s->fd, VT_SHM_LOCK_PROC_BASE + k)))

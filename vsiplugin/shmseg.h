@@ -21,7 +21,11 @@
  * The contents (blocks: shmcache.h, object metadata: shmmeta.h) live behind
  * robust process-shared mutexes that are never held across I/O or while
  * another is held; waiting for another process is a futex wait with a
- * bound, checking that the other process is still alive.
+ * bound, checking that the other process is still alive. Every lock is
+ * waited for at most a bound (a stopped holder, SIGSTOP or a debugger, is
+ * alive, so robust recovery never frees it): past it, or on any
+ * inconsistency found in the segment, this process stops using the segment
+ * and says so once (vt_shm_opts.notice); it never hangs.
  *
  * Thread-safety: all functions may be called from any thread once the
  * segment is open; vt__shm_open/vt__shm_close are not concurrent with other
@@ -46,6 +50,10 @@ typedef struct vt_shm_opts {
     int *refused;             /* optional out: set to 1 when the name holds
                                  something that is not this user's to use
                                  or remove (planted: the caller warns) */
+    /* Told once, from whichever thread meets it, when this process stops
+     * using the segment (a lock held past its bound, a damaged segment):
+     * it goes on with its own cache. NULL: nobody is told. */
+    void (*notice)(const char *why);
 } vt_shm_opts;
 
 
@@ -78,9 +86,15 @@ int vt__shm_proc_alive(vt_shm *s, uint32_t proc, uint32_t epoch);
 
 /* Take a robust mutex of the segment. When its last owner died holding it,
  * repair(s) runs first (under the mutex) to rebuild what it guards. Returns
- * 0, or an errno value when the mutex is unusable. */
+ * 0, or an errno value when the mutex is unusable, was held past the bound
+ * (ETIMEDOUT: the segment is now off for this process) or the segment is
+ * off (ECANCELED). */
 int vt__shm_lock(vt_shm *s, pthread_mutex_t *mu, void (*repair)(vt_shm *));
 void vt__shm_unlock(pthread_mutex_t *mu);
+
+/* 0 once this process stopped using the segment (vt__shm_off: a lock
+ * held past its bound, an inconsistency); one relaxed load. */
+int vt__shm_usable(const vt_shm *s);
 
 /* Sleep while *w == val, at most timeout_ms (futex on the shared page). */
 void vt__shm_wait(_Atomic uint32_t *w, uint32_t val, long timeout_ms);

@@ -31,6 +31,7 @@
 #include "shmcache.h"
 #include "shmmeta.h"
 #include "shmseg.h"
+#include "shm_regions.h"
 
 enum { BS = 64 * 1024 };
 
@@ -680,6 +681,335 @@ static void test_random_kills(void **state)
     assert_int_equal(access(path, F_OK), -1); /* no segment left behind */
 }
 
+/* ---- stopped processes and damaged segments (issue 18) ---- */
+
+/* A child that attaches, takes `which` (0 procs, 1 blocks, 2 meta) as a
+ * process in the middle of its work would, and stops there (SIGSTOP): it
+ * is alive, so robust recovery never frees the lock. Returns its pid once
+ * it is stopped. */
+static pid_t stopped_holder(int which)
+{
+    int status;
+    pid_t pid = fork();
+    if (pid == 0) {
+        vt_shm *c = open_seg(16u << 20, BS);
+        pthread_mutex_t *mu;
+        if (!c)
+            _exit(2);
+        mu = which == 0 ? &c->hdr->procs_mu
+             : which == 1 ? &c->hdr->blocks_mu : &c->hdr->meta_mu;
+        pthread_mutex_lock(mu);
+        raise(SIGSTOP);
+        _exit(0);
+    }
+    assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
+    assert_true(WIFSTOPPED(status));
+    return pid;
+}
+
+static void kill_stopped(pid_t pid)
+{
+    int status;
+    kill(pid, SIGKILL);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+}
+
+/* The blocks lock's holder is stopped: cached and uncached lookups of an
+ * attached process and of a new one end (PRIVATE: each goes on with its own
+ * cache) instead of hanging; once the holder is SIGKILLed, the next
+ * process recovers the lock and finds the blocks. The alarm is the hang
+ * check (a hang ends the test with SIGALRM). */
+static void test_stopped_blocks_lock_holder(void **state)
+{
+    vt_shm *a = open_seg(16u << 20, BS), *b, *e;
+    static unsigned char buf[BS];
+    uint8_t d[32];
+    size_t len;
+    vt_shmc_ref r;
+    pid_t pid;
+    int i;
+
+    assert_non_null(a);
+    digest_of(11, d);
+    for (i = 0; i < 4; i++)
+        assert_int_equal(touch(a, d, (uint64_t)i), VT_SHMC_FILL);
+    pid = stopped_holder(1);
+    alarm(60);
+    assert_int_equal(vt__shmc_lookup(a, d, 0, buf, &len, &r), VT_SHMC_PRIVATE);
+    assert_int_equal(vt__shmc_lookup(a, d, 9, buf, &len, &r), VT_SHMC_PRIVATE);
+    b = open_seg(16u << 20, BS);   /* attaching needs the process lock only */
+    if (b) {
+        assert_int_equal(vt__shmc_lookup(b, d, 1, buf, &len, &r), VT_SHMC_PRIVATE);
+        vt__shm_close(b);
+    }
+    alarm(0);
+    kill_stopped(pid);
+    e = open_seg(16u << 20, BS);
+    assert_non_null(e);
+    for (i = 0; i < 4; i++)
+        assert_int_equal(touch(e, d, (uint64_t)i), VT_SHMC_HIT);
+    assert_true(atomic_load(&e->hdr->ctr.repairs) >= 1);
+    vt__shm_close(e);
+    vt__shm_close(a);
+}
+
+/* The process-table lock's holder is stopped (in the middle of attaching):
+ * a new process's attach ends (not shared) instead of hanging; the
+ * metadata lock's: an attached process's lookup of an object ends. */
+static void test_stopped_procs_and_meta_lock_holders(void **state)
+{
+    vt_shm *a = open_seg(16u << 20, BS);
+    vt_shm_objinfo out;
+    vt_shmc_ref r;
+    uint8_t d[32];
+    pid_t pid;
+
+    assert_non_null(a);
+    pid = stopped_holder(0);
+    alarm(60);
+    assert_null(open_seg(16u << 20, BS));
+    alarm(0);
+    kill_stopped(pid);
+    vt__shm_close(a);
+
+    a = open_seg(16u << 20, BS);
+    assert_non_null(a);
+    vt__shm_digest("https://ep/\nb/stopped.tif\nakid", d);
+    pid = stopped_holder(2);
+    alarm(60);
+    assert_int_equal(vt__shmm_get(a, d, 300, 30, 1000, &out, &r), VT_SHMM_PRIVATE);
+    alarm(0);
+    kill_stopped(pid);
+    vt__shm_close(a);
+}
+
+/* The last process leaving holds the "attached" byte's write lock while it
+ * removes the name; stopped there, it must not hang a process attaching. */
+static void test_stopped_leaver_never_hangs_an_attach(void **state)
+{
+    int status;
+    pid_t pid = fork();
+    if (pid == 0) {
+        vt_shm *c = open_seg(16u << 20, BS);
+        struct flock fl;
+        if (!c)
+            _exit(2);
+        memset(&fl, 0, sizeof fl);
+        fl.l_whence = SEEK_SET;
+        fl.l_start = VT_SHM_LOCK_ATTACHED;
+        fl.l_len = 1;
+        fl.l_type = F_WRLCK; /* alone: our read lock becomes a write lock */
+        if (fcntl(c->fd, F_OFD_SETLK, &fl) != 0)
+            _exit(3);
+        raise(SIGSTOP);
+        _exit(0);
+    }
+    assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
+    assert_true(WIFSTOPPED(status));
+    alarm(60);
+    assert_null(open_seg(16u << 20, BS));
+    alarm(0);
+    kill_stopped(pid);
+}
+
+/* A filler that holds several blocks and does not finish: once one wait for
+ * it timed out, its other blocks are not waited for (PRIVATE at once, so
+ * the reader fetches them with its own run), where each used to cost the
+ * whole wait bound in turn. */
+static void test_given_up_filler_is_not_waited_for_again(void **state)
+{
+    vt_shm *a = open_seg(16u << 20, BS), *b = open_seg(16u << 20, BS);
+    static unsigned char buf[BS];
+    vt_shmc_ref ra[4], rb0, rb2;
+    uint8_t d[32];
+    size_t len;
+    int err, i;
+
+    assert_non_null(a);
+    assert_non_null(b);
+    digest_of(12, d);
+    for (i = 0; i < 4; i++)
+        assert_int_equal(vt__shmc_lookup(a, d, (uint64_t)i, buf, &len, &ra[i]),
+                         VT_SHMC_FILL);
+    assert_int_equal(vt__shmc_lookup(b, d, 0, buf, &len, &rb0), VT_SHMC_WAIT);
+    assert_int_equal(vt__shmc_lookup(b, d, 2, buf, &len, &rb2), VT_SHMC_WAIT);
+    assert_int_equal(vt__shmc_wait(b, &rb0, d, 0, 200, buf, &len, &err, NULL, 0),
+                     VT_SHMC_PRIVATE);
+    /* its other blocks: no wait for them */
+    assert_int_equal(vt__shmc_lookup(b, d, 1, buf, &len, &rb0), VT_SHMC_PRIVATE);
+    assert_int_equal(vt__shmc_lookup(b, d, 3, buf, &len, &rb0), VT_SHMC_PRIVATE);
+    /* one of them fills after all: a hit, whoever fills it */
+    fill(a, &ra[3], d, 3);
+    assert_int_equal(touch(b, d, 3), VT_SHMC_HIT);
+    for (i = 0; i < 3; i++)
+        fill(a, &ra[i], d, (uint64_t)i);
+    vt__shm_close(b);
+    vt__shm_close(a);
+}
+
+/* A garbage block-bucket count in the header of a segment in use: a new
+ * process does not crash on it (a child, so a SIGSEGV shows as a status). */
+static void test_damaged_header_never_crashes_an_attacher(void **state)
+{
+    vt_shm *a = open_seg(16u << 20, BS);
+    uint8_t d[32];
+    int status, i;
+    pid_t pid;
+
+    assert_non_null(a);
+    digest_of(13, d);
+    for (i = 0; i < 4; i++)
+        touch(a, d, (uint64_t)i);
+    a->hdr->nbuckets = 1u << 30;
+    a->hdr->nmeta_buckets = 1u << 30;
+    pid = fork();
+    if (pid == 0) {
+        vt_shm *c = open_seg(16u << 20, BS);
+        if (c) {
+            for (i = 0; i < 8; i++)
+                touch(c, d, (uint64_t)i);
+        }
+        _exit(c ? 1 : 0);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0); /* not shared: damaged, in use */
+    /* the attached process keeps its own checked counts */
+    for (i = 0; i < 4; i++)
+        assert_int_equal(touch(a, d, (uint64_t)i), VT_SHMC_HIT);
+    vt__shm_close(a);
+}
+
+/* A hashed metadata entry in a state that does not exist (FREE, or any
+ * garbage) naming a loader that is gone: a lookup of it ends (PRIVATE),
+ * where it looped forever (found by fuzz_shm_segment). The alarm is the
+ * hang check. */
+static void test_damaged_metadata_state_never_loops(void **state)
+{
+    static const uint32_t bad[] = {VT_M_FREE, 9, 0xffffffffu};
+    vt_shm *a = open_seg(16u << 20, BS);
+    vt_shm_objinfo in, out;
+    vt_shmc_ref r;
+    uint8_t d[32];
+
+    assert_non_null(a);
+    vt__shm_digest("https://ep/\nb/state.tif\nakid", d);
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        vt_shm *b = open_seg(16u << 20, BS);
+        assert_non_null(b);
+        assert_int_equal(vt__shmm_get(a, d, 300, 30, 1000, &out, &r), VT_SHMM_LOAD);
+        memset(&in, 0, sizeof in);
+        in.size = 7;
+        in.loaded_at = (int64_t)time(NULL);
+        vt__shmm_publish(a, &r, &in);
+        atomic_store(&a->meta[r.desc].state, bad[k]);
+        a->meta[r.desc].loader_proc = VT_SHM_MAX_PROCS - 1; /* nobody */
+        alarm(30);
+        assert_int_equal(vt__shmm_get(b, d, 300, 30, 0, &out, &r), VT_SHMM_PRIVATE);
+        alarm(0);
+        vt__shm_close(b);
+        vt__shmm_forget_all(a);
+        atomic_store(&a->meta[r.desc].state, VT_M_FREE);
+        vt__shmmeta_repair(a);
+    }
+    vt__shm_close(a);
+}
+
+/* Random garbage written over the index structures of a live segment
+ * (header fields past the locks, descriptors, buckets, LIRS nodes, slot
+ * owners, metadata): the processes reading it never crash or hang, and
+ * every byte they are handed is right. Each round runs in a child, so a
+ * SIGSEGV is a failed status rather than the end of the run. */
+static void scribble(vt_shm *s, uint64_t *rnd, int n)
+{
+    shm_region reg[SHM_REGIONS]; /* each alike, whatever its size */
+    shm_regions(s, reg);
+    for (int k = 0; k < n; k++) {
+        uint64_t r = splitmix(rnd), q = splitmix(rnd);
+        int g = (int)(q % SHM_REGIONS);
+        uint64_t off = ((q >> 8) % reg[g].len) & ~(uint64_t)3;
+        int32_t v;
+        if (g == SHM_REGION_META) /* the fields before the digest */
+            off = off / sizeof(vt_shm_meta) * sizeof(vt_shm_meta) +
+                  ((q >> 40) % offsetof(vt_shm_meta, digest) & ~(uint64_t)3);
+        switch (r % 4) {
+        case 0: v = -1; break;
+        case 1: v = (int32_t)((r >> 8) % 400); break; /* a plausible index */
+        case 2: v = (int32_t)(r >> 20); break;
+        default: v = (int32_t)(r >> 33) | INT32_MIN; break;
+        }
+        if (off + 4 <= reg[g].len)
+            memcpy(reg[g].at + off, &v, 4);
+    }
+}
+
+/* touch() for a child: a wrong byte is exit 3, not a cmocka failure. */
+static void touch_or_exit(vt_shm *s, const uint8_t *d, uint64_t index)
+{
+    static unsigned char buf[BS];
+    size_t len = 0;
+    vt_shmc_ref ref;
+    int err;
+    vt_shmc_role r = vt__shmc_lookup(s, d, index, buf, &len, &ref);
+
+    if (r == VT_SHMC_WAIT)
+        r = vt__shmc_wait(s, &ref, d, index, 200, buf, &len, &err, NULL, 0);
+    if (r == VT_SHMC_HIT && !block_ok(d, index, buf, len, BS))
+        _exit(3);
+    if (r == VT_SHMC_FILL)
+        fill(s, &ref, d, index);
+}
+
+static void test_garbage_in_a_live_segment(void **state)
+{
+    enum { ROUNDS = 120 };
+    uint64_t rnd = 777;
+    int round, status;
+
+    for (round = 0; round < ROUNDS; round++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            vt_shm *a = open_seg(8u << 20, BS), *b = open_seg(8u << 20, BS);
+            vt_shm_objinfo in, out;
+            vt_shmc_ref r;
+            uint8_t d[32], m[32];
+            int k;
+            if (!a || !b)
+                _exit(2);
+            alarm(60);
+            memset(&in, 0, sizeof in);
+            in.size = 42;
+            in.loaded_at = (int64_t)time(NULL);
+            for (k = 0; k < 60; k++) {
+                digest_of(k % 3, d);
+                touch_or_exit(k % 2 ? a : b, d, (uint64_t)(k * 7 % 90));
+                vt__shm_digest(k % 2 ? "meta-a" : "meta-b", m);
+                if (vt__shmm_get(a, m, 300, 30, 200, &out, &r) == VT_SHMM_LOAD)
+                    vt__shmm_publish(a, &r, &in);
+            }
+            scribble(a, &rnd, 1 + (int)(splitmix(&rnd) % 64));
+            for (k = 0; k < 200; k++) {
+                digest_of(k % 3, d);
+                touch_or_exit(k % 2 ? a : b, d, (uint64_t)(k * 11 % 90));
+                vt__shm_digest(k % 5 ? "meta-a" : "meta-c", m);
+                if (vt__shmm_get(b, m, 300, 30, 200, &out, &r) == VT_SHMM_LOAD)
+                    vt__shmm_publish(b, &r, &in);
+                else if (!out.missing && out.size != 0 && out.size != 42)
+                    _exit(4);
+            }
+            unlink(path);
+            _exit(0);
+        }
+        splitmix(&rnd);
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        unlink(path);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            fail_msg("round %d: %s %d (3: wrong bytes, 4: wrong size, 14: hung)",
+                     round, WIFEXITED(status) ? "exit" : "signal",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    }
+}
+
 static int setup(void **state)
 {
     snprintf(pool, sizeof pool, "ut%d", (int)getpid());
@@ -711,6 +1041,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fork_child, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_and_foreign, setup, teardown),
         cmocka_unit_test_setup_teardown(test_random_kills, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stopped_blocks_lock_holder, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stopped_procs_and_meta_lock_holders, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stopped_leaver_never_hangs_an_attach, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_given_up_filler_is_not_waited_for_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damaged_header_never_crashes_an_attacher, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damaged_metadata_state_never_loops, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_garbage_in_a_live_segment, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
