@@ -24,6 +24,7 @@
 #include "gdal_error.h"
 #include "object.h"
 #include "listing.h"
+#include "notice.h"
 #include "planner.h"
 #include "policy.h"
 #include "s3.h"
@@ -784,40 +785,22 @@ static enum sibling_mode sibling_mode(const char *path, int *chosen)
 /* The one answer of the plugin that differs from stock GDAL's by design (a
  * COG's external .aux.xml, .ovr, .msk are not read), said where it happens:
  * once per process, the first time a COG is opened so while the user has
- * not set VSITUNE_SIDECARS (any value, AUTO included, silences it).
- *
- * The channel is GDAL's debug channel (CE_Debug, category VSITUNE), forced
- * on for this one line by a thread-local CPL_DEBUG (this thread only, put
- * back at once), because it tells without changing what GDAL reports: the
- * default handler prints it on stderr (or CPL_LOG) as "VSITUNE: ...", not as
- * an "ERROR n:" or "Warning n:" line; CPLDebug leaves the last error class,
- * number, message and the error counter alone (a CE_Warning would change
- * them, and every handler, rasterio's log and the Python bindings would
- * report a warning nothing caused); rasterio logs it at DEBUG. A handler
- * installed without debug messages (CPLSetCurrentErrorHandlerCatchDebug)
- * does not get it: GDAL's choice for that handler. */
+ * not set VSITUNE_SIDECARS (any value, AUTO included, silences it), as a
+ * notice (notice.h: GDAL's debug channel, shown without CPL_DEBUG, GDAL's
+ * error state untouched). */
 static atomic_int cog_notice_said;
 
 static void say_cog_without_sidecars(const char *path)
 {
-    const char *cur;
-    char *prev = NULL;
     if (atomic_exchange(&cog_notice_said, 1))
         return;
-    cur = CPLGetThreadLocalConfigOption("CPL_DEBUG", NULL);
-    if (cur)
-        prev = CPLStrdup(cur);
-    CPLSetThreadLocalConfigOption("CPL_DEBUG", "VSITUNE");
-    CPLDebug("VSITUNE",
-             "a COG is opened without looking for its sidecar files (the "
-             "first: s3://%s): an external .aux.xml (nodata, statistics, "
-             "metadata), .ovr or .msk beside a COG is not read, where stock "
-             "GDAL reads it. VSITUNE_SIDECARS=YES reads them as stock GDAL "
-             "does; VSITUNE_SIDECARS=AUTO keeps this and silences this line "
-             "(said once per process)",
-             path);
-    CPLSetThreadLocalConfigOption("CPL_DEBUG", prev);
-    CPLFree(prev);
+    vt__notice("a COG is opened without looking for its sidecar files (the "
+               "first: s3://%s): an external .aux.xml (nodata, statistics, "
+               "metadata), .ovr or .msk beside a COG is not read, where stock "
+               "GDAL reads it. VSITUNE_SIDECARS=YES reads them as stock GDAL "
+               "does; VSITUNE_SIDECARS=AUTO keeps this and silences this line "
+               "(said once per process)",
+               path);
 }
 
 /* GDAL's question "which files lie beside this one?". GDALOpenInfo asks it

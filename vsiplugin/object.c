@@ -127,7 +127,7 @@ vt_cache *vt__object_cache(void)
     }
     c = g_cache;
     pthread_mutex_unlock(&table_mu);
-    vt__shm_warn(); /* a planted segment name, once, outside the lock */
+    vt__shm_warn(); /* why sharing is not used, once, outside the lock */
     return c;
 }
 

@@ -9,12 +9,14 @@
 #include <cpl_error.h>
 
 #include "config.h"
+#include "notice.h"
 
 static vt_shm *g_shm;           /* the process's segment, for the exit hook */
 static char g_status[900];
 /* A warning to emit once the caller's lock is released (vt__shm_warn). */
 static char g_warning[1100];
 static atomic_int g_warn_pending;
+static atomic_int g_notice_pending; /* g_status says why sharing is not used */
 
 /* The segment turned itself off for this process (shmseg.h): one debug
  * line, and the status says so from now on. */
@@ -22,7 +24,9 @@ static void say_off(const char *why)
 {
     snprintf(g_status, sizeof g_status,
              "no longer used (%s): per-process cache instead", why);
-    CPLDebug("VSITUNE", "shared cache: %s", g_status);
+    /* once per process (shmseg.c tells once); the user asked for sharing,
+     * so it is said without CPL_DEBUG, as a notice, not an error */
+    vt__notice("shared cache: %s", g_status);
 }
 
 static void detach_at_exit(void)
@@ -60,7 +64,13 @@ vt_shm *vt__shm_from_options(uint64_t block_size, long *wait_ms)
     } else {
         snprintf(g_status, sizeof g_status,
                  "not used (%s): per-process cache instead", why);
-        CPLDebug("VSITUNE", "shared cache: %s", g_status);
+        /* The user asked for sharing: a fallback is said without
+         * CPL_DEBUG (a notice, or the warning below), once the caller's
+         * lock is released (vt__shm_warn). */
+        if (!refused)
+            atomic_store(&g_notice_pending, 1);
+        else
+            CPLDebug("VSITUNE", "shared cache: %s", g_status);
         if (refused) {
             /* Planted under our name: only its owner can remove it, and
              * the user asked for sharing, so say so without CPL_DEBUG. */
@@ -87,4 +97,6 @@ void vt__shm_warn(void)
 {
     if (atomic_load(&g_warn_pending) && atomic_exchange(&g_warn_pending, 0))
         CPLError(CE_Warning, CPLE_AppDefined, "%s", g_warning);
+    if (atomic_load(&g_notice_pending) && atomic_exchange(&g_notice_pending, 0))
+        vt__notice("shared cache: %s", g_status);
 }

@@ -27,7 +27,10 @@ vt_shm *vt__shm_from_options(uint64_t block_size, long *wait_ms);
 
 /* Emit, once per process, the warning vt__shm_from_options left when the
  * segment's name holds something planted (shmseg.h, refused): a CE_Warning
- * naming the file and the options that avoid it. Call with no lock held
+ * naming the file and the options that avoid it; when sharing was asked for
+ * but is not used for another reason (no usable /dev/shm, too small, a lock
+ * held past its bound, a damaged segment): a notice (notice.h) saying why,
+ * shown without CPL_DEBUG. Each once per process. Call with no lock held
  * (the user's error handler runs in it). */
 void vt__shm_warn(void);
 
