@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cpl_conv.h>
 #include <cpl_error.h>
@@ -133,6 +134,38 @@ static char *cfg_dup(const char *name)
     return v && *v ? strdup(v) : NULL;
 }
 
+/* The CA bundle when no option names one. A distribution's libcurl has its
+ * system's bundle compiled in (curl_version_info's cainfo/capath): libcurl
+ * uses it, as it does under stock GDAL, and this returns NULL. A libcurl built
+ * without one (the portable Lambda layer's static copy, which cannot know
+ * whether it runs on Debian or Amazon Linux) gets the first readable
+ * well-known bundle: Debian/Ubuntu, Amazon Linux/Fedora/RHEL, openSUSE,
+ * Alpine/macOS-style. Returns a malloc'd path (the caller frees) or NULL. */
+static char *default_cainfo(void)
+{
+    static const char *const known[] = {
+        "/etc/ssl/certs/ca-certificates.crt",
+        "/etc/pki/tls/certs/ca-bundle.crt",
+        "/etc/ssl/ca-bundle.pem",
+        "/etc/ssl/cert.pem",
+    };
+    const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+    size_t i;
+
+    if (v->age < CURLVERSION_SEVENTH || v->cainfo || v->capath)
+        return NULL;
+    for (i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+        if (access(known[i], R_OK) == 0) {
+            CPLDebug("VSITUNE", "CA bundle %s (libcurl has none built in)",
+                     known[i]);
+            return strdup(known[i]);
+        }
+    }
+    CPLDebug("VSITUNE", "no CA bundle found and libcurl has none built in: "
+             "set CURL_CA_BUNDLE for https");
+    return NULL;
+}
+
 static vt_err read_opts(struct vt_eng_opts *o)
 {
     const char *ver = CPLGetConfigOption("GDAL_HTTP_VERSION", NULL);
@@ -163,6 +196,8 @@ static vt_err read_opts(struct vt_eng_opts *o)
         o->cainfo = cfg_dup("CURL_CA_BUNDLE");
     if (!o->cainfo)
         o->cainfo = cfg_dup("SSL_CERT_FILE");
+    if (!o->cainfo)
+        o->cainfo = default_cainfo();
     o->useragent = cfg_dup("GDAL_HTTP_USERAGENT");
     if (!o->useragent)
         o->useragent = strdup("vsitune/" VT_VERSION);

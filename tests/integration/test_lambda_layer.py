@@ -1,0 +1,260 @@
+#!/usr/bin/python3
+"""test_lambda_layer.py: the portable Lambda layer (issue 21) drops into a GDAL it
+was not compiled in.
+
+packaging/lambda/build-layer.sh --gdal RELEASE [--arch ARCH] builds the layer in a
+Debian bullseye root (glibc 2.31) against the headers and libgdal.so of Debian's
+GDAL of that release, with a private static libcurl/nghttp2/OpenSSL. This file
+unpacks each zip and checks:
+
+1. every ELF file: the highest GLIBC symbol version it asks for is <= 2.34
+   (Lambda's Amazon Linux 2023), its NEEDED entries are only what a Lambda
+   function with a GDAL layer has, the plugin exports GDALRegister_vsitune alone
+   and asks nothing of an outside libcurl or OpenSSL;
+2. loaded by the GDAL of a Debian root (trixie: 3.10, sid: 3.13; its own gdalinfo
+   and rasterio, a different build of that release than the one it was linked
+   against), the plugin takes over /vsis3/: the lab's request log shows gdalinfo
+   of the 212 MB COG = 1 request, a window read by rasterio = 2, all with
+   vsitune's User-Agent, and the values equal the local file's;
+3. HTTPS where the only CA bundle is Amazon Linux's path
+   (/etc/pki/tls/certs/ca-bundle.crt; Debian's /etc/ssl/certs hidden; no
+   CURL_CA_BUNDLE): the plugin's own libcurl has no bundle built in and must
+   find that one.
+
+The roots and the layer's build products (curl's source and static build) are
+cached under $VT_ROOTS_DIR (default build/roots), made by the scripts
+(scripts/debroot.sh). A root the Debian mirror does not serve is a skip that
+says so; any other failure to build is a failure. arm64 (LAYER_ARCHS) runs the
+same checks in an arm64 root under qemu-user.
+
+Run: /usr/bin/python3 -m pytest tests/integration/test_lambda_layer.py
+Needs root (debootstrap, chroot). About 10 minutes on a cold cache.
+"""
+import hashlib
+import os
+import re
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import lab_client
+from test_vsitune_helpers import PY, VT_UA, kinds
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = lab_client.build_dir()
+ROOTS = Path(os.environ.get("VT_ROOTS_DIR") or BUILD / "roots")
+LAYER = REPO / "packaging" / "lambda" / "build-layer.sh"
+DEBROOT = REPO / "scripts" / "debroot.sh"
+# GDAL release -> the Debian suite whose GDAL loads the layer
+RELEASES = {"3.10": "trixie", "3.13": "sid"}
+ROOT_DEBS = ["gdal-bin", "python3-rasterio", "python3-numpy", "ca-certificates"]
+# What a Lambda function with a GDAL layer provides (libpthread, libdl, librt: glibc
+# 2.34 merged them into libc and still ships the files for binaries linked before).
+ALLOWED_NEEDED = re.compile(r"libgdal\.so\.\d+|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libc\.so\.6|"
+                            r"libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|"
+                            r"ld-linux-x86-64\.so\.2|ld-linux-aarch64\.so\.1")
+# A 64x64 window inside one 512x512 tile of the s2 fixture, in its data swath.
+WINDOW = (8000, 3000, 64, 64)
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (debootstrap, chroot)"),
+    # scripts/test.sh runs the suite inside its trixie and sid roots too: this file
+    # makes and enters roots itself, so it belongs to the host phase only
+    pytest.mark.skipif(Path("/.debroot").exists(),
+                       reason="inside a scripts/debroot.sh root: runs in the host phase"),
+]
+
+
+def sh(args, timeout=3600, **kw):
+    return subprocess.run([str(a) for a in args], capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+def make_root(suite, where):
+    """scripts/debroot.sh SUITE WHERE ROOT_DEBS: the root, or a skip when the mirror
+    does not serve SUITE (exit 3)."""
+    p = sh([DEBROOT, suite, where, *ROOT_DEBS])
+    if p.returncode == 3:
+        pytest.skip(f"Debian {suite}: {p.stderr.strip().splitlines()[-1]}")
+    assert p.returncode == 0, p.stderr[-3000:]
+    return Path(where)
+
+
+_layers = {}
+
+
+def layer(release, arch, tmp_path_factory):
+    """build-layer.sh --gdal RELEASE --arch ARCH, unpacked: (zip path, unpacked dir)."""
+    key = (release, arch)
+    if key not in _layers:
+        out = BUILD / "layer" / f"vsitune-layer-gdal{release}-{arch}.zip"
+        p = sh([LAYER, "--gdal", release, "--arch", arch, "--output", out],
+               env={**os.environ, "VT_ROOTS_DIR": str(ROOTS)})
+        if p.returncode == 4:
+            pytest.skip(f"the Debian mirror cannot serve a root the build needs: "
+                        f"{p.stderr.strip().splitlines()[-1]}")
+        assert p.returncode == 0, (p.stdout + p.stderr)[-5000:]
+        d = tmp_path_factory.mktemp(f"layer-{release}-{arch}")
+        with zipfile.ZipFile(out) as z:
+            for info in z.infolist():
+                z.extract(info, d)
+                mode = info.external_attr >> 16
+                if mode:
+                    os.chmod(d / info.filename, mode & 0o7777)
+        _layers[key] = (out, d)
+    return _layers[key]
+
+
+def elf_files(d):
+    return [p for p in sorted(Path(d).rglob("*"))
+            if p.is_file() and p.read_bytes()[:4] == b"\x7fELF"]
+
+
+def glibc_max(path):
+    vs = re.findall(r"GLIBC_(\d+(?:\.\d+)+)", sh(["readelf", "-V", "--wide", path]).stdout)
+    return max((tuple(map(int, v.split("."))) for v in vs), default=())
+
+
+def needed(path):
+    return re.findall(r"\(NEEDED\).*\[(.*)\]", sh(["readelf", "-d", path]).stdout)
+
+
+def dynsyms(path, defined):
+    """Dynamic symbols of path: the defined ones, or the undefined ones."""
+    out = sh(["nm", "-D", "--defined-only" if defined else "--undefined-only", path]).stdout
+    return {line.split()[-1] for line in out.splitlines() if line.split()}
+
+
+def in_root(rootdir, binds, env, args, timeout=600):
+    """args inside rootdir (scripts/debroot.sh --run), with exactly env."""
+    cmd = [DEBROOT, "--run", rootdir]
+    for b in binds:
+        cmd += ["--bind", b]
+    cmd += ["--", "/usr/bin/env", *[f"{k}={v}" for k, v in env.items()], *args]
+    return sh(cmd, timeout=timeout)
+
+
+def lab_env(lab, endpoint, plugin_dir, drop=()):
+    env = {k: v for k, v in lab.env(endpoint).items() if k not in drop}
+    env.update({"AWS_EC2_METADATA_DISABLED": "true",
+                "CPL_AWS_EC2_API_ROOT_URL": "http://127.0.0.1:9",
+                "GDAL_DRIVER_PATH": str(plugin_dir)})
+    return env
+
+
+def cert_binds(lab):
+    """Binds making the lab's TLS certificate visible at its host path in a root."""
+    certs = {Path(v).parent for k, v in lab.env("h2").items() if k.endswith(("CA_BUNDLE", "CERT_FILE"))}
+    return [f"{d}:{d}:ro" for d in sorted(certs)]
+
+
+RASTERIO_WINDOW = r'''
+import hashlib, sys
+import rasterio
+from rasterio.windows import Window
+with rasterio.open(sys.argv[1]) as ds:
+    a = ds.read(1, window=Window(*map(int, sys.argv[2:6])))
+print(a.dtype, a.shape, int(a.sum()), hashlib.sha256(a.tobytes()).hexdigest())
+'''
+
+
+def local_window(path):
+    import rasterio
+    from rasterio.windows import Window
+    with rasterio.open(path) as ds:
+        a = ds.read(1, window=Window(*WINDOW))
+    return f"{a.dtype} {a.shape} {int(a.sum())} {hashlib.sha256(a.tobytes()).hexdigest()}"
+
+
+def check_vsitune_log(log, cog, n):
+    assert kinds(log) == ["GET_RANGE"] * n, [(e["kind"], e["range"], e["user_agent"]) for e in log]
+    assert all(e["user_agent"].startswith(VT_UA) for e in log), [e["user_agent"] for e in log]
+    assert all(e["status"] == 206 and e["key"] == cog["key"] for e in log), log
+
+
+# ---------------------------------------------------------------- 1. the ELF files
+@pytest.mark.parametrize("release", sorted(RELEASES))
+def test_elf_files_need_only_lambda(release, tmp_path_factory):
+    zpath, d = layer(release, "x86_64", tmp_path_factory)
+    elves = elf_files(d)
+    names = sorted(str(p.relative_to(d)) for p in elves)
+    assert names == ["bin/tunerd", "lib/gdalplugins/gdal_vsitune.so"], names
+    for p in elves:
+        assert glibc_max(p) and glibc_max(p) <= (2, 34), (p, glibc_max(p))
+        bad = [n for n in needed(p) if not ALLOWED_NEEDED.fullmatch(n)]
+        assert not bad, (p, needed(p))
+    plugin = d / "lib/gdalplugins/gdal_vsitune.so"
+    soname = sh(["readelf", "-d", ROOTS / RELEASES[release] / "usr/lib/x86_64-linux-gnu/libgdal.so"]).stdout
+    want = re.search(r"\(SONAME\).*\[(.*)\]", soname).group(1)
+    assert want in needed(plugin), needed(plugin)
+    # only the entry point is exported; curl, nghttp2 and OpenSSL are inside, hidden
+    assert dynsyms(plugin, defined=True) - {"_init", "_fini"} == {"GDALRegister_vsitune"}
+    outside = {s for s in dynsyms(plugin, defined=False)
+               if re.match(r"(curl_|Curl_|nghttp2_|SSL_|EVP_|OPENSSL_|CRYPTO_)", s)}
+    assert not outside, sorted(outside)
+    size = zpath.stat().st_size
+    print(f"{zpath.name}: {size} bytes")
+    assert size < 5 * 1024 * 1024, size  # lambgeo's GDAL layers are 30-52 MB
+
+
+# ---------------------------------------------------------------- 2. drops into another GDAL
+@pytest.mark.parametrize("release", sorted(RELEASES))
+def test_drops_into_debian_gdal(release, lab, cogs, tmp_path_factory):
+    zpath, d = layer(release, "x86_64", tmp_path_factory)
+    rootdir = make_root(RELEASES[release], ROOTS / RELEASES[release])
+    cog = cogs["s2"]
+    binds = [f"{d}:/opt:ro", *cert_binds(lab)]
+    plugins = "/opt/lib/gdalplugins"
+
+    ver = in_root(rootdir, binds, {}, ["gdal-config", "--version"])
+    assert ver.stdout.startswith(release + "."), ver.stdout + ver.stderr
+    fmts = in_root(rootdir, binds, {"GDAL_DRIVER_PATH": plugins}, ["gdalinfo", "--formats"])
+    assert fmts.returncode == 0 and re.search(r"^\s*VSITUNE", fmts.stdout, re.M), \
+        fmts.stdout[-2000:] + fmts.stderr
+
+    lab.reset()
+    info = in_root(rootdir, binds, lab_env(lab, "h1", plugins),
+                   ["gdalinfo", f"/vsis3/lab/{cog['key']}"])
+    assert info.returncode == 0, info.stderr
+    check_vsitune_log(lab.log(), cog, 1)
+
+    lab.reset()
+    win = in_root(rootdir, binds, lab_env(lab, "h2", plugins),
+                  [PY, "-c", RASTERIO_WINDOW, f"s3://lab/{cog['key']}", *WINDOW])
+    assert win.returncode == 0, win.stderr
+    check_vsitune_log(lab.log(), cog, 2)
+    assert win.stdout.strip() == local_window(cog["path"])
+
+
+# ---------------------------------------------------------------- 3. Amazon Linux's CA path
+# Inside the root's private mount namespace: /etc overlaid on a tmpfs (the root
+# itself is not changed), Debian's bundle removed, the lab's CA at AL2023's path.
+AL2023_CA = r'''
+set -e
+mount -t tmpfs tmpfs /mnt
+mkdir /mnt/up /mnt/work
+mount -t overlay overlay -o lowerdir=/etc,upperdir=/mnt/up,workdir=/mnt/work /etc
+rm -rf /etc/ssl/certs
+mkdir -p /etc/pki/tls/certs
+cp "$1" /etc/pki/tls/certs/ca-bundle.crt
+shift
+exec "$@"
+'''
+
+
+def test_https_finds_amazon_linux_ca_bundle(lab, cogs, tmp_path_factory):
+    zpath, d = layer("3.10", "x86_64", tmp_path_factory)
+    rootdir = make_root("trixie", ROOTS / "trixie")
+    cog = cogs["s2"]
+    env = lab_env(lab, "h2", "/opt/lib/gdalplugins",
+                  drop=("CURL_CA_BUNDLE", "SSL_CERT_FILE", "GDAL_CURL_CA_BUNDLE"))
+    env["CPL_DEBUG"] = "VSITUNE"
+    lab.reset()
+    p = in_root(rootdir, [f"{d}:/opt:ro", *cert_binds(lab)], env,
+                ["/bin/sh", "-c", AL2023_CA, "sh", lab.env("h2")["CURL_CA_BUNDLE"],
+                 "gdalinfo", f"/vsis3/lab/{cog['key']}"])
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "CA bundle /etc/pki/tls/certs/ca-bundle.crt" in p.stderr, p.stderr[-3000:]
+    check_vsitune_log(lab.log(), cog, 1)
