@@ -23,9 +23,11 @@ unpacks each zip and checks:
 
 The roots and the layer's build products (curl's source and static build) are
 cached under $VT_ROOTS_DIR (default build/roots), made by the scripts
-(scripts/debroot.sh). A root the Debian mirror does not serve is a skip that
-says so; any other failure to build is a failure. arm64 (LAYER_ARCHS) runs the
-same checks in an arm64 root under qemu-user.
+(scripts/debroot.sh; DEBROOT_ARCH=arm64 for arm64). A root the Debian mirror
+does not serve is a skip that says so; any other failure to build is a failure.
+The arm64 zip (3.10, cross-built) gets checks 1 and 2 in an arm64 trixie root
+under qemu-user (skipped, saying why, where binfmt_misc cannot run arm64
+binaries).
 
 Run: /usr/bin/python3 -m pytest tests/integration/test_lambda_layer.py
 Needs root (debootstrap, chroot). About 10 minutes on a cold cache.
@@ -72,10 +74,35 @@ def sh(args, timeout=3600, **kw):
                           timeout=timeout, **kw)
 
 
-def make_root(suite, where):
-    """scripts/debroot.sh SUITE WHERE ROOT_DEBS: the root, or a skip when the mirror
-    does not serve SUITE (exit 3)."""
-    p = sh([DEBROOT, suite, where, *ROOT_DEBS])
+# The builds checked: (GDAL release, architecture). arm64 runs under qemu-user.
+BUILDS = [("3.10", "x86_64"), ("3.13", "x86_64")]
+TRIPLET = {"x86_64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu"}
+
+
+def need_arch(arch):
+    if arch == "arm64" and "enabled" not in _read("/proc/sys/fs/binfmt_misc/qemu-aarch64"):
+        pytest.skip("arm64 needs qemu-user-static with binfmt_misc enabled "
+                    "(apt-get install qemu-user-static binfmt-support)")
+
+
+def _read(path):
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def root_of(release, arch):
+    """The Debian root whose GDAL loads the layer: ROOTS/trixie, ROOTS/trixie-arm64, ..."""
+    return ROOTS / (RELEASES[release] + ("-arm64" if arch == "arm64" else ""))
+
+
+def make_root(release, arch, extra=()):
+    """scripts/debroot.sh SUITE DIR ROOT_DEBS [extra]: the root, or a skip when the
+    mirror does not serve SUITE (exit 3)."""
+    suite, where = RELEASES[release], root_of(release, arch)
+    env = {**os.environ, "DEBROOT_ARCH": "arm64"} if arch == "arm64" else None
+    p = sh([DEBROOT, suite, where, *ROOT_DEBS, *extra], env=env)
     if p.returncode == 3:
         pytest.skip(f"Debian {suite}: {p.stderr.strip().splitlines()[-1]}")
     assert p.returncode == 0, p.stderr[-3000:]
@@ -88,6 +115,7 @@ _layers = {}
 def layer(release, arch, tmp_path_factory):
     """build-layer.sh --gdal RELEASE --arch ARCH, unpacked: (zip path, unpacked dir)."""
     key = (release, arch)
+    need_arch(arch)
     if key not in _layers:
         out = BUILD / "layer" / f"vsitune-layer-gdal{release}-{arch}.zip"
         p = sh([LAYER, "--gdal", release, "--arch", arch, "--output", out],
@@ -175,18 +203,20 @@ def check_vsitune_log(log, cog, n):
 
 
 # ---------------------------------------------------------------- 1. the ELF files
-@pytest.mark.parametrize("release", sorted(RELEASES))
-def test_elf_files_need_only_lambda(release, tmp_path_factory):
-    zpath, d = layer(release, "x86_64", tmp_path_factory)
+@pytest.mark.parametrize("release,arch", BUILDS)
+def test_elf_files_need_only_lambda(release, arch, tmp_path_factory):
+    zpath, d = layer(release, arch, tmp_path_factory)
     elves = elf_files(d)
     names = sorted(str(p.relative_to(d)) for p in elves)
     assert names == ["bin/tunerd", "lib/gdalplugins/gdal_vsitune.so"], names
+    machine = {"x86_64": "X86-64", "arm64": "AArch64"}[arch]
     for p in elves:
+        assert machine in sh(["readelf", "-h", p]).stdout, p
         assert glibc_max(p) and glibc_max(p) <= (2, 34), (p, glibc_max(p))
         bad = [n for n in needed(p) if not ALLOWED_NEEDED.fullmatch(n)]
         assert not bad, (p, needed(p))
     plugin = d / "lib/gdalplugins/gdal_vsitune.so"
-    soname = sh(["readelf", "-d", ROOTS / RELEASES[release] / "usr/lib/x86_64-linux-gnu/libgdal.so"]).stdout
+    soname = sh(["readelf", "-d", root_of(release, arch) / "usr/lib" / TRIPLET[arch] / "libgdal.so"]).stdout
     want = re.search(r"\(SONAME\).*\[(.*)\]", soname).group(1)
     assert want in needed(plugin), needed(plugin)
     # only the entry point is exported; curl, nghttp2 and OpenSSL are inside, hidden
@@ -200,16 +230,18 @@ def test_elf_files_need_only_lambda(release, tmp_path_factory):
 
 
 # ---------------------------------------------------------------- 2. drops into another GDAL
-@pytest.mark.parametrize("release", sorted(RELEASES))
-def test_drops_into_debian_gdal(release, lab, cogs, tmp_path_factory):
-    zpath, d = layer(release, "x86_64", tmp_path_factory)
-    rootdir = make_root(RELEASES[release], ROOTS / RELEASES[release])
+@pytest.mark.parametrize("release,arch", BUILDS)
+def test_drops_into_debian_gdal(release, arch, lab, cogs, tmp_path_factory):
+    zpath, d = layer(release, arch, tmp_path_factory)
+    rootdir = make_root(release, arch)
     cog = cogs["s2"]
     binds = [f"{d}:/opt:ro", *cert_binds(lab)]
     plugins = "/opt/lib/gdalplugins"
 
-    ver = in_root(rootdir, binds, {}, ["gdal-config", "--version"])
-    assert ver.stdout.startswith(release + "."), ver.stdout + ver.stderr
+    ver = in_root(rootdir, binds, {}, ["gdalinfo", "--version"])
+    assert ver.stdout.startswith(f"GDAL {release}."), ver.stdout + ver.stderr
+    uname = in_root(rootdir, binds, {}, ["uname", "-m"]).stdout.strip()
+    assert uname == {"x86_64": "x86_64", "arm64": "aarch64"}[arch]
     fmts = in_root(rootdir, binds, {"GDAL_DRIVER_PATH": plugins}, ["gdalinfo", "--formats"])
     assert fmts.returncode == 0 and re.search(r"^\s*VSITUNE", fmts.stdout, re.M), \
         fmts.stdout[-2000:] + fmts.stderr
@@ -246,7 +278,7 @@ exec "$@"
 
 def test_https_finds_amazon_linux_ca_bundle(lab, cogs, tmp_path_factory):
     zpath, d = layer("3.10", "x86_64", tmp_path_factory)
-    rootdir = make_root("trixie", ROOTS / "trixie")
+    rootdir = make_root("3.10", "x86_64")
     cog = cogs["s2"]
     env = lab_env(lab, "h2", "/opt/lib/gdalplugins",
                   drop=("CURL_CA_BUNDLE", "SSL_CERT_FILE", "GDAL_CURL_CA_BUNDLE"))
@@ -258,3 +290,79 @@ def test_https_finds_amazon_linux_ca_bundle(lab, cogs, tmp_path_factory):
     assert p.returncode == 0, p.stderr[-3000:]
     assert "CA bundle /etc/pki/tls/certs/ca-bundle.crt" in p.stderr, p.stderr[-3000:]
     check_vsitune_log(lab.log(), cog, 1)
+
+
+# ---------------------------------------------------------------- 4. the conda-forge recipe
+# No conda channel is reachable here, so packaging/conda/recipe.yaml is not built.
+# What is run: its build.sh, as rattler-build would (PREFIX, SRC_DIR, RECIPE_DIR,
+# CMAKE_ARGS), against a prefix laid out like a conda environment (headers straight
+# in include/, lib/libgdal.so, lib/pkgconfig/gdal.pc with Cflags -I${includedir})
+# made from trixie's GDAL 3.10, libcurl, nghttp2 and OpenSSL; then its activation
+# script puts the plugin on GDAL_DRIVER_PATH for trixie's gdalinfo, and its
+# deactivation script restores what was there.
+CONDA_PREFIX_SH = r'''
+set -eu
+P=/vt/work/prefix
+T=$(gcc -dumpmachine)
+mkdir -p $P/include $P/lib/pkgconfig
+cp -a /usr/include/gdal/. $P/include/
+for h in curl openssl nghttp2; do
+  for d in /usr/include/$h /usr/include/$T/$h; do
+    if [ -d $d ]; then mkdir -p $P/include/$h && cp -a $d/. $P/include/$h/; fi
+  done
+done
+for l in gdal curl crypto ssl nghttp2; do cp -L /usr/lib/$T/lib$l.so $P/lib/; done
+pc() {  # NAME VERSION LIBS
+  printf 'prefix=%s\nlibdir=${prefix}/lib\nincludedir=${prefix}/include\nName: %s\nDescription: %s\nVersion: %s\nLibs: -L${libdir} %s\nCflags: -I${includedir}\n' \
+    "$P" "$1" "$1" "$2" "$3" >$P/lib/pkgconfig/$1.pc
+}
+pc gdal "$(gdal-config --version)" -lgdal
+pc libcurl "$(curl-config --version | cut -d' ' -f2)" -lcurl
+pc libnghttp2 "$(pkg-config --modversion libnghttp2)" -lnghttp2
+pc libcrypto "$(pkg-config --modversion libcrypto)" -lcrypto
+pc openssl "$(pkg-config --modversion openssl)" "-lssl -lcrypto"
+cd /vt/work
+env PREFIX=$P SRC_DIR=/vt/src RECIPE_DIR=/vt/src/packaging/conda CPU_COUNT=2 \
+    CMAKE_GENERATOR="Unix Makefiles" CMAKE_ARGS="-DCMAKE_FIND_ROOT_PATH=$P" \
+    PKG_CONFIG_LIBDIR=$P/lib/pkgconfig /bin/bash /vt/src/packaging/conda/build.sh >/vt/work/build.log 2>&1
+echo "pkgconfig-gdal-cflags: $(PKG_CONFIG_LIBDIR=$P/lib/pkgconfig pkg-config --cflags gdal)"
+unset GDAL_DRIVER_PATH
+export CONDA_PREFIX=$P
+. $P/etc/conda/activate.d/libgdal-vsitune_activate.sh
+echo "activated: $GDAL_DRIVER_PATH"
+gdalinfo --format VSITUNE | head -n 3
+. $P/etc/conda/deactivate.d/libgdal-vsitune_deactivate.sh
+echo "deactivated: ${GDAL_DRIVER_PATH-unset}"
+export GDAL_DRIVER_PATH=/other/plugins
+. $P/etc/conda/activate.d/libgdal-vsitune_activate.sh
+echo "joined: $GDAL_DRIVER_PATH"
+. $P/etc/conda/deactivate.d/libgdal-vsitune_deactivate.sh
+echo "restored: $GDAL_DRIVER_PATH"
+'''
+
+
+def test_conda_build_script(tmp_path):
+    rootdir = make_root("3.10", "x86_64", extra=(
+        "build-essential", "cmake", "pkg-config", "libgdal-dev", "libcurl4-openssl-dev",
+        "libnghttp2-dev", "libssl-dev"))
+    work = tmp_path / "work"
+    work.mkdir()
+    p = in_root(rootdir, [f"{REPO}:/vt/src:ro", f"{work}:/vt/work"], {},
+                ["/bin/sh", "-c", CONDA_PREFIX_SH], timeout=1800)
+    log = (work / "build.log").read_text() if (work / "build.log").exists() else ""
+    assert p.returncode == 0, p.stdout + p.stderr + log[-4000:]
+    prefix = "/vt/work/prefix"
+    out = p.stdout
+    assert f"pkgconfig-gdal-cflags: -I{prefix}/include" in out, out
+    assert f"activated: {prefix}/lib/gdalplugins\n" in out, out
+    assert re.search(r"Short Name: VSITUNE", out), out
+    assert "deactivated: unset" in out, out
+    assert f"joined: /other/plugins:{prefix}/lib/gdalplugins" in out, out
+    assert "restored: /other/plugins" in out, out
+    # built against the prefix's GDAL: its headers and its libgdal (the same soname)
+    plugin = work / "prefix/lib/gdalplugins/gdal_vsitune.so"
+    assert "libgdal.so.36" in needed(plugin), needed(plugin)
+    cc = (work / "_build/compile_commands.json").read_text()
+    assert re.search(rf"(-I|-isystem ){prefix}/include ", cc), cc[:2000]
+    assert "/usr/include/gdal" not in cc, cc[:2000]
+    assert (work / "prefix/bin/tunerd").is_file()
