@@ -21,7 +21,7 @@ DEBS=(
   nodejs npm
   valgrind procps time
   zip unzip
-  debootstrap
+  debootstrap qemu-user-static binfmt-support
   prometheus jq
   python3-fastapi python3-uvicorn
 )

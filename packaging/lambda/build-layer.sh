@@ -54,7 +54,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD_DIR=
 OUTPUT=
 STRIP=--strip
-GDAL_RELEASE= GDAL_PREFIX= ARCH=x86_64
+GDAL_RELEASE='' GDAL_PREFIX='' ARCH=x86_64
 
 die() { echo "build-layer: $2" >&2; exit "$1"; }
 

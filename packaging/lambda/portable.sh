@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # portable.sh: the host side of build-layer.sh --gdal (sourced by it, not run):
 # makes the roots the portable build needs (scripts/debroot.sh, cached under
 # $VT_ROOTS_DIR), gathers the target GDAL's headers and libgdal.so, fetches
@@ -8,7 +9,7 @@
 #   bullseye-build        gcc 10, glibc 2.31, static OpenSSL and zlib (+ arm64
 #                         cross compiler and arm64 -dev packages for --arch arm64)
 #   trixie, sid           GDAL 3.10 and 3.13 (libgdal-dev): headers + libgdal.so
-#   trixie-arm64, sid-arm64  the same for arm64 (debootstrap --arch arm64, qemu)
+#   trixie-arm64, sid-arm64  the same for arm64 (DEBROOT_ARCH=arm64: qemu-user)
 # Cached build products: $VT_ROOTS_DIR/layer-src/{curl,nghttp2}-*/ (Debian's
 # sources, their static builds in _vt-<arch>).
 #
@@ -54,10 +55,10 @@ gdal_prefix() {
         r=$ROOTS_DIR/$suite triplet=x86_64-linux-gnu
         if [ "$ARCH" = arm64 ]; then
             r=$ROOTS_DIR/$suite-arm64 triplet=aarch64-linux-gnu
-            [ -f "$r/.debroot" ] || "$ROOT/packaging/lambda/arm64-root.sh" "$suite" "$r" libgdal-dev ||
-                die 1 "the arm64 $suite root could not be made"
+            grep -qs '^enabled' /proc/sys/fs/binfmt_misc/qemu-aarch64 ||
+                die 2 "an arm64 root needs qemu-user-static with binfmt_misc enabled (/proc/sys/fs/binfmt_misc/qemu-aarch64)"
         fi
-        debroot "$suite" "$r" libgdal-dev
+        DEBROOT_ARCH=$([ "$ARCH" = arm64 ] && echo arm64) debroot "$suite" "$r" libgdal-dev
         inc=$r/usr/include/gdal lib=$r/usr/lib/$triplet/libgdal.so
     fi
     [ -f "$inc/gdal_version.h" ] || [ -f "$inc/gdal/gdal_version.h" ] ||

@@ -75,7 +75,7 @@ def sh(args, timeout=3600, **kw):
 
 
 # The builds checked: (GDAL release, architecture). arm64 runs under qemu-user.
-BUILDS = [("3.10", "x86_64"), ("3.13", "x86_64")]
+BUILDS = [("3.10", "x86_64"), ("3.13", "x86_64"), ("3.10", "arm64")]
 TRIPLET = {"x86_64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu"}
 
 
