@@ -103,6 +103,8 @@ build_root() {
 
 portable_build() {
     local gdir=$ROOTS_DIR/layer-gdal-$GDAL_RELEASE-$ARCH out
+    [ -n "$GDAL_PREFIX" ] || gdal_suite "$GDAL_RELEASE" >/dev/null ||
+        die 2 "no Debian root ships GDAL $GDAL_RELEASE: give its install with --gdal-prefix DIR"
     build_root
     gdal_prefix "$gdir"
     out=$STAGE/portable
