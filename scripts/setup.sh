@@ -50,6 +50,16 @@ if [ "${VT_SKIP_APT:-0}" != 1 ]; then
   fi
 fi
 
+# arm64 roots (the Lambda layer's arm64 check) run through qemu-user: binfmt_misc must
+# know qemu-aarch64. A container may not have binfmt_misc mounted, or may not allow it:
+# then the arm64 tests say so and skip.
+if [ "$(id -u)" = 0 ] && command -v update-binfmts >/dev/null 2>&1 &&
+   ! grep -qs '^enabled' /proc/sys/fs/binfmt_misc/qemu-aarch64; then
+  [ -e /proc/sys/fs/binfmt_misc/register ] ||
+    mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc 2>/dev/null || true
+  update-binfmts --enable qemu-aarch64 >/dev/null 2>&1 || true
+fi
+
 if [ -f "$ROOT/tests/lab/package-lock.json" ]; then
   if [ ! -d "$ROOT/tests/lab/node_modules" ] || \
      [ "$ROOT/tests/lab/package-lock.json" -nt "$ROOT/tests/lab/node_modules/.package-lock.json" ]; then
