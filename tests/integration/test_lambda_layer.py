@@ -15,7 +15,8 @@ unpacks each zip and checks:
    and rasterio, a different build of that release than the one it was linked
    against), the plugin takes over /vsis3/: the lab's request log shows gdalinfo
    of the 212 MB COG = 1 request, a window read by rasterio = 2, all with
-   vsitune's User-Agent, and the values equal the local file's;
+   vsitune's User-Agent, and the values equal the local file's; over TLS the
+   plugin's own libcurl negotiates HTTP/2;
 3. HTTPS where the only CA bundle is Amazon Linux's path
    (/etc/pki/tls/certs/ca-bundle.crt; Debian's /etc/ssl/certs hidden; no
    CURL_CA_BUNDLE): the plugin's own libcurl has no bundle built in and must
@@ -258,6 +259,16 @@ def test_drops_into_debian_gdal(release, arch, lab, cogs, tmp_path_factory):
     assert win.returncode == 0, win.stderr
     check_vsitune_log(lab.log(), cog, 2)
     assert win.stdout.strip() == local_window(cog["path"])
+
+    # the plugin's own static libcurl speaks HTTP/2 over TLS (nghttp2 inside): its
+    # debug line for the one GET says which protocol the connection negotiated
+    lab.reset()
+    info = in_root(rootdir, binds, {**lab_env(lab, "h2", plugins), "CPL_DEBUG": "VSITUNE"},
+                   ["gdalinfo", f"/vsis3/lab/{cog['key']}"])
+    assert info.returncode == 0, info.stderr
+    check_vsitune_log(lab.log(), cog, 1)
+    gets = [ln for ln in info.stderr.splitlines() if ln.startswith("VSITUNE: GET ")]
+    assert len(gets) == 1 and ", HTTP/2, " in gets[0], info.stderr[-3000:]
 
 
 # ---------------------------------------------------------------- 3. Amazon Linux's CA path
