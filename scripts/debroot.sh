@@ -9,7 +9,9 @@
 #
 # SUITE DIR [PACKAGE...]:
 # - DIR missing: debootstrap --variant=minbase SUITE into DIR.tmp, then rename
-#   it to DIR (a half-built root is never left under DIR's name).
+#   it to DIR (a half-built root is never left under DIR's name). With
+#   DEBROOT_ARCH=arm64 the root is of that architecture, run through qemu-user
+#   (binfmt_misc must run its binaries: qemu-user-static and binfmt-support).
 # - DIR present: reused as is (it must have been built for SUITE: DIR/.debroot
 #   says which); only the PACKAGEs not yet installed are installed, with
 #   apt-get --no-install-recommends inside the root.
@@ -156,7 +158,8 @@ if [ ! -d "$DIR" ]; then
   rm -rf --one-file-system "$DIR.tmp"
   echo "debroot: debootstrap $SUITE into $DIR (minbase, $MIRROR)" >&2
   t0=$SECONDS
-  debootstrap --variant=minbase "$SUITE" "$DIR.tmp" "$MIRROR" >"$DIR.debootstrap.log" 2>&1 || {
+  debootstrap --variant=minbase ${DEBROOT_ARCH:+--arch="$DEBROOT_ARCH"} "$SUITE" "$DIR.tmp" "$MIRROR" \
+    >"$DIR.debootstrap.log" 2>&1 || {
     echo "debroot: debootstrap failed; last lines of $DIR.debootstrap.log:" >&2
     tail -n 20 "$DIR.debootstrap.log" >&2
     mirror_failed "$DIR.debootstrap.log" && skipped "debootstrap could not download from $MIRROR"

@@ -21,7 +21,7 @@ DEBS=(
   nodejs npm
   valgrind procps time
   zip unzip
-  debootstrap
+  debootstrap qemu-user-static binfmt-support
   prometheus jq
   python3-fastapi python3-uvicorn
 )
@@ -48,6 +48,16 @@ if [ "${VT_SKIP_APT:-0}" != 1 ]; then
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${MISSING[@]}" >/dev/null
   fi
+fi
+
+# arm64 roots (the Lambda layer's arm64 check) run through qemu-user: binfmt_misc must
+# know qemu-aarch64. A container may not have binfmt_misc mounted, or may not allow it:
+# then the arm64 tests say so and skip.
+if [ "$(id -u)" = 0 ] && command -v update-binfmts >/dev/null 2>&1 &&
+   ! grep -qs '^enabled' /proc/sys/fs/binfmt_misc/qemu-aarch64; then
+  [ -e /proc/sys/fs/binfmt_misc/register ] ||
+    mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc 2>/dev/null || true
+  update-binfmts --enable qemu-aarch64 >/dev/null 2>&1 || true
 fi
 
 if [ -f "$ROOT/tests/lab/package-lock.json" ]; then

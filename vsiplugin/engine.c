@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cpl_conv.h>
 #include <cpl_error.h>
@@ -100,6 +101,38 @@ static char *cfg_dup(const char *name)
     return v && *v ? strdup(v) : NULL;
 }
 
+/* The CA bundle when no option names one. A distribution's libcurl has its
+ * system's bundle compiled in (curl_version_info's cainfo/capath): libcurl
+ * uses it, as it does under stock GDAL, and this returns NULL. A libcurl built
+ * without one (the portable Lambda layer's static copy, which cannot know
+ * whether it runs on Debian or Amazon Linux) gets the first readable
+ * well-known bundle: Debian/Ubuntu, Amazon Linux/Fedora/RHEL, openSUSE,
+ * Alpine/macOS-style. Returns a malloc'd path (the caller frees) or NULL. */
+static char *default_cainfo(void)
+{
+    static const char *const known[] = {
+        "/etc/ssl/certs/ca-certificates.crt",
+        "/etc/pki/tls/certs/ca-bundle.crt",
+        "/etc/ssl/ca-bundle.pem",
+        "/etc/ssl/cert.pem",
+    };
+    const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+    size_t i;
+
+    if (v->age < CURLVERSION_SEVENTH || v->cainfo || v->capath)
+        return NULL;
+    for (i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+        if (access(known[i], R_OK) == 0) {
+            CPLDebug("VSITUNE", "CA bundle %s (libcurl has none built in)",
+                     known[i]);
+            return strdup(known[i]);
+        }
+    }
+    CPLDebug("VSITUNE", "no CA bundle found and libcurl has none built in: "
+             "set CURL_CA_BUNDLE for https");
+    return NULL;
+}
+
 static vt_err read_opts(struct vt_eng_opts *o)
 {
     const char *ver = CPLGetConfigOption("GDAL_HTTP_VERSION", NULL);
@@ -123,8 +156,14 @@ static vt_err read_opts(struct vt_eng_opts *o)
     o->unsafe_ssl = CPLTestBool(CPLGetConfigOption("GDAL_HTTP_UNSAFESSL", "NO"));
     o->verbose = CPLTestBool(CPLGetConfigOption("CPL_CURL_VERBOSE", "NO"));
     /* The CA file of requests that do not choose their own (credentials):
-     * GDAL's CPLHTTPFetch rule. S3 requests choose theirs (s3.c). */
+     * GDAL's CPLHTTPFetch rule. S3 requests choose theirs (s3.c). With no
+     * option set, libcurl's own bundle; a libcurl built without one (the
+     * portable Lambda layer's) gets the first readable well-known bundle,
+     * for every request that names none. */
+    o->cainfo_default = default_cainfo();
     o->cainfo = vt__cfg_ca_bundle(NULL, VT_CA_FETCH);
+    if (!o->cainfo && o->cainfo_default)
+        o->cainfo = strdup(o->cainfo_default);
     o->useragent = cfg_dup("GDAL_HTTP_USERAGENT");
     if (!o->useragent)
         o->useragent = strdup("vsitune/" VT_VERSION);
@@ -135,6 +174,7 @@ static vt_err read_opts(struct vt_eng_opts *o)
 static void free_opts(struct vt_eng_opts *o)
 {
     free(o->cainfo);
+    free(o->cainfo_default);
     free(o->useragent);
     free(o->proxy);
 }
@@ -284,8 +324,8 @@ vt_err vt__engine_perform_many(size_t n, const vt_http_req *reqs,
             x->opts.timeout_ms = r->timeout_ms;
         if (r->connect_timeout_ms > 0)
             x->opts.connect_timeout_ms = r->connect_timeout_ms;
-        if (r->has_cainfo)
-            x->opts.cainfo = (char *)r->cainfo; /* the caller's; not freed */
+        if (r->has_cainfo) /* the caller's (or the default); not freed */
+            x->opts.cainfo = (char *)(r->cainfo ? r->cainfo : opts.cainfo_default);
         find_range(x);
         if (tail)
             tail->next = x;

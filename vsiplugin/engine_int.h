@@ -33,6 +33,7 @@ struct vt_eng_opts {
     int unsafe_ssl;
     int verbose;                /* CPL_CURL_VERBOSE: curl's trace on stderr */
     char *cainfo;               /* NULL: curl's default */
+    char *cainfo_default;       /* a well-known bundle when libcurl has none built in */
     char *useragent;
     char *proxy;                /* NULL: curl's default (environment) */
 };

@@ -10,7 +10,8 @@
 //
 // Which slot is which comes from the Itanium C++ ABI (GCC and Clang on every
 // platform GDAL's plugin loader supports): a pointer to a virtual member
-// function holds 1 + the slot's byte offset, so the slots of the public
+// function holds 1 + the slot's byte offset (on ARM: the offset, with adj's low
+// bit set; see vslot), so the slots of the public
 // VSIFilesystemHandler methods are read from the headers we are built with.
 // ClearCache and PartialClearCache belong to GDAL's internal curl class, so
 // their slots are found at install time by a probe: every slot of the copy
@@ -94,10 +95,17 @@ template <typename Pmf> PmfRep rep_of(Pmf f)
 }
 
 // Slot index of a virtual member function; SIZE_MAX if not virtual.
+// The ARM variant of the ABI (AArch64 and 32-bit ARM, where a code address
+// may have its low bit set) marks a virtual one in adj's low bit instead, ptr
+// then holding the slot's byte offset itself: an ABI difference, so #if.
 template <typename Pmf> size_t vslot(Pmf f)
 {
     PmfRep r = rep_of(f);
+#if defined(__aarch64__) || defined(__arm__)
+    return (r.adj & 1) ? r.ptr / sizeof(void *) : SIZE_MAX;
+#else
     return (r.ptr & 1) ? (r.ptr - 1) / sizeof(void *) : SIZE_MAX;
+#endif
 }
 
 // A member function pointer that calls the code at addr, non-virtually.
