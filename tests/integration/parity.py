@@ -397,7 +397,8 @@ def tool(lab, argv, vsitune, extra=None, endpoint="h1", timeout=300):
     (tool_served_failures: the plugin's exit document in VSITUNE_STATS_FILE)."""
     env = side_env(lab, vsitune, extra, endpoint)
     with tempfile.TemporaryDirectory() as d:
-        env["VSITUNE_STATS_FILE"] = os.path.join(d, "exit.json")
+        # the caller's own exit document (it reads the counters after), else ours
+        env.setdefault("VSITUNE_STATS_FILE", os.path.join(d, "exit.json"))
         seq = last_seq(lab)
         cp, _ = lab_client.run_tool(argv, env, timeout=timeout)
         assert_served(tool_served_failures(lab, vsitune, env, seq, env["VSITUNE_STATS_FILE"]))
