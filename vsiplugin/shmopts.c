@@ -15,6 +15,7 @@ static char g_status[900];
 /* A warning to emit once the caller's lock is released (vt__shm_warn). */
 static char g_warning[1100];
 static atomic_int g_warn_pending;
+static atomic_int g_exit_hooked; /* detach_at_exit registered */
 
 /* The segment turned itself off for this process (shmseg.h): one debug
  * line, and the status says so from now on. */
@@ -56,7 +57,8 @@ vt_shm *vt__shm_from_options(uint64_t block_size, long *wait_ms)
         snprintf(g_status, sizeof g_status, "%s", why);
         CPLDebug("VSITUNE", "shared cache: %s", why);
         g_shm = s;
-        atexit(detach_at_exit);
+        if (!atomic_exchange(&g_exit_hooked, 1)) /* a fork child's own too */
+            atexit(detach_at_exit);
     } else {
         snprintf(g_status, sizeof g_status,
                  "not used (%s): per-process cache instead", why);
