@@ -778,13 +778,14 @@ int vt__object_peek(const char *path, uint64_t *size, long long *mtime)
     char *id = object_id(path);
     long ttl = (long)vt__opt_size(path, VT_OPT_METADATA_TTL);
     vt_object *o;
-    int found = 0;
+    int found = 0, fresh_only = vt__object_non_cached(path); /* not under
+                                         table_mu: it takes GDAL's lock */
     if (!id)
         return 0;
     pthread_mutex_lock(&table_mu);
     for (o = table[hash_str(id)]; o; o = o->next)
         if (strcmp(o->id, id) == 0 && !o->loading && !o->missing &&
-            time(NULL) - o->loaded_at < ttl && !vt__object_non_cached(path)) {
+            time(NULL) - o->loaded_at < ttl && !fresh_only) {
             *size = o->size;
             *mtime = o->mtime;
             found = 1;
