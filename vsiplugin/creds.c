@@ -375,6 +375,7 @@ static vt_err cached_get(const char *key, const struct vt_copts *o,
     vt_creds fresh = {0};
     char cerr[2048] = "";
     struct entry *e;
+    int kept = 0; /* a failed refresh, the current ones handed out */
 
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&state.lock);
@@ -432,9 +433,9 @@ static vt_err cached_get(const char *key, const struct vt_copts *o,
             e->fail_until = 0;
         }
     } else if (e && usable(e, now)) {
-        /* The refresh failed but what we hold is still good: keep it. */
-        CPLDebug("VSITUNE", "credentials refresh failed, keeping current "
-                            "ones: %s", cerr);
+        /* The refresh failed but what we hold is still good: keep it (and
+         * say so once the lock is released). */
+        kept = 1;
         err = vt__creds_copy(out, &e->cur);
     } else {
         err = VT_ECREDS;
@@ -445,6 +446,9 @@ static vt_err cached_get(const char *key, const struct vt_copts *o,
         }
     }
     pthread_mutex_unlock(&state.lock);
+    if (kept)
+        CPLDebug("VSITUNE", "credentials refresh failed, keeping current "
+                            "ones: %s", cerr);
     vt__creds_clear(&fresh);
     return err;
 }

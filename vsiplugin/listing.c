@@ -546,12 +546,12 @@ void vt__listing_remember_names(const char *dirpath, char **names)
 }
 
 /* mu held: the fresh names-only listing of path's directory, or NULL;
- * ep is path's endpoint identity. */
-static vt_listing *gdal_dir_of(const char *path, const char *ep)
+ * ep is path's endpoint identity, t its ttl() (read before taking mu: an
+ * option lookup takes GDAL's lock). */
+static vt_listing *gdal_dir_of(const char *path, const char *ep, long t)
 {
     vt_listing *l;
     size_t epl = strlen(ep), dl = (size_t)(strrchr(path, '/') + 1 - path);
-    long t = ttl(path);
     time_t now = time(NULL);
     for (l = table; l; l = l->next)
         if (l->names_only && now - l->at < t && l->dir_len == dl &&
@@ -566,12 +566,14 @@ char **vt__listing_names_of_dir(const char *path, size_t max_names)
     vt_listing *l;
     char ep[1024], **out = NULL;
     size_t i;
+    long t;
 
     if (!strrchr(path, '/') || vt__object_non_cached(path) ||
         !endpoint_of(path, ep, sizeof(ep)))
         return NULL;
+    t = ttl(path);
     pthread_mutex_lock(&mu);
-    l = gdal_dir_of(path, ep);
+    l = gdal_dir_of(path, ep, t);
     if (l && (max_names == 0 || l->page.n <= max_names)) {
         out = calloc(l->page.n + 1, sizeof(char *));
         for (i = 0; out && i < l->page.n; i++)
@@ -593,12 +595,14 @@ int vt__listing_in_gdal_dir(const char *path)
     const char *base = strrchr(path, '/');
     int found = -1;
     size_t i;
+    long t;
 
     if (!base || vt__object_non_cached(path) ||
         !endpoint_of(path, ep, sizeof(ep)))
         return -1;
+    t = ttl(path);
     pthread_mutex_lock(&mu);
-    if ((l = gdal_dir_of(path, ep)) != NULL)
+    if ((l = gdal_dir_of(path, ep, t)) != NULL)
         for (found = 0, i = 0; i < l->page.n && !found; i++)
             found = strcmp(l->page.e[i].name, base + 1) == 0;
     pthread_mutex_unlock(&mu);

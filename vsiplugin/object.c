@@ -2,10 +2,15 @@
  *
  * Locks: `table_mu` guards the table (entries, refcounts, loading flags) and
  * is never held across I/O or while calling into the cache; the cache has its
- * own lock. Objects are immutable once loaded except for their refcount. */
+ * own lock. Objects are immutable once loaded except for their refcount.
+ * The process's cache is made by its first caller with no lock held (making
+ * it may attach the shared segment: files, a helper process); `make_mu` only
+ * guards the `making` flag. Never two of these locks at once, except in the
+ * fork handlers (make_mu, then table_mu, then the cache's). */
 #include "object.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,8 +64,13 @@ static pthread_mutex_t table_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t table_cv = PTHREAD_COND_INITIALIZER;
 static vt_object *table[TABLE_BUCKETS];
 static size_t table_count;
-static vt_cache *g_cache;
+/* The process's cache: NULL until its maker publishes it (once made, never
+ * changed). g_shm_wait_ms is written before, and read after, that store. */
+static vt_cache *_Atomic g_cache;
 static long g_shm_wait_ms;   /* the shared cache's wait bound */
+static pthread_mutex_t make_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t make_cv = PTHREAD_COND_INITIALIZER;
+static int making;           /* make_mu: a thread is making g_cache */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 /* ---- fork safety: a child must not inherit a held lock or a load that no
@@ -72,6 +82,7 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void atfork_prepare(void)
 {
+    pthread_mutex_lock(&make_mu);
     pthread_mutex_lock(&table_mu);
     if (g_cache)
         vt__cache_fork_prepare(g_cache);
@@ -82,6 +93,7 @@ static void atfork_parent(void)
     if (g_cache)
         vt__cache_fork_parent(g_cache);
     pthread_mutex_unlock(&table_mu);
+    pthread_mutex_unlock(&make_mu);
 }
 
 static void atfork_child(void)
@@ -90,7 +102,10 @@ static void atfork_child(void)
     if (g_cache)
         vt__cache_fork_child(g_cache);
     pthread_mutex_unlock(&table_mu);
+    pthread_mutex_unlock(&make_mu);
     pthread_cond_init(&table_cv, NULL);
+    pthread_cond_init(&make_cv, NULL);
+    making = 0; /* its maker lives in the parent: the child makes its own */
     for (i = 0; i < TABLE_BUCKETS; i++) {
         vt_object **pp = &table[i];
         while (*pp) {
@@ -110,24 +125,47 @@ static void install_atfork(void)
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
+/* Make the process's cache: the private one and, as the options ask, the
+ * shared segment attached to it. Called by one thread at a time (making),
+ * with no lock held. NULL: no memory (the next caller tries again). */
+static vt_cache *make_cache(void)
+{
+    uint64_t budget = vt__cfg_cache_budget();
+    uint64_t bs = vt__opt_size(NULL, VT_OPT_BLOCK_SIZE);
+    vt_cache *c = vt__cache_new((size_t)budget, (size_t)bs);
+    if (c) {
+        vt_shm *s = vt__shm_from_options(bs, &g_shm_wait_ms);
+        if (s)
+            vt__cache_use_shared(c, s, g_shm_wait_ms);
+    }
+    return c;
+}
+
 vt_cache *vt__object_cache(void)
 {
     vt_cache *c;
     pthread_once(&atfork_once, install_atfork);
-    pthread_mutex_lock(&table_mu);
-    if (g_cache == NULL) {
-        uint64_t budget = vt__cfg_cache_budget();
-        uint64_t bs = vt__opt_size(NULL, VT_OPT_BLOCK_SIZE);
-        g_cache = vt__cache_new((size_t)budget, (size_t)bs);
-        if (g_cache) {
-            vt_shm *s = vt__shm_from_options(bs, &g_shm_wait_ms);
-            if (s)
-                vt__cache_use_shared(g_cache, s, g_shm_wait_ms);
+    c = g_cache;
+    if (c == NULL) {
+        /* One maker; whoever comes meanwhile waits for its cache, as it
+         * would have waited for the table lock (no caller ever sees the
+         * private cache before the segment's decision). */
+        pthread_mutex_lock(&make_mu);
+        while ((c = g_cache) == NULL && making)
+            pthread_cond_wait(&make_cv, &make_mu);
+        if (c == NULL)
+            making = 1;
+        pthread_mutex_unlock(&make_mu);
+        if (c == NULL) {
+            c = make_cache();
+            pthread_mutex_lock(&make_mu);
+            g_cache = c;
+            making = 0;
+            pthread_cond_broadcast(&make_cv);
+            pthread_mutex_unlock(&make_mu);
         }
     }
-    c = g_cache;
-    pthread_mutex_unlock(&table_mu);
-    vt__shm_warn(); /* why sharing is not used, once, outside the lock */
+    vt__shm_warn(); /* why sharing is not used, once, outside any lock */
     return c;
 }
 
@@ -740,13 +778,14 @@ int vt__object_peek(const char *path, uint64_t *size, long long *mtime)
     char *id = object_id(path);
     long ttl = (long)vt__opt_size(path, VT_OPT_METADATA_TTL);
     vt_object *o;
-    int found = 0;
+    int found = 0, fresh_only = vt__object_non_cached(path); /* not under
+                                         table_mu: it takes GDAL's lock */
     if (!id)
         return 0;
     pthread_mutex_lock(&table_mu);
     for (o = table[hash_str(id)]; o; o = o->next)
         if (strcmp(o->id, id) == 0 && !o->loading && !o->missing &&
-            time(NULL) - o->loaded_at < ttl && !vt__object_non_cached(path)) {
+            time(NULL) - o->loaded_at < ttl && !fresh_only) {
             *size = o->size;
             *mtime = o->mtime;
             found = 1;

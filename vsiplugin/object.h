@@ -118,7 +118,9 @@ vt_first vt__object_judge_first(const vt_http_resp *r, uint64_t asked,
                                 uint64_t *size, char *why, size_t whylen);
 
 /* The process-wide block cache (created on first use, budget
- * VSITUNE_CACHE_SIZE, block size VSITUNE_BLOCK_SIZE). */
+ * VSITUNE_CACHE_SIZE, block size VSITUNE_BLOCK_SIZE). The first caller makes
+ * it, shared segment included, with no vsitune lock held; callers meanwhile
+ * wait for it. Call with no lock held. */
 struct vt_cache *vt__object_cache(void);
 
 #endif

@@ -17,6 +17,7 @@ static char g_status[900];
 static char g_warning[1100];
 static atomic_int g_warn_pending;
 static atomic_int g_notice_pending; /* g_status says why sharing is not used */
+static atomic_int g_exit_hooked; /* detach_at_exit registered */
 
 /* The segment turned itself off for this process (shmseg.h): one debug
  * line, and the status says so from now on. */
@@ -60,7 +61,8 @@ vt_shm *vt__shm_from_options(uint64_t block_size, long *wait_ms)
         snprintf(g_status, sizeof g_status, "%s", why);
         CPLDebug("VSITUNE", "shared cache: %s", why);
         g_shm = s;
-        atexit(detach_at_exit);
+        if (!atomic_exchange(&g_exit_hooked, 1)) /* a fork child's own too */
+            atexit(detach_at_exit);
     } else {
         snprintf(g_status, sizeof g_status,
                  "not used (%s): per-process cache instead", why);

@@ -22,7 +22,9 @@
  * VSITUNE_BLOCK_SIZE, used only if this process creates it). NULL: use the
  * per-process cache. Says what it found and decided through CPLDebug
  * ("VSITUNE", "shared cache: ..."). *wait_ms gets the wait bound. The
- * segment lives until exit (detached by an exit handler). Call once. */
+ * segment lives until exit (detached by an exit handler). Call once (a fork
+ * child whose parent was in this call calls it again), with no lock held: it
+ * may create the segment and start vsitune-shmwatch. */
 vt_shm *vt__shm_from_options(uint64_t block_size, long *wait_ms);
 
 /* Emit, once per process, the warning vt__shm_from_options left when the

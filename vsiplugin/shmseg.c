@@ -609,6 +609,29 @@ static int valid_pool(const char *p)
                      "0123456789_.-") == n && p[0] != '.';
 }
 
+/* Failure injection for the tests (debug only, docs/reliability.md):
+ * VSITUNE_SHM_INJECT=hold-create:FILE makes vt__shm_open create FILE.held
+ * and then wait while FILE exists (at most 60 s), so that a test can hold a
+ * process in the segment's creation and see what else waits for it. */
+static void inject_hold(void)
+{
+    const char *inj = getenv("VSITUNE_SHM_INJECT");
+    const char *file;
+    char held[4200];
+    int fd, ms;
+
+    if (!inj || strncmp(inj, "hold-create:", 12) != 0 || !inj[12])
+        return;
+    file = inj + 12;
+    if ((size_t)snprintf(held, sizeof held, "%s.held", file) >= sizeof held)
+        return;
+    fd = open(held, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close(fd);
+    for (ms = 0; ms < 60000 && access(file, F_OK) == 0; ms += 10)
+        usleep(10000);
+}
+
 vt_shm *vt__shm_open(const vt_shm_opts *o, char *why, size_t whylen)
 {
     const char *dir = o->dir && *o->dir ? o->dir : "/dev/shm";
@@ -619,6 +642,7 @@ vt_shm *vt__shm_open(const vt_shm_opts *o, char *why, size_t whylen)
     int attempt, rc;
 
     why[0] = '\0';
+    inject_hold();
     if (!valid_pool(pool)) {
         snprintf(why, whylen, "pool name '%s' is not [A-Za-z0-9_.-]{1,32}", pool);
         return NULL;

@@ -178,3 +178,79 @@ def test_garbage_in_a_live_segment_never_crashes_a_reader(lab, small_cog, pool):
                 finish_reader(p, timeout=120)
         finish_reader(start_reader(lab, small_cog, env, wins), timeout=120)
         read(holder, small_cog, W2)
+
+
+# One GDAL process: thread A opens and reads while its segment creation is held
+# (VSITUNE_SHM_INJECT=hold-create:FILE); the main thread then forks (object.c's fork
+# handlers take the object table's lock) and the child reads the same window; A is
+# released once the test saw the child's requests at the lab.
+HOLD_FORK = r"""
+import json, os, sys, threading
+import numpy as np
+from osgeo import gdal
+gdal.UseExceptions()
+path, local, hold, forked = sys.argv[1:5]
+win = [int(v) for v in sys.argv[5].split(",")]
+lds = gdal.Open(local)  # a band does not keep its dataset alive (GDAL 3.6)
+ref = lds.GetRasterBand(1).ReadAsArray(*win)
+out = {}
+def read(tag):
+    ds = gdal.Open(path)
+    got = ds.GetRasterBand(1).ReadAsArray(*win)
+    out[tag] = bool(np.array_equal(got, ref))
+a = threading.Thread(target=read, args=("a",))
+a.start()
+while not os.path.exists(hold + ".held"):
+    a.join(0.01)
+pid = os.fork()
+if pid == 0:
+    os.unsetenv("VSITUNE_SHM_INJECT")
+    try:
+        read("child")
+        os._exit(0 if out["child"] else 1)
+    except BaseException:
+        os._exit(2)
+_, st = os.waitpid(pid, 0)
+open(forked, "w").close()
+a.join()
+print(json.dumps({"a": out.get("a"), "child": os.waitstatus_to_exitcode(st)}), flush=True)
+"""
+
+
+def test_the_segment_is_created_with_no_vsitune_lock_held(lab, cogs, pool, tmp_path):
+    """Issue 19 item 7: while one thread of a GDAL process is held in the shared
+    segment's creation, another thread forks (the fork handlers take the object
+    table's lock) and the child opens and reads the 212 MB s2 scene: the lab sees the
+    child's GETs while the creation is still held. Released, the first thread ends
+    with the right pixels, and so did the child. Before, the table lock was held
+    across the creation: the fork waited for it (the watchdog below fails that)."""
+    cog = cogs["s2"]
+    hold, forked = tmp_path / "hold", tmp_path / "forked"
+    hold.touch()
+    env = lab_client.gdal_env(lab.env("h1"), vsitune=True, extra=shared(
+        pool, VSITUNE_SHM_INJECT=f"hold-create:{hold}"))
+    mark = last_seq(lab)
+    p = subprocess.Popen([PY, "-X", "faulthandler", "-c", HOLD_FORK, f"/vsis3/lab/{cog['key']}", cog["path"],
+                          str(hold), str(forked), ",".join(map(str, S2_ROW))],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60  # a bound on a hang, not a speed
+        while not forked.exists() and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.05)
+        went = forked.exists()
+        during = [e for e in since(lab, mark) if e.get("key") == cog["key"]]
+        assert hold.exists()                       # the creation is still held
+    finally:
+        hold.unlink()                              # release
+    try:
+        out, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        p.kill()  # at 099efe4 the fork (table lock) and thread A deadlocked here
+        p.communicate()
+        pytest.fail(f"the process hung (the fork went through: {went})")
+    assert p.returncode == 0, err[-2000:]
+    res = json.loads(out.strip().splitlines()[-1])
+    assert went, "the fork waited for the segment's creation"
+    assert res == {"a": True, "child": 0}, err[-2000:]
+    assert [e["method"] for e in during if e["method"] != "GET"] == []
+    assert during, "the child's reads reached no server while the creation was held"
