@@ -1,6 +1,6 @@
 /* test_engine.c: the engine's contract (engine.h, engine.c + engine_io.c)
- * against a loopback HTTP/1.1 server this test runs in its own threads. The
- * server logs every request it receives; the tests judge what it saw, not
+ * against a loopback HTTP/1.1 server this test runs in its own threads
+ * (http_lab.h). The server logs every request it receives; the tests judge what it saw, not
  * what the engine says it did: one request per perform, the caller's headers
  * on the wire, a transient status or a cut body re-sent (and a 404 not),
  * concurrent requests each answered with their own bytes, a connection
@@ -12,9 +12,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,60 +19,13 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "http_lab.h"
 
 #define OBJ_SIZE 1000000 /* larger than any one read buffer of the engine */
-#define LOG_MAX 256
-
-static int listen_fd = -1;
-static int port;
-static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-static char *req_log[LOG_MAX]; /* request line + headers, as received */
-static int n_logged;
 
 static unsigned char obj_byte(uint64_t i)
 {
     return (unsigned char)((i * 2654435761u) >> 13);
-}
-
-/* How many logged requests have a request line starting with line and,
- * when hdr is not NULL, contain hdr. */
-static int seen(const char *line, const char *hdr)
-{
-    int n = 0;
-
-    pthread_mutex_lock(&log_mu);
-    for (int i = 0; i < n_logged; i++)
-        if (strncmp(req_log[i], line, strlen(line)) == 0 && (!hdr || strstr(req_log[i], hdr)))
-            n++;
-    pthread_mutex_unlock(&log_mu);
-    return n;
-}
-
-/* The number of earlier requests whose request line starts with line. */
-static int log_request(const char *head, const char *line)
-{
-    int before;
-
-    before = seen(line, NULL);
-    pthread_mutex_lock(&log_mu);
-    if (n_logged < LOG_MAX)
-        req_log[n_logged++] = strdup(head);
-    pthread_mutex_unlock(&log_mu);
-    return before;
-}
-
-static int send_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-
-    while (n) {
-        ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
 }
 
 /* A 206 for bytes [first, last] of the object; with cut, the body stops
@@ -99,15 +49,6 @@ static int answer_range(int fd, uint64_t first, uint64_t last, int cut)
     r = send_all(fd, head, strlen(head)) || send_all(fd, body, send_len) ? -1 : 0;
     free(body);
     return cut ? -1 : r;
-}
-
-static int answer(int fd, const char *status, const char *extra, const char *body)
-{
-    char head[512];
-
-    snprintf(head, sizeof head, "HTTP/1.1 %s\r\nContent-Length: %zu\r\n%s\r\n", status,
-             strlen(body), extra);
-    return send_all(fd, head, strlen(head)) || send_all(fd, body, strlen(body)) ? -1 : 0;
 }
 
 /* One request, by its path:
@@ -144,70 +85,10 @@ static int serve_one(int fd, const char *head)
                   "<Error><Code>NoSuchKey</Code><Message>gone</Message></Error>");
 }
 
-static void *serve_conn(void *arg)
-{
-    int fd = (int)(intptr_t)arg;
-    char buf[8192];
-    size_t have = 0;
-
-    for (;;) {
-        char *end = NULL;
-        ssize_t r;
-
-        buf[have] = '\0';
-        while (!(end = strstr(buf, "\r\n\r\n"))) {
-            if (have + 1 >= sizeof buf)
-                goto out;
-            r = recv(fd, buf + have, sizeof buf - 1 - have, 0);
-            if (r <= 0)
-                goto out;
-            have += (size_t)r;
-            buf[have] = '\0';
-        }
-        end[2] = '\0'; /* the head keeps its last header's CRLF */
-        if (serve_one(fd, buf) < 0)
-            goto out;
-        have -= (size_t)(end + 4 - buf);
-        memmove(buf, end + 4, have);
-    }
-out:
-    close(fd);
-    return NULL;
-}
-
-static void *serve(void *arg)
-{
-    (void)arg;
-    for (;;) {
-        pthread_t t;
-        int fd = accept(listen_fd, NULL, NULL);
-
-        if (fd < 0)
-            return NULL;
-        if (pthread_create(&t, NULL, serve_conn, (void *)(intptr_t)fd) == 0)
-            pthread_detach(t);
-        else
-            close(fd);
-    }
-}
-
 static int setup(void **state)
 {
-    struct sockaddr_in a = { .sin_family = AF_INET };
-    socklen_t alen = sizeof a;
-    pthread_t t;
-
     (void)state;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    listen_fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&a, sizeof a) ||
-        listen(listen_fd, 64) || getsockname(listen_fd, (struct sockaddr *)&a, &alen))
-        return -1;
-    port = ntohs(a.sin_port);
-    if (pthread_create(&t, NULL, serve, NULL))
-        return -1;
-    pthread_detach(t);
-    return 0;
+    return lab_start(serve_one);
 }
 
 static int teardown(void **state)

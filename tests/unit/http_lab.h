@@ -1,0 +1,152 @@
+/* http_lab.h: a loopback HTTP/1.1 server inside a unit test's process, for
+ * the tests of modules that send requests (test_engine.c, test_listing.c).
+ * It listens on 127.0.0.1 on a port of the kernel's choosing, serves each
+ * connection in a thread of its own (keep-alive: request after request),
+ * hands every request head to the test's handler and keeps a log of the
+ * heads, so that a test judges what the server received. The handler
+ * answers on fd and returns -1 to close the connection (a cut answer).
+ * Header-only; not a test itself. */
+#ifndef VT_HTTP_LAB_H
+#define VT_HTTP_LAB_H
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define LOG_MAX 256
+
+typedef int (*lab_handler)(int fd, const char *head);
+
+static int listen_fd = -1;
+static int port;
+static lab_handler lab_handle;
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static char *req_log[LOG_MAX]; /* request line + headers, as received */
+static int n_logged;
+
+/* How many logged requests have a request line starting with line and,
+ * when hdr is not NULL, contain hdr. */
+static int seen(const char *line, const char *hdr)
+{
+    int n = 0;
+
+    pthread_mutex_lock(&log_mu);
+    for (int i = 0; i < n_logged; i++)
+        if (strncmp(req_log[i], line, strlen(line)) == 0 && (!hdr || strstr(req_log[i], hdr)))
+            n++;
+    pthread_mutex_unlock(&log_mu);
+    return n;
+}
+
+/* Log the request head; returns how many earlier requests' lines start
+ * with line (the handler's "is this the first time"). */
+static int log_request(const char *head, const char *line)
+{
+    int before = 0;
+
+    pthread_mutex_lock(&log_mu); /* counted and logged at once */
+    for (int i = 0; i < n_logged; i++)
+        before += strncmp(req_log[i], line, strlen(line)) == 0;
+    if (n_logged < LOG_MAX)
+        req_log[n_logged++] = strdup(head);
+    pthread_mutex_unlock(&log_mu);
+    return before;
+}
+
+static int send_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+
+    while (n) {
+        ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+        if (w <= 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int answer(int fd, const char *status, const char *extra, const char *body)
+{
+    char head[512];
+
+    snprintf(head, sizeof head, "HTTP/1.1 %s\r\nContent-Length: %zu\r\n%s\r\n", status,
+             strlen(body), extra);
+    return send_all(fd, head, strlen(head)) || send_all(fd, body, strlen(body)) ? -1 : 0;
+}
+
+static void *serve_conn(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    char buf[8192];
+    size_t have = 0;
+
+    for (;;) {
+        char *end = NULL;
+        ssize_t r;
+
+        buf[have] = '\0';
+        while (!(end = strstr(buf, "\r\n\r\n"))) {
+            if (have + 1 >= sizeof buf)
+                goto out;
+            r = recv(fd, buf + have, sizeof buf - 1 - have, 0);
+            if (r <= 0)
+                goto out;
+            have += (size_t)r;
+            buf[have] = '\0';
+        }
+        end[2] = '\0'; /* the head keeps its last header's CRLF */
+        if (lab_handle(fd, buf) < 0)
+            goto out;
+        have -= (size_t)(end + 4 - buf);
+        memmove(buf, end + 4, have);
+    }
+out:
+    close(fd);
+    return NULL;
+}
+
+static void *serve(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        pthread_t t;
+        int fd = accept(listen_fd, NULL, NULL);
+
+        if (fd < 0)
+            return NULL;
+        if (pthread_create(&t, NULL, serve_conn, (void *)(intptr_t)fd) == 0)
+            pthread_detach(t);
+        else
+            close(fd);
+    }
+}
+
+/* Start the server with its handler; 0, or -1 when it cannot listen. */
+static int lab_start(lab_handler handle)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET };
+    socklen_t alen = sizeof a;
+    pthread_t t;
+
+    lab_handle = handle;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&a, sizeof a) ||
+        listen(listen_fd, 64) || getsockname(listen_fd, (struct sockaddr *)&a, &alen))
+        return -1;
+    port = ntohs(a.sin_port);
+    if (pthread_create(&t, NULL, serve, NULL))
+        return -1;
+    pthread_detach(t);
+    return 0;
+}
+
+#endif
