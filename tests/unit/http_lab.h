@@ -19,6 +19,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cpl_conv.h>
+
 #define LOG_MAX 256
 
 typedef int (*lab_handler)(int fd, const char *head);
@@ -129,6 +131,61 @@ static void *serve(void *arg)
     }
 }
 
+/* Byte i of every object the lab serves. */
+static inline unsigned char lab_byte(uint64_t i)
+{
+    return (unsigned char)((i * 2654435761u) >> 13);
+}
+
+/* A 206 for bytes [first, last] (clipped at the end) of an object of total
+ * bytes, ETag "e1"; with cut, the body stops halfway and the connection
+ * closes. A range past the end is a 416. Returns -1 when the connection
+ * ends. */
+static inline int lab_answer_range(int fd, uint64_t first, uint64_t last, uint64_t total, int cut)
+{
+    char head[320];
+    uint64_t len, send_len;
+    unsigned char *body;
+    int r;
+
+    if (first >= total) {
+        snprintf(head, sizeof head, "Content-Range: bytes */%llu\r\n",
+                 (unsigned long long)total);
+        return answer(fd, "416 Requested Range Not Satisfiable", head,
+                      "<Error><Code>InvalidRange</Code></Error>");
+    }
+    if (last >= total)
+        last = total - 1;
+    len = last - first + 1;
+    send_len = cut ? len / 2 : len;
+    body = malloc(len);
+    if (!body)
+        return -1;
+    for (uint64_t i = 0; i < len; i++)
+        body[i] = lab_byte(first + i);
+    snprintf(head, sizeof head,
+             "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes %llu-%llu/%llu\r\n"
+             "Content-Length: %llu\r\nETag: \"e1\"\r\n"
+             "Last-Modified: Tue, 01 Dec 2026 10:00:00 GMT\r\n\r\n",
+             (unsigned long long)first, (unsigned long long)last,
+             (unsigned long long)total, (unsigned long long)len);
+    r = send_all(fd, head, strlen(head)) || send_all(fd, body, send_len) ? -1 : 0;
+    free(body);
+    return cut ? -1 : r;
+}
+
+/* The range a request head asks for, or [0, UINT64_MAX) when none. */
+static inline void lab_range(const char *head, uint64_t *first, uint64_t *last)
+{
+    unsigned long long f = 0, l = UINT64_MAX;
+    const char *range = strstr(head, "\r\nRange: bytes=");
+
+    if (range)
+        sscanf(range, "\r\nRange: bytes=%llu-%llu", &f, &l);
+    *first = f;
+    *last = l;
+}
+
 /* Start the server with its handler; 0, or -1 when it cannot listen. */
 static int lab_start(lab_handler handle)
 {
@@ -147,6 +204,20 @@ static int lab_start(lab_handler handle)
         return -1;
     pthread_detach(t);
     return 0;
+}
+
+/* Point GDAL's S3 options at the started lab (path-style, plain HTTP, no
+ * signing, no retries). */
+static inline void lab_as_s3(void)
+{
+    char ep[64];
+
+    snprintf(ep, sizeof ep, "127.0.0.1:%d", port);
+    CPLSetConfigOption("AWS_S3_ENDPOINT", ep);
+    CPLSetConfigOption("AWS_HTTPS", "NO");
+    CPLSetConfigOption("AWS_VIRTUAL_HOSTING", "FALSE");
+    CPLSetConfigOption("AWS_NO_SIGN_REQUEST", "YES");
+    CPLSetConfigOption("GDAL_HTTP_MAX_RETRY", "0");
 }
 
 #endif

@@ -23,34 +23,6 @@
 
 #define OBJ_SIZE 1000000 /* larger than any one read buffer of the engine */
 
-static unsigned char obj_byte(uint64_t i)
-{
-    return (unsigned char)((i * 2654435761u) >> 13);
-}
-
-/* A 206 for bytes [first, last] of the object; with cut, the body stops
- * halfway and the connection closes. Returns -1 when the connection ends. */
-static int answer_range(int fd, uint64_t first, uint64_t last, int cut)
-{
-    char head[256];
-    uint64_t len = last - first + 1, send_len = cut ? len / 2 : len;
-    unsigned char *body = malloc(len);
-    int r;
-
-    assert_non_null(body);
-    for (uint64_t i = 0; i < len; i++)
-        body[i] = obj_byte(first + i);
-    snprintf(head, sizeof head,
-             "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes %llu-%llu/%d\r\n"
-             "Content-Length: %llu\r\nETag: \"e1\"\r\n"
-             "Last-Modified: Tue, 01 Dec 2026 10:00:00 GMT\r\n\r\n",
-             (unsigned long long)first, (unsigned long long)last, OBJ_SIZE,
-             (unsigned long long)len);
-    r = send_all(fd, head, strlen(head)) || send_all(fd, body, send_len) ? -1 : 0;
-    free(body);
-    return cut ? -1 : r;
-}
-
 /* One request, by its path:
  *   /obj     206 of the Range asked (the whole object's bytes)
  *   /cut     the first time a 206 cut halfway, then as /obj
@@ -60,16 +32,14 @@ static int answer_range(int fd, uint64_t first, uint64_t last, int cut)
 static int serve_one(int fd, const char *head)
 {
     char line[256];
-    unsigned long long first = 0, last = OBJ_SIZE - 1;
-    const char *range = strstr(head, "\r\nRange: bytes=");
+    uint64_t first, last;
     int before;
 
     snprintf(line, sizeof line, "%.*s", (int)strcspn(head, "\r"), head);
-    if (range)
-        sscanf(range, "\r\nRange: bytes=%llu-%llu", &first, &last);
+    lab_range(head, &first, &last);
     if (strncmp(line, "GET /cut ", 9) == 0) {
         before = log_request(head, "GET /cut ");
-        return answer_range(fd, first, last, before == 0);
+        return lab_answer_range(fd, first, last, OBJ_SIZE, before == 0);
     }
     if (strncmp(line, "GET /busy ", 10) == 0) {
         before = log_request(head, "GET /busy ");
@@ -80,7 +50,7 @@ static int serve_one(int fd, const char *head)
     }
     log_request(head, line);
     if (strncmp(line, "GET /obj ", 9) == 0)
-        return answer_range(fd, first, last, 0);
+        return lab_answer_range(fd, first, last, OBJ_SIZE, 0);
     return answer(fd, "404 Not Found", "",
                   "<Error><Code>NoSuchKey</Code><Message>gone</Message></Error>");
 }
@@ -128,7 +98,7 @@ static void get_range(const char *path, uint64_t first, uint64_t last, const cha
     assert_int_equal(resp->status, 206);
     assert_int_equal(resp->body_len, last - first + 1);
     for (size_t i = 0; i < resp->body_len; i++)
-        if (resp->body[i] != obj_byte(first + i))
+        if (resp->body[i] != lab_byte(first + i))
             fail_msg("byte %zu differs", i);
 }
 
@@ -227,8 +197,8 @@ static void test_many_each_its_own_bytes(void **state)
         assert_int_equal(resps[i].status, 206);
         assert_int_equal(resps[i].range_first, first);
         assert_int_equal(resps[i].body_len, LEN);
-        assert_int_equal(resps[i].body[0], obj_byte(first));
-        assert_int_equal(resps[i].body[LEN - 1], obj_byte(first + LEN - 1));
+        assert_int_equal(resps[i].body[0], lab_byte(first));
+        assert_int_equal(resps[i].body[LEN - 1], lab_byte(first + LEN - 1));
         vt__http_resp_clear(&resps[i]);
         assert_int_equal(seen("GET /obj ", ranges[i]), 1);
     }

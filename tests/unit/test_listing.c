@@ -59,17 +59,11 @@ static int serve_one(int fd, const char *head)
 
 static int setup(void **state)
 {
-    char ep[64];
 
     (void)state;
     if (lab_start(serve_one))
         return -1;
-    snprintf(ep, sizeof ep, "127.0.0.1:%d", port);
-    CPLSetConfigOption("AWS_S3_ENDPOINT", ep);
-    CPLSetConfigOption("AWS_HTTPS", "NO");
-    CPLSetConfigOption("AWS_VIRTUAL_HOSTING", "FALSE");
-    CPLSetConfigOption("AWS_NO_SIGN_REQUEST", "YES");
-    CPLSetConfigOption("GDAL_HTTP_MAX_RETRY", "0");
+    lab_as_s3();
     return 0;
 }
 
