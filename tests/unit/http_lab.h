@@ -63,7 +63,7 @@ static int log_request(const char *head, const char *line)
 
 static int send_all(int fd, const void *p, size_t n)
 {
-    const char *c = p;
+    const char *c = (const char *)p;
 
     while (n) {
         ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
@@ -158,7 +158,7 @@ static inline int lab_answer_range(int fd, uint64_t first, uint64_t last, uint64
         last = total - 1;
     len = last - first + 1;
     send_len = cut ? len / 2 : len;
-    body = malloc(len);
+    body = (unsigned char *)malloc(len);
     if (!body)
         return -1;
     for (uint64_t i = 0; i < len; i++)
@@ -186,14 +186,42 @@ static inline void lab_range(const char *head, uint64_t *first, uint64_t *last)
     *last = l;
 }
 
+/* The start of a handler: line gets the request line, the request is
+ * logged, *first and *last get its range (lab_range). */
+static inline void lab_begin(const char *head, char *line, size_t len, uint64_t *first,
+                             uint64_t *last)
+{
+    snprintf(line, len, "%.*s", (int)strcspn(head, "\r"), head);
+    log_request(head, line);
+    lab_range(head, first, last);
+}
+
+/* An empty ListObjects page. */
+static inline int lab_answer_empty_list(int fd)
+{
+    return answer(fd, "200 OK", "",
+                  "<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult>"
+                  "<IsTruncated>false</IsTruncated></ListBucketResult>");
+}
+
+/* S3's 404 for a key. */
+static inline int lab_answer_no_such_key(int fd)
+{
+    return answer(fd, "404 Not Found", "",
+                  "<Error><Code>NoSuchKey</Code><Message>The specified key does not "
+                  "exist.</Message></Error>");
+}
+
 /* Start the server with its handler; 0, or -1 when it cannot listen. */
 static int lab_start(lab_handler handle)
 {
-    struct sockaddr_in a = { .sin_family = AF_INET };
+    struct sockaddr_in a;
     socklen_t alen = sizeof a;
     pthread_t t;
 
     lab_handle = handle;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     listen_fd = socket(AF_INET, SOCK_STREAM, 0);
     if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&a, sizeof a) ||

@@ -64,9 +64,7 @@ static int serve_one(int fd, const char *head)
     char line[256];
     uint64_t first, last;
 
-    snprintf(line, sizeof line, "%.*s", (int)strcspn(head, "\r"), head);
-    log_request(head, line);
-    lab_range(head, &first, &last);
+    lab_begin(head, line, sizeof line, &first, &last);
     if (strncmp(line, "GET /lb/big.bin ", 16) == 0)
         return lab_answer_range(fd, first, last, BIG, 0);
     if (strncmp(line, "GET /lb/bad.bin ", 16) == 0) {
@@ -77,12 +75,8 @@ static int serve_one(int fd, const char *head)
                       "error. Please try again.</Message></Error>");
     }
     if (strncmp(line, "GET /lb/?", 9) == 0)
-        return answer(fd, "200 OK", "",
-                      "<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult>"
-                      "<IsTruncated>false</IsTruncated></ListBucketResult>");
-    return answer(fd, "404 Not Found", "",
-                  "<Error><Code>NoSuchKey</Code><Message>The specified key does not "
-                  "exist.</Message></Error>");
+        return lab_answer_empty_list(fd);
+    return lab_answer_no_such_key(fd);
 }
 
 static int setup(void **state)
