@@ -72,9 +72,13 @@ static int setup(void **state)
     if (lab_start(serve_one))
         return -1;
     lab_as_s3();
-    /* GDAL's own answer, before vsitune takes anything over */
-    if (VSIStatL("/vsis3/lb/stock.bin", &st) != 0 || st.st_size != (vsi_l_offset)BIG)
-        return -1;
+    /* GDAL's own stat, before vsitune takes anything over: only the request
+     * it sends is judged (its answer from this small server differs by
+     * release: GDAL 3.13 reads no size from it) */
+    CPLPushErrorHandler(CPLQuietErrorHandler);
+    if (VSIStatL("/vsis3/lb/stock.bin", &st) != 0)
+        CPLDebug("VT_TEST", "GDAL's own stat of stock.bin found nothing");
+    CPLPopErrorHandler();
     stock_before = VSIFileManager::GetHandler("/vsis3/");
     stock_type = typeid(*stock_before).name();
     cb = VSIAllocFilesystemPluginCallbacksStruct();
@@ -90,7 +94,8 @@ static void test_stock_stat_is_gdals(void **state)
 {
     (void)state;
     /* GDAL's own stat: one request of its own shape (3.6: a GET without a
-     * Range, dropped after the headers), not vsitune's header GET */
+     * Range, dropped after the headers; 3.13: a GET of bytes 0-16383), not
+     * vsitune's header GET */
     assert_int_equal(seen("GET /lb/stock.bin ", NULL) + seen("HEAD /lb/stock.bin ", NULL), 1);
     assert_int_equal(seen("GET /lb/stock.bin ", "Range: bytes=0-65535\r\n"), 0);
 }
