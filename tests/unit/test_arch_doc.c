@@ -1,0 +1,176 @@
+/* test_arch_doc.c: docs/architecture.md names every source file (issue 19,
+ * item 9). Every .c, .cpp and .h under vsiplugin/ and tunerd/ (subfolders
+ * too) must be named in the module tables, the section "## Modules" up to
+ * the next "## " heading: a source file added without its row fails here.
+ *
+ * A file is named when its name stands as a word of the section (not inside
+ * a longer name: cache.c is not named by shmcache.c); a header is named too
+ * by its source's short form, `name.c/.h` or `name.cpp/.h`, as the table
+ * writes them. The matcher is tested on its own so that a loose rule cannot
+ * pass every file. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <ctype.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cpl_vsi.h>
+
+static int name_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_' || c == '-';
+}
+
+/* 1 when word occurs in text bounded by non-name characters on both sides. */
+static int has_word(const char *text, const char *word)
+{
+    size_t n = strlen(word);
+
+    for (const char *p = strstr(text, word); p; p = strstr(p + 1, word)) {
+        int left = p == text || !name_char(p[-1]);
+        int right = !name_char(p[n]) && !(p[n] == '.' && name_char(p[n + 1]));
+        if (left && right)
+            return 1;
+    }
+    return 0;
+}
+
+/* 1 when the file called base is named by section. */
+static int names_file(const char *section, const char *base)
+{
+    static const char *const short_forms[] = { ".c/.h", ".cpp/.h" };
+    char form[300];
+    size_t len = strlen(base);
+
+    if (has_word(section, base))
+        return 1;
+    if (len < 3 || strcmp(base + len - 2, ".h") != 0 || len >= 256)
+        return 0;
+    for (size_t i = 0; i < sizeof short_forms / sizeof short_forms[0]; i++) {
+        snprintf(form, sizeof form, "%.*s%s", (int)(len - 2), base, short_forms[i]);
+        if (has_word(section, form))
+            return 1;
+    }
+    return 0;
+}
+
+static void test_matcher(void **state)
+{
+    static const struct { const char *text, *file; int named; } cases[] = {
+        { "| cache.c/.h | x |", "cache.c", 1 },
+        { "| cache.c/.h | x |", "cache.h", 1 },
+        { "| takeover.cpp/.h | x |", "takeover.h", 1 },
+        { "`main.c` -> `cli.c`", "cli.c", 1 },
+        { "| engine.c, engine_int.h |", "engine_int.h", 1 },
+        { "shmwatch/vsitune-shmwatch.c", "vsitune-shmwatch.c", 1 },
+        { "| shmcache.c/.h | x |", "cache.c", 0 },
+        { "| shmcache.c/.h | x |", "cache.h", 0 },
+        { "| cache_int.h | x |", "cache.h", 0 },
+        { "| s3list.c | x |", "s3.c", 0 },
+        { "| s3.cfg | x |", "s3.c", 0 },
+        { "| cli.c | x |", "cli.h", 0 },
+        { "| engine.c, engine_int.h |", "engine.h", 0 },
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (names_file(cases[i].text, cases[i].file) != cases[i].named)
+            fail_msg("\"%s\" %s %s", cases[i].text,
+                     cases[i].named ? "should name" : "should not name", cases[i].file);
+}
+
+/* The text from "## Modules" to the next second-level heading, or NULL. */
+static char *modules_section(const char *doc)
+{
+    const char *start = strstr(doc, "\n## Modules");
+    const char *end;
+
+    if (!start)
+        return NULL;
+    end = strstr(start + 1, "\n## ");
+    if (!end)
+        end = start + strlen(start);
+    return strndup(start, (size_t)(end - start));
+}
+
+static int source_name(const char *base)
+{
+    const char *dot = strrchr(base, '.');
+
+    return dot && (!strcmp(dot, ".c") || !strcmp(dot, ".cpp") || !strcmp(dot, ".h"));
+}
+
+/* Checks every source file under dir (recursively); returns how many the
+ * section misses, each printed. *seen counts the files checked. */
+static int check_dir(const char *section, const char *dir, const char *rel, int *seen)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int missing = 0;
+
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL) {
+        char path[1024], sub[512];
+        struct stat st;
+
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        snprintf(sub, sizeof sub, "%s/%s", rel, e->d_name);
+        if (stat(path, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            missing += check_dir(section, path, sub, seen);
+        } else if (S_ISREG(st.st_mode) && source_name(e->d_name)) {
+            (*seen)++;
+            if (!names_file(section, e->d_name)) {
+                print_error("docs/architecture.md's module tables do not name %s\n", sub);
+                missing++;
+            }
+        }
+    }
+    closedir(d);
+    return missing;
+}
+
+static void test_every_source_file_named(void **state)
+{
+    const char *src = getenv("VT_SOURCE_DIR");
+    char path[1024];
+    char *doc, *section;
+    int seen = 0, missing = 0;
+
+    (void)state;
+    assert_non_null(src);
+    snprintf(path, sizeof path, "%s/docs/architecture.md", src);
+    assert_true(VSIIngestFile(NULL, path, (GByte **)&doc, NULL, -1)); /* NUL-terminated */
+    section = modules_section(doc);
+    assert_non_null(section);
+
+    snprintf(path, sizeof path, "%s/vsiplugin", src);
+    missing += check_dir(section, path, "vsiplugin", &seen);
+    snprintf(path, sizeof path, "%s/tunerd", src);
+    missing += check_dir(section, path, "tunerd", &seen);
+
+    /* The walk found the tree (not an empty or wrong folder). */
+    assert_true(seen > 50);
+    assert_int_equal(missing, 0);
+    free(section);
+    VSIFree(doc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matcher),
+        cmocka_unit_test(test_every_source_file_named),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,231 @@
+/* test_handler.c: the VSI callbacks (handler.c) as GDAL calls them: the
+ * callbacks are installed in-process on /vsitune/ (VSIInstallPluginHandler,
+ * as takeover.cpp does) over the real object layer, against objects a
+ * loopback S3 (http_lab.h) serves; what the server received is the judge.
+ * A stat costs one range GET of the header and gives size and mtime; reads
+ * at any offset give the object's bytes, the same bytes again cost no
+ * request; a read past the end is short and sets EOF; multi-range reads; a
+ * read the server fails returns nothing and raises a CE_Failure naming the
+ * object; a missing object's stat fails. GDAL's own /vsis3/ code, which the
+ * handler consults (takeover.h's vt__stock_*), is a fake that knows
+ * nothing. The objects (12 MB) are larger
+ * than the header GET, a cache block and a readahead window. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cpl_conv.h>
+#include <cpl_error.h>
+#include <cpl_vsi.h>
+
+#include "handler.h"
+#include "http_lab.h"
+#include "takeover.h"
+
+#define BIG 12000000ULL
+#define HEADER 65536 /* VSITUNE_HEADER_SIZE's default */
+
+/* ---- GDAL's own /vsis3/ code (takeover.cpp), faked: it knows nothing, and
+ * the test sees what the handler asked of it ---- */
+static int stock_stats, stock_read_dirs;
+
+int vt__stock_stat(const char *path, VSIStatBufL *st, int flags)
+{
+    (void)path;
+    (void)flags;
+    memset(st, 0, sizeof *st);
+    stock_stats++;
+    return -1;
+}
+
+char **vt__stock_read_dir(const char *path, int max_files)
+{
+    (void)path;
+    (void)max_files;
+    stock_read_dirs++;
+    return NULL;
+}
+
+void vt__stock_partial_clear(const char *path)
+{
+    (void)path;
+}
+
+/* /lb/big.bin and /lb/bad.bin are BIG bytes; bad.bin answers 500 beyond
+ * its header; anything else is 404 (and an empty listing). */
+static int serve_one(int fd, const char *head)
+{
+    char line[256];
+    uint64_t first, last;
+
+    lab_begin(head, line, sizeof line, &first, &last);
+    if (strncmp(line, "GET /lb/big.bin ", 16) == 0)
+        return lab_answer_range(fd, first, last, BIG, 0);
+    if (strncmp(line, "GET /lb/bad.bin ", 16) == 0) {
+        if (first == 0)
+            return lab_answer_range(fd, first, last, BIG, 0);
+        return answer(fd, "500 Internal Server Error", "",
+                      "<Error><Code>InternalError</Code><Message>We encountered an internal "
+                      "error. Please try again.</Message></Error>");
+    }
+    if (strncmp(line, "GET /lb/?", 9) == 0)
+        return lab_answer_empty_list(fd);
+    return lab_answer_no_such_key(fd);
+}
+
+static int setup(void **state)
+{
+    VSIFilesystemPluginCallbacksStruct *cb;
+
+    (void)state;
+    if (lab_start(serve_one))
+        return -1;
+    lab_as_s3();
+    cb = VSIAllocFilesystemPluginCallbacksStruct();
+    if (!cb)
+        return -1;
+    vt__handler_fill_callbacks(cb);
+    if (VSIInstallPluginHandler("/vsitune/", cb) != 0)
+        return -1;
+    VSIFreeFilesystemPluginCallbacksStruct(cb);
+    return 0;
+}
+
+/* Reads n bytes at off through fp and checks them against the object. */
+static void read_at(VSILFILE *fp, uint64_t off, size_t n)
+{
+    unsigned char *buf = malloc(n);
+
+    assert_non_null(buf);
+    assert_int_equal(VSIFSeekL(fp, off, SEEK_SET), 0);
+    assert_int_equal(VSIFReadL(buf, 1, n, fp), n);
+    assert_int_equal(VSIFTellL(fp), off + n);
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] != lab_byte(off + i))
+            fail_msg("byte %llu differs", (unsigned long long)(off + i));
+    free(buf);
+}
+
+static void test_stat_one_header_get(void **state)
+{
+    VSIStatBufL st;
+
+    (void)state;
+    assert_int_equal(VSIStatL("/vsitune/lb/big.bin", &st), 0);
+    assert_int_equal(st.st_size, BIG);
+    assert_int_equal(st.st_mtime, 1796119200LL);
+    assert_true(VSI_ISREG(st.st_mode));
+    assert_int_equal(seen("GET /lb/big.bin ", NULL), 1);
+    assert_int_equal(seen("GET /lb/big.bin ", "Range: bytes=0-65535\r\n"), 1);
+    /* known now: a second stat costs nothing */
+    assert_int_equal(VSIStatL("/vsitune/lb/big.bin", &st), 0);
+    assert_int_equal(seen("GET /lb/big.bin ", NULL), 1);
+}
+
+static void test_reads_bytes_and_cache(void **state)
+{
+    VSILFILE *fp;
+    int before;
+    char tail[100];
+
+    (void)state;
+    fp = VSIFOpenL("/vsitune/lb/big.bin", "rb");
+    assert_non_null(fp);
+    read_at(fp, 100, 4000); /* the header: no request */
+    before = seen("GET /lb/big.bin ", NULL);
+    read_at(fp, 5000000, 300000);
+    assert_true(seen("GET /lb/big.bin ", NULL) > before);
+    before = seen("GET /lb/big.bin ", NULL);
+    read_at(fp, 5000000 + 1000, 200000); /* inside what was read: cached */
+    read_at(fp, 10, 60000);
+    assert_int_equal(seen("GET /lb/big.bin ", NULL), before);
+    /* every GET after the header carries the ETag the header answered */
+    assert_int_equal(seen("GET /lb/big.bin ", "If-Match: \"e1\""), before - 1);
+
+    /* past the end: short, and EOF */
+    assert_int_equal(VSIFSeekL(fp, BIG - 40, SEEK_SET), 0);
+    assert_int_equal(VSIFReadL(tail, 1, sizeof tail, fp), 40);
+    assert_true(VSIFEofL(fp));
+    for (int i = 0; i < 40; i++)
+        assert_int_equal((unsigned char)tail[i], lab_byte(BIG - 40 + i));
+    assert_int_equal(VSIFSeekL(fp, 0, SEEK_END), 0);
+    assert_int_equal(VSIFTellL(fp), BIG);
+    assert_int_equal(VSIFCloseL(fp), 0);
+}
+
+static void test_read_multi_range(void **state)
+{
+    enum { N = 3 };
+    vsi_l_offset offs[N] = { 9000000, 700000, 11990000 };
+    size_t sizes[N] = { 70000, 10, 10000 };
+    void *data[N];
+    VSILFILE *fp = VSIFOpenL("/vsitune/lb/big.bin", "rb");
+
+    (void)state;
+    assert_non_null(fp);
+    for (int i = 0; i < N; i++) {
+        data[i] = malloc(sizes[i]);
+        assert_non_null(data[i]);
+    }
+    assert_int_equal(VSIFReadMultiRangeL(N, data, offs, sizes, fp), 0);
+    for (int i = 0; i < N; i++) {
+        for (size_t j = 0; j < sizes[i]; j++)
+            if (((unsigned char *)data[i])[j] != lab_byte(offs[i] + j))
+                fail_msg("range %d byte %zu differs", i, j);
+        free(data[i]);
+    }
+    assert_int_equal(VSIFCloseL(fp), 0);
+}
+
+static void test_failed_read_raises(void **state)
+{
+    char *buf = malloc(200000);
+    VSILFILE *fp;
+
+    (void)state;
+    assert_non_null(buf);
+    fp = VSIFOpenL("/vsitune/lb/bad.bin", "rb");
+    assert_non_null(fp);
+    read_at(fp, 0, 1000); /* the header came back */
+    CPLErrorReset();
+    CPLPushErrorHandler(CPLQuietErrorHandler);
+    assert_int_equal(VSIFSeekL(fp, 6000000, SEEK_SET), 0);
+    assert_int_equal(VSIFReadL(buf, 1, 200000, fp), 0); /* never a partial buffer */
+    CPLPopErrorHandler();
+    assert_int_equal(CPLGetLastErrorType(), CE_Failure);
+    assert_non_null(strstr(CPLGetLastErrorMsg(), "s3://lb/bad.bin"));
+    assert_non_null(strstr(CPLGetLastErrorMsg(), "HTTP 500 InternalError"));
+    /* the header GET, then the failed block GET (no retry: GDAL_HTTP_MAX_RETRY=0) */
+    assert_int_equal(seen("GET /lb/bad.bin ", NULL), 2);
+    VSIFCloseL(fp);
+    free(buf);
+}
+
+static void test_missing_stat_fails(void **state)
+{
+    VSIStatBufL st;
+
+    (void)state;
+    CPLPushErrorHandler(CPLQuietErrorHandler);
+    assert_int_not_equal(VSIStatL("/vsitune/lb/none.tif", &st), 0);
+    CPLPopErrorHandler();
+    assert_int_equal(seen("GET /lb/none.tif ", NULL), 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stat_one_header_get),
+        cmocka_unit_test(test_reads_bytes_and_cache),
+        cmocka_unit_test(test_read_multi_range),
+        cmocka_unit_test(test_failed_read_raises),
+        cmocka_unit_test(test_missing_stat_fails),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
