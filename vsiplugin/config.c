@@ -1,6 +1,6 @@
 /* config.c: option lookup, global or for one object path; the table of
- * numeric options and their strict parsers; the CA-bundle rule of each GDAL
- * release (see config.h). */
+ * numeric options and their strict parsers; the CA-bundle choice under the
+ * running GDAL release's rule (gdal_release.h) (see config.h). */
 #include "config.h"
 
 #include <ctype.h>
@@ -17,7 +17,8 @@
 #include <cpl_error.h>
 #include <cpl_string.h>
 #include <cpl_vsi.h>
-#include <gdal.h>
+
+#include "gdal_release.h"
 
 #define PREFIX_CAP 32
 
@@ -299,37 +300,11 @@ uint64_t vt__cfg_cache_budget(void)
 const char *const vt__ca_names[3] = {"GDAL_CURL_CA_BUNDLE", "CURL_CA_BUNDLE",
                                      "SSL_CERT_FILE"};
 
-/* First release whose CPLHTTPGetOptionsFromEnv keeps the first of the three
- * (CPLStringList::AddNameValue, path-specific lookups) instead of letting
- * each set one overwrite the last (CSLSetNameValue). */
-#define CA_FIRST_WINS_FROM 3070000
-
-static _Atomic int g_version_override;
-static _Atomic int g_version; /* the running GDAL's, asked once */
-
-void vt__cfg_set_gdal_version(int version_num)
-{
-    atomic_store(&g_version_override, version_num);
-}
-
-static int gdal_version(void)
-{
-    int v = atomic_load(&g_version_override);
-
-    if (v)
-        return v;
-    v = atomic_load(&g_version);
-    if (!v) {
-        v = atoi(GDALVersionInfo("VERSION_NUM"));
-        atomic_store(&g_version, v);
-    }
-    return v;
-}
-
 int vt__ca_pick(int version_num, enum vt_ca_use use,
                 const char *const vals[3])
 {
-    if (version_num < CA_FIRST_WINS_FROM && use == VT_CA_READ) {
+    if (!vt__gdal_release_for(version_num)->ca_first_wins_by_path &&
+        use == VT_CA_READ) {
         for (int i = 2; i >= 0; i--)
             if (vals[i])
                 return i;
@@ -343,8 +318,8 @@ int vt__ca_pick(int version_num, enum vt_ca_use use,
 
 char *vt__cfg_ca_bundle(const char *path, enum vt_ca_use use)
 {
-    int version = gdal_version();
-    const char *lookup = version >= CA_FIRST_WINS_FROM && use != VT_CA_FETCH
+    const vt_gdal_release *rel = vt__gdal_release();
+    const char *lookup = rel->ca_first_wins_by_path && use != VT_CA_FETCH
                              ? path : NULL;
     char *vals[3];
     char *out = NULL;
@@ -352,7 +327,7 @@ char *vt__cfg_ca_bundle(const char *path, enum vt_ca_use use)
 
     for (int i = 0; i < 3; i++)
         vals[i] = vt__cfg_dup_raw(lookup, vt__ca_names[i]);
-    pick = vt__ca_pick(version, use, (const char *const *)vals);
+    pick = vt__ca_pick(rel->from, use, (const char *const *)vals);
     if (pick >= 0) {
         out = vals[pick];
         vals[pick] = NULL;

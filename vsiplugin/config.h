@@ -167,18 +167,17 @@ enum vt_ca_use {
 extern const char *const vt__ca_names[3];
 
 /* Index into vt__ca_names of the option that gives the CA file for use
- * under GDAL version_num (GDALVersionInfo("VERSION_NUM"), e.g. 3060200),
- * given the values set (vals[i] NULL: unset); -1: none set (curl's
+ * under GDAL version_num (GDALVersionInfo("VERSION_NUM"), e.g. 3060200;
+ * its row of gdal_release.c), given the values set (vals[i] NULL: unset); -1: none set (curl's
  * default). Pure. */
 int vt__ca_pick(int version_num, enum vt_ca_use use,
                 const char *const vals[3]);
 
 /* The CA file for a request for path ("bucket/key"; NULL: none) under the
- * running GDAL, malloc'd (caller frees); NULL: none set (curl's default). */
+ * running GDAL's rule (gdal_release.h, ca_first_wins_by_path; a test sets
+ * another release with vt__gdal_release_set), malloc'd (caller frees);
+ * NULL: none set (curl's default). */
 char *vt__cfg_ca_bundle(const char *path, enum vt_ca_use use);
-
-/* Tests: pretend the running GDAL is version_num (0: the real one). */
-void vt__cfg_set_gdal_version(int version_num);
 
 /* "<prefix><path>" into buf (the GDAL path path-specific options are
  * matched against). Returns buf, or NULL when it does not fit. Pure apart

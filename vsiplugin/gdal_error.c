@@ -8,8 +8,8 @@
 
 #include <cpl_error.h>
 #include <cpl_vsi_error.h>
-#include <gdal_version.h>
 
+#include "gdal_release.h"
 #include "xmlscan.h"
 
 int vt__gdal_cple_for_vsie(int vsie, int default_cple)
@@ -160,18 +160,18 @@ int vt__gdal_error_for_known(const vt_gdal_fail *f, int set_error,
                              int size_asked, int vsi_error_set,
                              vt_gdal_report *out)
 {
+    const vt_gdal_release *rel = vt__gdal_release();
+
     memset(out, 0, sizeof(*out));
-#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 10, 0)
-    if (f->err == VT_ECREDS)
-        return 0; /* GDAL never got as far as a request */
+    if (!rel->known_failure_says_status || f->err == VT_ECREDS)
+        return 0; /* before 3.10: nothing; credentials: no request made */
     if (f->status > 0) {
         if (!set_error || vsi_error_set)
             return 0;
         out->vsie = VSIE_HttpError;
         snprintf(out->message, sizeof(out->message), "HTTP response code: %ld",
                  f->status);
-    } else {
-#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
+    } else if (rel->network_failure_asked_again) {
         const char *why = f->transport && *f->transport ? f->transport
                                                         : vt_strerror(f->err);
         if ((set_error || size_asked) && !vsi_error_set) {
@@ -183,33 +183,20 @@ int vt__gdal_error_for_known(const vt_gdal_fail *f, int set_error,
                      "HTTP response code on %s: 0",
                      f->url ? f->url : (f->where ? f->where : ""));
         }
-#else
-        (void)size_asked;
+    } else {
         return 0; /* 3.10-3.12 keep the failure: Exists() has no code */
-#endif
     }
     out->cple = out->vsie != VSIE_None
                     ? vt__gdal_cple_for_vsie(out->vsie, CPLE_OpenFailed)
                     : CPLE_None;
     return 1;
-#else
-    (void)f;
-    (void)set_error;
-    (void)size_asked;
-    (void)vsi_error_set;
-    return 0;
-#endif
 }
 
 int vt__gdal_keeps_failure(const vt_gdal_fail *f)
 {
     if (f->err == VT_ECREDS)
         return 0;
-#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
-    return f->status > 0;
-#else
-    return 1;
-#endif
+    return f->status > 0 || !vt__gdal_release()->network_failure_asked_again;
 }
 
 int vt__gdal_error_for_open_again(const vt_gdal_fail *f, int set_error,
@@ -230,25 +217,13 @@ int vt__gdal_error_for_open_again(const vt_gdal_fail *f, int set_error,
 
 int vt__gdal_read_of_missing_says(void)
 {
-    return GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0);
+    return vt__gdal_release()->read_of_missing_says;
 }
 
 void vt__gdal_no_creds_words(char *buf, size_t cap, const char *cred_path)
 {
-#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
-    snprintf(buf, cap,
-             "No valid AWS credentials found. For authenticated requests, "
-             "you need to set AWS_SECRET_ACCESS_KEY, AWS_ACCESS_KEY_ID or "
-             "other configuration options, or create a %s file. Consult "
-             "https://gdal.org/en/stable/user/virtual_file_systems.html"
-             "#vsis3-aws-s3-files for more details. For unauthenticated "
-             "requests on public resources, set the AWS_NO_SIGN_REQUEST "
-             "configuration option to YES.",
-             cred_path);
-#else
-    snprintf(buf, cap,
-             "AWS_SECRET_ACCESS_KEY and AWS_NO_SIGN_REQUEST configuration "
-             "options not defined, and %s not filled",
-             cred_path);
-#endif
+    const vt_gdal_release *rel = vt__gdal_release();
+
+    snprintf(buf, cap, "%s%s%s", rel->no_creds_before, cred_path,
+             rel->no_creds_after);
 }

@@ -1,10 +1,12 @@
 /* gdal_error.h: how a failed open is told to GDAL, the way stock GDAL 3.6
  * tells it (and where a later GDAL words it otherwise, as that release does:
- * the only GDAL_VERSION_NUM rules outside the C++ takeover). Pure (no I/O, no GDAL calls): the numbers come from GDAL's
- * headers, the rules from cpl_vsil_curl.cpp (GetFileSizeOrHeaders) and
- * cpl_aws.cpp (CanRestartOnError), checked against stock GDAL 3.6.2 on the
- * lab and a fake server (tests/unit/test_gdal_error.c says which answer gave
- * which report).
+ * the running release's rules from gdal_release.h, which a test may set).
+ * Pure (no I/O; the only GDAL call is gdal_release.c asking the version
+ * once): the numbers come from GDAL's headers, the rules from
+ * cpl_vsil_curl.cpp (GetFileSizeOrHeaders) and cpl_aws.cpp
+ * (CanRestartOnError), checked against stock GDAL 3.6.2 on the lab and a
+ * fake server (tests/unit/test_gdal_error.c says which answer gave which
+ * report).
  *
  * Stock GDAL, on an open whose first request fails, hands VSIError() one of:
  *   - no HTTP answer (connection refused, DNS, timeout): VSIE_HttpError,
@@ -126,7 +128,8 @@ int vt__gdal_error_for_open_again(const vt_gdal_fail *f, int set_error,
 int vt__gdal_read_of_missing_says(void);
 
 /* Stock GDAL's words when no credentials were found (cpl_aws.cpp, the end
- * of the credentials chain), cred_path being the credentials file it read. */
+ * of the credentials chain), cred_path being the credentials file it read:
+ * the running release's (vt_gdal_release.no_creds_before/after). */
 void vt__gdal_no_creds_words(char *buf, size_t cap, const char *cred_path);
 
 /* The CPLE_* class GDAL's VSIToCPLError gives a VSIE_* code, default_cple

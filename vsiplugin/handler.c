@@ -17,11 +17,11 @@
 #include <cpl_error.h>
 #include <cpl_string.h>
 #include <cpl_vsi_error.h>
-#include <gdal_version.h>
 
 #include "cache.h"
 #include "config.h"
 #include "gdal_error.h"
+#include "gdal_release.h"
 #include "object.h"
 #include "listing.h"
 #include "notice.h"
@@ -434,11 +434,10 @@ static enum missing stock_on_missing(const char *path)
                    ? MISSING_SILENT
                    : MISSING_EMPTY_HANDLE;
     }
-#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 11, 0)
     /* a Kerchunk reference: GDAL 3.11+ does not list for it */
-    if (strlen(base) >= 8 && strcmp(base + strlen(base) - 8, ".nc.zarr") == 0)
+    if (vt__gdal_release()->open_listing_one_page && strlen(base) >= 8 &&
+        strcmp(base + strlen(base) - 8, ".nc.zarr") == 0)
         return MISSING_EMPTY_HANDLE;
-#endif
     snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
     if (vt__listing_get_dir(dir, 1000, &l, errbuf, sizeof(errbuf)) != VT_OK ||
         vt__listing_count(l) == 0)
@@ -448,11 +447,10 @@ static enum missing stock_on_missing(const char *path)
     else if (vt__listing_find_ci(l, base))
         m = MISSING_REPORT; /* GDAL checks the object then: a case mismatch */
     else if (vt__listing_truncated(l))
-#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 11, 0)
-        m = MISSING_EMPTY_HANDLE; /* GDAL reads one page of 1000, then opens */
-#else
-        m = is_directory(path, 1) ? MISSING_EMPTY_HANDLE : MISSING_SILENT;
-#endif
+        /* 3.11+ reads one page of 1000, then opens; before, it asks */
+        m = vt__gdal_release()->open_listing_one_page || is_directory(path, 1)
+                ? MISSING_EMPTY_HANDLE
+                : MISSING_SILENT;
     else
         m = MISSING_SILENT;
     vt__listing_release(l);

@@ -10,7 +10,6 @@
  * off: nothing is installed, /vsis3/ stays GDAL's own, and the bare driver
  * registered for GDAL's AutoSkipDrivers to remove (as it removes any skipped
  * driver, silently) is gone by the time GDALAllRegister returns. */
-#include <stdlib.h>
 #include <string.h>
 
 #include <cpl_conv.h>
@@ -19,6 +18,7 @@
 
 #include "config.h"
 #include "engine.h"
+#include "gdal_release.h"
 #include "handler.h"
 #include "policy.h"
 #include "driver.h"
@@ -46,7 +46,7 @@ __attribute__((visibility("default"))) void GDALRegister_vsitune(void);
 void GDALRegister_vsitune(void)
 {
     static int done;
-    int runtime = atoi(GDALVersionInfo("VERSION_NUM"));
+    int runtime = vt__gdal_release_running();
     const char *prefix;
     int takeover;
     VSIFilesystemPluginCallbacksStruct *cb;
@@ -78,6 +78,9 @@ void GDALRegister_vsitune(void)
                  GDALVersionInfo("RELEASE_NAME"));
         return;
     }
+    /* the rules of this GDAL release, chosen once (gdal_release.h) */
+    CPLDebug("VSITUNE", "GDAL %d: the rules of GDAL %s", runtime,
+             vt__gdal_release()->name);
     takeover = vt__cfg_bool(NULL, "VSITUNE_TAKEOVER", 1);
     cb = VSIAllocFilesystemPluginCallbacksStruct();
     if (cb == NULL)

@@ -24,6 +24,12 @@
 // convention, including hidden return slots; `this` inside them is GDAL's
 // handler object and no member of Hooks is ever touched.
 //
+// GDAL releases: every behaviour that differs by release is in
+// gdal_release.c's table, chosen at run time. The `#if GDAL_VERSION_NUM`
+// branches left here are the C++ ABI only (a method's signature, whether a
+// virtual exists, the vtable slots), which must match the headers built
+// against; each says which. plugin.c refuses a GDAL of another major.minor.
+//
 // Thread: vt__takeover_install runs once, from GDALRegister_vsitune (inside
 // GDALAllRegister, before any /vsis3/ I/O); the hooks run on GDAL's threads.
 #include "takeover.h"
@@ -51,6 +57,7 @@ extern "C" {
 #include "streaming.h"
 }
 
+// ABI: 3.13's Open (and CreateOnlyVisibleAtCloseTime) return a unique_ptr.
 #if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
 #define VT_OPEN_RESULT VSIVirtualHandleUniquePtr
 #else
@@ -284,6 +291,7 @@ class WriteHandle final : public VSIVirtualHandle
         return inner_->Seek(off, whence);
     }
     vsi_l_offset Tell() override { return inner_->Tell(); }
+    // ABI: 3.13's Read/Write take one size, earlier ones size and count.
 #if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
     size_t Read(void *buf, size_t n) override { return inner_->Read(buf, n); }
     size_t Write(const void *buf, size_t n) override
@@ -300,10 +308,12 @@ class WriteHandle final : public VSIVirtualHandle
         return inner_->Write(buf, size, count);
     }
 #endif
+    // ABI: ClearErr/Error are pure virtual from 3.10, absent before.
 #if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 10, 0)
     void ClearErr() override { inner_->ClearErr(); }
     int Error() override { return inner_->Error(); }
 #endif
+    // ABI: the virtual CancelCreation exists from 3.13.
 #if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
     void CancelCreation() override { inner_->CancelCreation(); }
 #endif
@@ -328,6 +338,7 @@ class WriteHandle final : public VSIVirtualHandle
 
 VT_OPEN_RESULT wrap_write(VT_OPEN_RESULT h, const char *name)
 {
+    // ABI: VT_OPEN_RESULT's type (a unique_ptr from 3.13).
 #if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
     if (!h)
         return h;
@@ -460,6 +471,7 @@ class Hooks
         forget_prefix(name);
         return ret;
     }
+    // ABI: 3.13's Rename takes a progress callback.
 #if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
     int Rename(const char *from, const char *to, GDALProgressFunc progress,
                void *progress_data)
@@ -489,6 +501,7 @@ class Hooks
         forget_prefix(dst);
         return ret;
     }
+    // ABI: the virtuals CopyFile and MultipartUploadEnd exist from 3.10.
 #if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 10, 0)
     int CopyFile(const char *src, const char *dst, VSILFILE *fp,
                  vsi_l_offset size, const char *const *options,
@@ -511,6 +524,7 @@ class Hooks
         return ret;
     }
 #endif
+    // ABI: the virtual CreateOnlyVisibleAtCloseTime exists from 3.13.
 #if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
     VSIVirtualHandleUniquePtr
     CreateOnlyVisibleAtCloseTime(const char *name, bool emulation_allowed,
@@ -767,6 +781,7 @@ extern "C" int vt__takeover_install(const VSIFilesystemPluginCallbacksStruct *cb
                  &Hooks::RmdirRecursive));
     add(redirect(&VSIFilesystemHandler::Rename, &Hooks::Rename));
     add(redirect(&VSIFilesystemHandler::Sync, &Hooks::Sync));
+    // ABI: these slots exist only in the releases their hooks exist in.
 #if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 10, 0)
     add(redirect(&VSIFilesystemHandler::CopyFile, &Hooks::CopyFile));
     add(redirect(&VSIFilesystemHandler::MultipartUploadEnd,

@@ -21,6 +21,7 @@
 
 #include "config.h"
 #include "fuzz_bytes.h"
+#include "gdal_release.h"
 
 static int teardown(void **state)
 {
@@ -30,7 +31,7 @@ static int teardown(void **state)
     CPLSetConfigOption("VT_TEST_BOOL", NULL);
     CPLSetConfigOption("VT_TEST_SIZE", NULL);
     vt__cfg_set_prefix("/vsis3/");
-    vt__cfg_set_gdal_version(0);
+    vt__gdal_release_set(0);
     for (int i = 0; i < VT_OPT_COUNT; i++)
         CPLSetConfigOption(vt__opts[i].name, NULL);
     for (int i = 0; i < 3; i++)
@@ -379,14 +380,14 @@ static void test_ca_bundle_from_options(void **state)
     CPLSetConfigOption("GDAL_CURL_CA_BUNDLE", GDAL_CA);
     CPLSetConfigOption("SSL_CERT_FILE", SSL_CERT);
     VSISetPathSpecificOption("/vsis3/pb", "CURL_CA_BUNDLE", CURL_CA);
-    vt__cfg_set_gdal_version(3060200);
+    vt__gdal_release_set(3060200);
     assert_ca("b/k", VT_CA_READ, SSL_CERT);
     assert_ca("pb/k", VT_CA_READ, SSL_CERT);
     assert_ca("b/", VT_CA_LIST, GDAL_CA);
     assert_ca(NULL, VT_CA_FETCH, GDAL_CA);
     CPLSetConfigOption("SSL_CERT_FILE", NULL);
     assert_ca("pb/k", VT_CA_READ, GDAL_CA);
-    vt__cfg_set_gdal_version(3100300);
+    vt__gdal_release_set(3100300);
     assert_ca("b/k", VT_CA_READ, GDAL_CA);
     assert_ca(NULL, VT_CA_FETCH, GDAL_CA);
     CPLSetConfigOption("GDAL_CURL_CA_BUNDLE", NULL);
@@ -394,14 +395,14 @@ static void test_ca_bundle_from_options(void **state)
     assert_ca("pb/", VT_CA_LIST, CURL_CA);
     assert_ca("b/k", VT_CA_READ, NULL);
     assert_ca(NULL, VT_CA_FETCH, NULL);
-    vt__cfg_set_gdal_version(3130300);
+    vt__gdal_release_set(3130300);
     CPLSetConfigOption("SSL_CERT_FILE", SSL_CERT);
     assert_ca("pb/k", VT_CA_READ, CURL_CA);
     assert_ca("b/k", VT_CA_READ, SSL_CERT);
     CPLSetConfigOption("GDAL_CURL_CA_BUNDLE", "");
     assert_ca("pb/k", VT_CA_READ, "");
     /* the real version of this process: 3.6 on Debian 12 */
-    vt__cfg_set_gdal_version(0);
+    vt__gdal_release_set(0);
     if (atoi(GDALVersionInfo("VERSION_NUM")) < 3070000)
         assert_ca("b/k", VT_CA_READ, SSL_CERT);
     else

@@ -2,7 +2,8 @@
  * (gdal_error.c). Each case is an answer stock GDAL 3.6.2 was given, on the
  * lab or a fake server, and what it said (gdalinfo's "ERROR n: ..." line and
  * its warning): the report must carry the same class and begin with the
- * same words. */
+ * same words. Where GDAL 3.10 or 3.13 words a case otherwise, that release's
+ * rules are set (vt__gdal_release_set) and checked on any host. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,9 +13,9 @@
 
 #include <cpl_error.h>
 #include <cpl_vsi_error.h>
-#include <gdal_version.h>
 
 #include "gdal_error.h"
+#include "gdal_release.h"
 
 #define URL "http://127.0.0.1:9000/b/k.tif"
 
@@ -152,39 +153,66 @@ static void test_credentials(void **state)
     assert_int_equal(r.warn, 0);
 }
 
-/* A failure GDAL already met (its cache of file properties; 3.13: a network
- * failure it meets again): what its Stat / Open of that name says, per the
- * GDAL release built against (cpl_vsil_curl.cpp, VSICurlHandle::Exists and
- * GetFileSizeOrHeaders of each release). */
-static void test_known_failure(void **state)
+/* The releases whose rules differ here, each run on any host
+ * (vt__gdal_release_set): GDAL 3.6.2 (Debian 12), 3.10.3 (trixie), 3.13.3
+ * (sid). */
+#define GDAL_36 3060200
+#define GDAL_310 3100300
+#define GDAL_313 3130300
+
+static int teardown(void **state)
 {
     (void)state;
+    vt__gdal_release_set(0);
+    return 0;
+}
+
+/* A failure GDAL already met (its cache of file properties; 3.13: a network
+ * failure it meets again): what its Stat / Open of that name says, per GDAL
+ * release (cpl_vsil_curl.cpp, VSICurlHandle::Exists and GetFileSizeOrHeaders
+ * of each release). */
+static void test_known_failure(void **state)
+{
+    int version = *(const int *)*state;
     vt_gdal_fail nf = {.err = VT_ENOTFOUND, .status = 404, .where = "s3://b/k.tif",
                        .url = URL};
     vt_gdal_fail net = {.err = VT_ENETWORK, .status = 0, .where = "s3://b/k.tif",
                         .url = URL, .transport = "Failed to connect"};
     vt_gdal_fail cr = {.err = VT_ECREDS, .where = "s3://b/k.tif"};
     vt_gdal_report r;
+
+    vt__gdal_release_set(version);
     /* never without being asked for an HTTP status, never over an earlier
      * error, never for missing credentials */
     assert_int_equal(vt__gdal_error_for_known(&nf, 0, 0, 0, &r), 0);
     assert_int_equal(vt__gdal_error_for_known(&nf, 1, 0, 1, &r), 0);
     assert_int_equal(vt__gdal_error_for_known(&cr, 1, 0, 0, &r), 0);
-#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 10, 0)
-    assert_int_equal(vt__gdal_error_for_known(&nf, 1, 0, 0, &r), 1);
-    assert_int_equal(r.vsie, VSIE_HttpError);
-    assert_int_equal(r.cple, CPLE_HttpResponse);
-    assert_string_equal(r.message, "HTTP response code: 404");
-    assert_int_equal(r.warn, 0);
-#else
-    assert_int_equal(vt__gdal_error_for_known(&nf, 1, 0, 0, &r), 0);
-#endif
-#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
+    assert_int_equal(vt__gdal_error_for_known(&nf, 0, 1, 0, &r), 0);
+    if (version == GDAL_36) { /* 3.6: nothing, ever */
+        assert_int_equal(vt__gdal_error_for_known(&nf, 1, 0, 0, &r), 0);
+        assert_int_equal(r.vsie, VSIE_None);
+        assert_int_equal(r.warn, 0);
+    } else { /* 3.10+: the kept status */
+        assert_int_equal(vt__gdal_error_for_known(&nf, 1, 0, 0, &r), 1);
+        assert_int_equal(r.vsie, VSIE_HttpError);
+        assert_int_equal(r.cple, CPLE_HttpResponse);
+        assert_string_equal(r.message, "HTTP response code: 404");
+        assert_int_equal(r.warn, 0);
+    }
+    if (version != GDAL_313) { /* a network failure is kept: no words */
+        assert_int_equal(vt__gdal_error_for_known(&net, 1, 0, 0, &r), 0);
+        assert_int_equal(vt__gdal_error_for_known(&net, 0, 0, 0, &r), 0);
+        assert_int_equal(vt__gdal_error_for_known(&net, 0, 1, 0, &r), 0);
+        return;
+    }
+    /* 3.13: asked again, curl's words or the warning */
     assert_int_equal(vt__gdal_error_for_known(&net, 1, 0, 0, &r), 1);
     assert_int_equal(r.vsie, VSIE_HttpError);
+    assert_int_equal(r.cple, CPLE_HttpResponse);
     assert_string_equal(r.message, "CURL error: Failed to connect");
     assert_int_equal(vt__gdal_error_for_known(&net, 0, 0, 0, &r), 1);
     assert_int_equal(r.vsie, VSIE_None);
+    assert_int_equal(r.cple, CPLE_None);
     assert_int_equal(r.warn, 1);
     assert_string_equal(r.warning, "HTTP response code on " URL ": 0");
     assert_int_equal(vt__gdal_error_for_known(&net, 1, 0, 1, &r), 1);
@@ -193,11 +221,6 @@ static void test_known_failure(void **state)
     /* a stat asking the size asks with errors on */
     assert_int_equal(vt__gdal_error_for_known(&net, 0, 1, 0, &r), 1);
     assert_int_equal(r.vsie, VSIE_HttpError);
-    assert_int_equal(vt__gdal_error_for_known(&nf, 0, 1, 0, &r), 0);
-#else
-    assert_int_equal(vt__gdal_error_for_known(&net, 1, 0, 0, &r), 0);
-    assert_int_equal(vt__gdal_error_for_known(&net, 0, 0, 0, &r), 0);
-#endif
 }
 
 /* An open failing again as the name's last failure: the words of GDAL's
@@ -205,7 +228,7 @@ static void test_known_failure(void **state)
  * detail after them where S3 sent a body; which failures GDAL keeps. */
 static void test_open_again(void **state)
 {
-    (void)state;
+    int version = *(const int *)*state;
     const char *denied = XML("AccessDenied", "Access Denied");
     vt_gdal_fail f = {.err = VT_EACCESS, .status = 403, .body = denied,
                       .body_len = strlen(denied), .where = "s3://b/k.tif",
@@ -214,27 +237,41 @@ static void test_open_again(void **state)
                         .url = URL, .transport = "Failed to connect"};
     vt_gdal_fail cr = {.err = VT_ECREDS, .where = "s3://b/k.tif"};
     vt_gdal_report r;
+
+    vt__gdal_release_set(version);
     assert_int_equal(vt__gdal_keeps_failure(&f), 1);
     assert_int_equal(vt__gdal_keeps_failure(&cr), 0); /* no request made */
     /* never a warning, never over an error already set, never unasked */
     assert_int_equal(vt__gdal_error_for_open_again(&f, 0, 0, &r), 0);
     assert_int_equal(vt__gdal_error_for_open_again(&f, 1, 1, &r), 0);
-#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 10, 0)
-    assert_int_equal(vt__gdal_error_for_open_again(&f, 1, 0, &r), 1);
-    assert_int_equal(r.vsie, VSIE_HttpError);
-    assert_int_equal(r.cple, CPLE_HttpResponse);
-    assert_string_equal(r.message, "HTTP response code: 403 (vsitune: "
-                                   "s3://b/k.tif: HTTP 403 AccessDenied)");
-    assert_int_equal(r.warn, 0);
-#else
-    assert_int_equal(vt__gdal_error_for_open_again(&f, 1, 0, &r), 0);
-#endif
-#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
-    assert_int_equal(vt__gdal_keeps_failure(&net), 0); /* asked again */
-#else
-    assert_int_equal(vt__gdal_keeps_failure(&net), 1);
-    assert_int_equal(vt__gdal_error_for_open_again(&net, 1, 0, &r), 0);
-#endif
+    if (version == GDAL_36) {
+        assert_int_equal(vt__gdal_error_for_open_again(&f, 1, 0, &r), 0);
+    } else {
+        assert_int_equal(vt__gdal_error_for_open_again(&f, 1, 0, &r), 1);
+        assert_int_equal(r.vsie, VSIE_HttpError);
+        assert_int_equal(r.cple, CPLE_HttpResponse);
+        assert_string_equal(r.message, "HTTP response code: 403 (vsitune: "
+                                       "s3://b/k.tif: HTTP 403 AccessDenied)");
+        assert_int_equal(r.warn, 0);
+    }
+    if (version == GDAL_313) {
+        assert_int_equal(vt__gdal_keeps_failure(&net), 0); /* asked again */
+    } else {
+        assert_int_equal(vt__gdal_keeps_failure(&net), 1);
+        assert_int_equal(vt__gdal_error_for_open_again(&net, 1, 0, &r), 0);
+    }
+}
+
+/* Whether the first read of a name opened unchecked sets S3's error. */
+static void test_read_of_missing(void **state)
+{
+    (void)state;
+    vt__gdal_release_set(GDAL_36);
+    assert_int_equal(vt__gdal_read_of_missing_says(), 0);
+    vt__gdal_release_set(GDAL_310);
+    assert_int_equal(vt__gdal_read_of_missing_says(), 0);
+    vt__gdal_release_set(GDAL_313);
+    assert_int_equal(vt__gdal_read_of_missing_says(), 1);
 }
 
 /* An open that asks for no error, or meets one already set: GDAL's
@@ -294,20 +331,35 @@ static void test_in_context(void **state)
     assert_int_equal(r.warn, 0);
 }
 
-/* The words of the release built against for "no credentials". */
+/* Each release's words for "no credentials" (cpl_aws.cpp of 3.6.2,
+ * 3.10.3, 3.13.3). */
 static void test_no_creds_words(void **state)
 {
     (void)state;
     char buf[1024];
+    static const char w36[] =
+        "AWS_SECRET_ACCESS_KEY and AWS_NO_SIGN_REQUEST configuration options "
+        "not defined, and /home/u/.aws/credentials not filled";
+
+    vt__gdal_release_set(GDAL_36);
     vt__gdal_no_creds_words(buf, sizeof(buf), "/home/u/.aws/credentials");
-#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
-    assert_ptr_equal(strstr(buf, "No valid AWS credentials found. "), buf);
-    assert_non_null(strstr(buf, "or create a /home/u/.aws/credentials file. "));
-#else
-    assert_string_equal(buf, "AWS_SECRET_ACCESS_KEY and AWS_NO_SIGN_REQUEST "
-                             "configuration options not defined, and "
-                             "/home/u/.aws/credentials not filled");
-#endif
+    assert_string_equal(buf, w36);
+    vt__gdal_release_set(GDAL_310);
+    vt__gdal_no_creds_words(buf, sizeof(buf), "/home/u/.aws/credentials");
+    assert_string_equal(buf, w36);
+    vt__gdal_release_set(GDAL_313);
+    vt__gdal_no_creds_words(buf, sizeof(buf), "/home/u/.aws/credentials");
+    assert_string_equal(buf,
+        "No valid AWS credentials found. For authenticated requests, you need "
+        "to set AWS_SECRET_ACCESS_KEY, AWS_ACCESS_KEY_ID or other "
+        "configuration options, or create a /home/u/.aws/credentials file. "
+        "Consult https://gdal.org/en/stable/user/virtual_file_systems.html"
+        "#vsis3-aws-s3-files for more details. For unauthenticated requests "
+        "on public resources, set the AWS_NO_SIGN_REQUEST configuration "
+        "option to YES.");
+    /* cut, never overflowing */
+    vt__gdal_no_creds_words(buf, 20, "/home/u/.aws/credentials");
+    assert_int_equal(strlen(buf), 19);
 }
 
 static void test_vsie_to_cple(void **state)
@@ -335,6 +387,13 @@ static void test_bounds(void **state)
     assert_int_equal(strncmp(r.message, "Invalid AWS response: xxx", 25), 0);
 }
 
+/* A test run under one release's rules (its state: the version). */
+#define RELEASE_TEST(f, v)                                                  \
+    {#f "_" #v, f, NULL, teardown, &release_##v}
+
+static int release_36 = GDAL_36, release_310 = GDAL_310,
+           release_313 = GDAL_313;
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -342,9 +401,14 @@ int main(void)
         cmocka_unit_test(test_odd_answers),
         cmocka_unit_test(test_transport),
         cmocka_unit_test(test_credentials),
-        cmocka_unit_test(test_known_failure),
-        cmocka_unit_test(test_open_again),
-        cmocka_unit_test(test_no_creds_words),
+        RELEASE_TEST(test_known_failure, 36),
+        RELEASE_TEST(test_known_failure, 310),
+        RELEASE_TEST(test_known_failure, 313),
+        RELEASE_TEST(test_open_again, 36),
+        RELEASE_TEST(test_open_again, 310),
+        RELEASE_TEST(test_open_again, 313),
+        cmocka_unit_test_teardown(test_read_of_missing, teardown),
+        cmocka_unit_test_teardown(test_no_creds_words, teardown),
         cmocka_unit_test(test_in_context),
         cmocka_unit_test(test_vsie_to_cple),
         cmocka_unit_test(test_bounds),
