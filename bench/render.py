@@ -13,6 +13,9 @@ import json
 import sys
 from pathlib import Path
 
+import render_shared
+from render_cells import _section, f, table, x
+
 CONTENDERS = ("stock", "tuned", "vsitune")
 SHORT = {"stock": "stock", "tuned": "stock tuned", "vsitune": "vsitune"}
 COLORS = {"stock": "#9e9e9e", "tuned": "#5b8fd6", "vsitune": "#e07b24"}
@@ -26,25 +29,6 @@ TITLES = {"cold_window": "1. Cold window", "gdalinfo_cold": "2. gdalinfo, cold",
           "gdal_versions": "9. GDAL 3.13 beside GDAL 3.6", "dask_twice": "10. Dask",
           "tile_workers": "11. Tile server: uvicorn workers",
           "pool_fork5": "12. Seed 000's process pool", "sidecars": "13. The sibling question"}
-
-
-def f(v, nd=0, suffix=""):
-    """A number for a table cell; an en dash when missing."""
-    if v is None:
-        return "–"
-    if isinstance(v, float) and nd == 0:
-        return f"{v:,.0f}{suffix}"
-    return f"{v:,.{nd}f}{suffix}"
-
-
-def x(v, nd=2):
-    return "–" if v is None else f"{v:.{nd}f}×"
-
-
-def table(head, rows):
-    out = ["| " + " | ".join(head) + " |", "|" + "|".join(" --- " for _ in head) + "|"]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(out)
 
 
 def _plt():
@@ -175,18 +159,6 @@ def sec_provenance(r):
             "machine description below is the last run's. Within a section, the contenders were "
             "measured side by side in one run. Issue 22 asks for a full run to replace it.\n\n" +
             table(["scenario", "commit measured", "date (UTC)"], rows))
-
-
-def _section(r, key, title):
-    """(results of scenario `key`, None) or (None, the text saying why there are none)."""
-    res = r["scenarios"].get(key)
-    if not res:
-        return None, ""
-    if "error" in res:
-        return None, f"## {title}\n\nThis scenario failed: `{res['error']}`"
-    if "skipped" in res:
-        return None, f"## {title}\n\nNot measured: {res['skipped']}"
-    return res, None
 
 
 def _each(res):
@@ -698,7 +670,6 @@ def plot_soak(plt, res, path):
 
 
 def render(results, docs, source="bench/results/results.json"):
-    import render_shared  # its sections import helpers from this module
     """Write <docs>/performance.md and <docs>/img/*.png from `results` (read from
     the file named `source`, which the page cites); returns the paths written."""
     docs = Path(docs)

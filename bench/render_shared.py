@@ -4,7 +4,7 @@ Pure: results dict in, Markdown out. Every number is a value of the results file
 """
 
 from parity_requests import cell  # '7 (1 LIST, 6 GET)', as that script prints it
-from render import _section, f, table
+from render_cells import _section, f, table
 
 
 def _mib(v):

@@ -19,7 +19,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include "cli.h"
+#include "exitcode.h"
 #include "errbuf.h"
 
 #define HEAD_MAX 8192

@@ -13,21 +13,26 @@
 
 typedef uint64_t (*rec_get)(const vt_stats_rec *r);
 
+/* One family: its name, TYPE, HELP text and a counters file's value. */
+typedef struct fam {
+    const char *name, *type, *help;
+    rec_get get;
+} fam;
+
 static void head(FILE *f, const char *name, const char *type, const char *help)
 {
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* One sample per readable counters file. */
-static void per_rec(FILE *f, const vt_prom_in *in, const char *name, const char *type,
-                    const char *help, rec_get get)
+static void per_rec(FILE *f, const vt_prom_in *in, const fam *fm)
 {
-    head(f, name, type, help);
+    head(f, fm->name, fm->type, fm->help);
     for (int i = 0; i < in->n_stats; i++)
         if (in->stats[i].ok)
-            fprintf(f, "%s{pid=\"%llu\"} %llu\n", name,
+            fprintf(f, "%s{pid=\"%llu\"} %llu\n", fm->name,
                     (unsigned long long)in->stats[i].rec.pid,
-                    (unsigned long long)get(&in->stats[i].rec));
+                    (unsigned long long)fm->get(&in->stats[i].rec));
 }
 
 #define GETTER(fn, expr) static uint64_t fn(const vt_stats_rec *r) { return (expr); }
@@ -55,6 +60,69 @@ GETTER(g_sh_evictions, r->shared.evictions)
 GETTER(g_sh_attached, r->shared.attached)
 GETTER(g_sh_objects, r->shared.objects)
 GETTER(g_time, r->time)
+
+/* The families with one sample per readable counters file, in their order. */
+static const fam per_process[] = {
+    {"vsitune_retries_total", "counter",
+     "Requests sent again after a transient failure.", g_retries},
+    {"vsitune_received_bytes_total", "counter",
+     "Response body bytes received.", g_recv},
+    {"vsitune_connections_opened_total", "counter",
+     "Connections opened (TCP, with TLS where used).", g_conns},
+    {"vsitune_requests_in_flight", "gauge",
+     "Requests sent and not yet answered.", g_in_flight},
+    {"vsitune_h2_responses_total", "counter",
+     "Answers received over HTTP/2.", g_h2},
+    {"vsitune_coalesced_waits_total", "counter",
+     "Block reads that waited for another thread's request for the same bytes "
+     "instead of sending their own.", g_waits},
+    {"vsitune_cache_hits_total", "counter",
+     "Block reads served from the range cache.", g_hits},
+    {"vsitune_cache_misses_total", "counter",
+     "Block reads that needed a request.", g_misses},
+    {"vsitune_cache_evictions_total", "counter",
+     "Blocks dropped from the range cache to stay within its budget.", g_evictions},
+    {"vsitune_cache_held_bytes", "gauge",
+     "Bytes the range cache holds.", g_held},
+    {"vsitune_cache_peak_held_bytes", "gauge",
+     "The most bytes the range cache has held.", g_peak},
+    {"vsitune_cache_budget_bytes", "gauge",
+     "The range cache's budget (VSITUNE_CACHE_SIZE); for a process on the shared "
+     "cache, the shared segment's room for blocks, which it shares with the "
+     "other attached processes (do not add these up).", g_budget},
+};
+
+/* The last of the per-file families. */
+static const fam stamp = {"vsitune_counters_timestamp_seconds", "gauge",
+                          "When the process last wrote its counters (unix time).", g_time};
+
+/* The shared-cache families, one sample per segment: those before the hit
+ * ratio, then the rest. */
+static const fam seg_sizes[] = {
+    {"vsitune_shared_cache_size_bytes", "gauge",
+     "Size of the host's shared cache segment (VSITUNE_SHARED_CACHE_SIZE, "
+     "fitted to /dev/shm).", g_sh_size},
+    {"vsitune_shared_cache_block_bytes", "gauge",
+     "The segment's room for blocks (its size less the index).", g_sh_data},
+    {"vsitune_shared_cache_used_bytes", "gauge",
+     "Bytes of blocks the shared cache holds.", g_sh_used},
+    {"vsitune_shared_cache_hits_total", "counter",
+     "Block lookups served from the shared cache, all processes.", g_sh_hits},
+    {"vsitune_shared_cache_waits_total", "counter",
+     "Block lookups that waited for another process's fetch of the block.",
+     g_sh_waits},
+    {"vsitune_shared_cache_misses_total", "counter",
+     "Block lookups that needed a fetch, all processes.", g_sh_misses},
+};
+static const fam seg_rest[] = {
+    {"vsitune_shared_cache_evictions_total", "counter",
+     "Blocks dropped from the shared cache to stay within its size.",
+     g_sh_evictions},
+    {"vsitune_shared_cache_attached_processes", "gauge",
+     "Processes attached to the segment.", g_sh_attached},
+    {"vsitune_shared_cache_objects", "gauge",
+     "Objects the segment knows.", g_sh_objects},
+};
 
 static void requests(FILE *f, const vt_prom_in *in)
 {
@@ -131,14 +199,13 @@ static void label_value(FILE *f, const char *v)
  * path), from the newest counters file naming it (vt_stats_shared_pick): every
  * attached process writes the same segment-wide figures, so a per-pid series
  * would repeat them. segs holds the records to show, n of them. */
-static void shared_fam(FILE *f, const vt_stats_rec *const *segs, int n, const char *name,
-                       const char *type, const char *help, rec_get get)
+static void shared_fam(FILE *f, const vt_stats_rec *const *segs, int n, const fam *fm)
 {
-    head(f, name, type, help);
+    head(f, fm->name, fm->type, fm->help);
     for (int i = 0; i < n; i++) {
-        fprintf(f, "%s{segment=\"", name);
+        fprintf(f, "%s{segment=\"", fm->name);
         label_value(f, segs[i]->shared.path);
-        fprintf(f, "\"} %llu\n", (unsigned long long)get(segs[i]));
+        fprintf(f, "\"} %llu\n", (unsigned long long)fm->get(segs[i]));
     }
 }
 
@@ -182,28 +249,11 @@ static int shared(FILE *f, const vt_prom_in *in)
             segs[k++] = best;
     }
     if (k) {
-        shared_fam(f, segs, k, "vsitune_shared_cache_size_bytes", "gauge",
-                   "Size of the host's shared cache segment (VSITUNE_SHARED_CACHE_SIZE, "
-                   "fitted to /dev/shm).", g_sh_size);
-        shared_fam(f, segs, k, "vsitune_shared_cache_block_bytes", "gauge",
-                   "The segment's room for blocks (its size less the index).", g_sh_data);
-        shared_fam(f, segs, k, "vsitune_shared_cache_used_bytes", "gauge",
-                   "Bytes of blocks the shared cache holds.", g_sh_used);
-        shared_fam(f, segs, k, "vsitune_shared_cache_hits_total", "counter",
-                   "Block lookups served from the shared cache, all processes.", g_sh_hits);
-        shared_fam(f, segs, k, "vsitune_shared_cache_waits_total", "counter",
-                   "Block lookups that waited for another process's fetch of the block.",
-                   g_sh_waits);
-        shared_fam(f, segs, k, "vsitune_shared_cache_misses_total", "counter",
-                   "Block lookups that needed a fetch, all processes.", g_sh_misses);
+        for (size_t m = 0; m < sizeof seg_sizes / sizeof seg_sizes[0]; m++)
+            shared_fam(f, segs, k, &seg_sizes[m]);
         shared_ratio(f, segs, k);
-        shared_fam(f, segs, k, "vsitune_shared_cache_evictions_total", "counter",
-                   "Blocks dropped from the shared cache to stay within its size.",
-                   g_sh_evictions);
-        shared_fam(f, segs, k, "vsitune_shared_cache_attached_processes", "gauge",
-                   "Processes attached to the segment.", g_sh_attached);
-        shared_fam(f, segs, k, "vsitune_shared_cache_objects", "gauge",
-                   "Objects the segment knows.", g_sh_objects);
+        for (size_t m = 0; m < sizeof seg_rest / sizeof seg_rest[0]; m++)
+            shared_fam(f, segs, k, &seg_rest[m]);
     }
     free(recs);
     return 0;
@@ -269,33 +319,8 @@ int vt_prom_write(FILE *f, const vt_prom_in *in)
     if (in->stats_dir_given) {
         int bad = 0;
         requests(f, in);
-        per_rec(f, in, "vsitune_retries_total", "counter",
-                "Requests sent again after a transient failure.", g_retries);
-        per_rec(f, in, "vsitune_received_bytes_total", "counter",
-                "Response body bytes received.", g_recv);
-        per_rec(f, in, "vsitune_connections_opened_total", "counter",
-                "Connections opened (TCP, with TLS where used).", g_conns);
-        per_rec(f, in, "vsitune_requests_in_flight", "gauge",
-                "Requests sent and not yet answered.", g_in_flight);
-        per_rec(f, in, "vsitune_h2_responses_total", "counter",
-                "Answers received over HTTP/2.", g_h2);
-        per_rec(f, in, "vsitune_coalesced_waits_total", "counter",
-                "Block reads that waited for another thread's request for the same bytes "
-                "instead of sending their own.", g_waits);
-        per_rec(f, in, "vsitune_cache_hits_total", "counter",
-                "Block reads served from the range cache.", g_hits);
-        per_rec(f, in, "vsitune_cache_misses_total", "counter",
-                "Block reads that needed a request.", g_misses);
-        per_rec(f, in, "vsitune_cache_evictions_total", "counter",
-                "Blocks dropped from the range cache to stay within its budget.", g_evictions);
-        per_rec(f, in, "vsitune_cache_held_bytes", "gauge",
-                "Bytes the range cache holds.", g_held);
-        per_rec(f, in, "vsitune_cache_peak_held_bytes", "gauge",
-                "The most bytes the range cache has held.", g_peak);
-        per_rec(f, in, "vsitune_cache_budget_bytes", "gauge",
-                "The range cache's budget (VSITUNE_CACHE_SIZE); for a process on the shared "
-                "cache, the shared segment's room for blocks, which it shares with the "
-                "other attached processes (do not add these up).", g_budget);
+        for (size_t k = 0; k < sizeof per_process / sizeof per_process[0]; k++)
+            per_rec(f, in, &per_process[k]);
         if (shared(f, in)) {
             errno = ENOMEM;
             return -1;
@@ -304,8 +329,7 @@ int vt_prom_write(FILE *f, const vt_prom_in *in)
         avoided(f, in, 1);
         latency(f, in);
         states(f, in);
-        per_rec(f, in, "vsitune_counters_timestamp_seconds", "gauge",
-                "When the process last wrote its counters (unix time).", g_time);
+        per_rec(f, in, &stamp);
         for (int i = 0; i < in->n_stats; i++)
             bad += !in->stats[i].ok;
         head(f, "vsitune_stats_unreadable_files", "gauge",

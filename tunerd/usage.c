@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
 
 typedef struct {
     const char *name;     /* "profile" */

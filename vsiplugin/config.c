@@ -336,3 +336,25 @@ char *vt__cfg_ca_bundle(const char *path, enum vt_ca_use use)
         free(vals[i]);
     return out;
 }
+
+/* GDAL's CPL_VSIL_CURL_NON_CACHED: ':'-separated name prefixes whose data
+ * must not be reused from an earlier open (stock GDAL's AllowCachedDataFor). */
+int vt__cfg_non_cached(const char *path)
+{
+    char *all = vt__cfg_dup(NULL, "CPL_VSIL_CURL_NON_CACHED"), *list = all;
+    char name[4096];
+    int hit = 0;
+    if (!all)
+        return 0;
+    snprintf(name, sizeof(name), "/vsis3/%s", path);
+    while (*list && !hit) {
+        char *colon = strchr(list, ':');
+        size_t n = colon ? (size_t)(colon - list) : strlen(list);
+        hit = n > 0 && strncmp(name, list, n) == 0;
+        if (!colon)
+            break;
+        list = colon + 1;
+    }
+    free(all);
+    return hit;
+}

@@ -184,4 +184,10 @@ char *vt__cfg_ca_bundle(const char *path, enum vt_ca_use use);
  * from reading the prefix. */
 const char *vt__cfg_gdal_path(const char *path, char *buf, size_t len);
 
+/* 1 when GDAL's CPL_VSIL_CURL_NON_CACHED (':'-separated "/vsis3/..." name
+ * prefixes) names path ("bucket/key"): every open then re-validates the
+ * object with the server (stock GDAL's AllowCachedDataFor). Here, below the
+ * object table and the listings, so that both reach it. */
+int vt__cfg_non_cached(const char *path);
+
 #endif

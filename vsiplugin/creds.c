@@ -64,20 +64,6 @@ static struct {
     int have_instance;
 } state = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
-void vt__creds_clear(vt_creds *c)
-{
-    if (!c)
-        return;
-    if (c->secret_key)
-        OPENSSL_cleanse(c->secret_key, strlen(c->secret_key));
-    if (c->session_token)
-        OPENSSL_cleanse(c->session_token, strlen(c->session_token));
-    free(c->access_key);
-    free(c->secret_key);
-    free(c->session_token);
-    memset(c, 0, sizeof(*c));
-}
-
 /* ---- the chain (no lock held) ----------------------------------------- */
 
 /* Instance credentials not yet due for a refresh, copied into out. */

@@ -41,6 +41,21 @@ void vt__creds_note(char *buf, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Wipe the secrets, free the strings, zero *c (NULL: nothing). */
+void vt__creds_clear(vt_creds *c)
+{
+    if (!c)
+        return;
+    if (c->secret_key)
+        OPENSSL_cleanse(c->secret_key, strlen(c->secret_key));
+    if (c->session_token)
+        OPENSSL_cleanse(c->session_token, strlen(c->session_token));
+    free(c->access_key);
+    free(c->secret_key);
+    free(c->session_token);
+    memset(c, 0, sizeof(*c));
+}
+
 /* Deep copy (dst is overwritten, not cleared). VT_ENOMEM leaves dst empty. */
 vt_err vt__creds_copy(vt_creds *dst, const vt_creds *src)
 {

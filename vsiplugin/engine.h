@@ -111,4 +111,24 @@ void vt__engine_get_stats(vt_engine_stats *out);
  * release curl. Idempotent; safe at exit. A later request restarts it. */
 void vt__engine_shutdown(void);
 
+/* News the engine reports to the layer above it, which registers where
+ * it goes (nghttp2's session callbacks: the engine never names the modules
+ * above it). Both are called on the I/O thread, with no engine lock held,
+ * and must not block or submit requests.
+ *   on_attempt  one finished HTTP attempt (each retry is one): method,
+ *               whether it carried a Range header, the status answered
+ *               (0: none), seconds from sending to the end
+ *   on_idle     each turn of the I/O loop (at least once a second)
+ * A NULL member, or nothing registered, drops that news. */
+typedef struct vt_engine_callbacks {
+    void (*on_attempt)(const char *method, int ranged, long status,
+                       double seconds);
+    void (*on_idle)(void);
+} vt_engine_callbacks;
+
+/* Register cb (copied; NULL: none) for every engine of this process, fork()
+ * children's included. Call before the first request (plugin.c does, at
+ * registration); thread-safe. */
+void vt__engine_set_callbacks(const vt_engine_callbacks *cb);
+
 #endif

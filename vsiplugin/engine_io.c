@@ -46,7 +46,6 @@
  * 160 concurrent requests gave 16 connections where 1 serves them all. */
 #include "engine_int.h"
 #include "engine_retry.h"
-#include "stats.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -61,6 +60,19 @@
 #define IDLE_POLL_MS 1000
 #define DEFAULT_RECV_BUFFER 16384L /* curl's CURLOPT_BUFFERSIZE default */
 #define MAX_RECV_BUFFER (1L << 20) /* per transfer; curl 7.88 allows 10 MB */
+
+/* vt__engine_set_callbacks' registration: process-wide, read by the I/O
+ * thread without a lock (engine.h). */
+typedef void (*vt_eng_attempt_fn)(const char *, int, long, double);
+typedef void (*vt_eng_idle_fn)(void);
+static _Atomic(vt_eng_attempt_fn) cb_attempt;
+static _Atomic(vt_eng_idle_fn) cb_idle;
+
+void vt__engine_set_callbacks(const vt_engine_callbacks *cb)
+{
+    atomic_store(&cb_attempt, cb ? cb->on_attempt : NULL);
+    atomic_store(&cb_idle, cb ? cb->on_idle : NULL);
+}
 
 static double now_s(void)
 {
@@ -606,6 +618,7 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
     long httpver = 0, nconn = 0, status = 0;
     char *priv = NULL;
     int ver;
+    vt_eng_attempt_fn on_attempt;
 
     curl_easy_getinfo(easy, CURLINFO_PRIVATE, &priv);
     x = (struct vt_eng_xfer *)priv;
@@ -622,8 +635,10 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
     ver = httpver == CURL_HTTP_VERSION_2_0 ? 2 : 1;
     if (x->hdr_status > 0)
         origin_learn(e, x->req->url, ver == 2);
-    vt__stats_attempt(x->req->method, x->has_req_range, x->hdr_status,
-                      now_s() - x->sent_at);
+    on_attempt = atomic_load(&cb_attempt);
+    if (on_attempt)
+        on_attempt(x->req->method, x->has_req_range, x->hdr_status,
+                   now_s() - x->sent_at);
 
     if (rc != CURLE_OK)
         vt__eng_judge_curl(rc, x, &v);
@@ -778,6 +793,7 @@ void *vt__eng_io_main(void *arg)
     struct vt_engine *e = arg;
     struct vt_eng_xfer *incoming = NULL, *x, *next;
     int ok = init_curl(e) == 0;
+    vt_eng_idle_fn on_idle;
 
     pthread_mutex_lock(&vt__eng_lock);
     if (!ok) {
@@ -843,7 +859,9 @@ void *vt__eng_io_main(void *arg)
             if (timeout_ms > IDLE_POLL_MS)
                 timeout_ms = IDLE_POLL_MS;
         }
-        vt__stats_idle(); /* a trailing publication of the last requests */
+        on_idle = atomic_load(&cb_idle);
+        if (on_idle)
+            on_idle(); /* stats: a trailing publication of the last requests */
         if (timeout_ms > 0)
             curl_multi_poll(e->multi, NULL, 0, (int)timeout_ms, NULL);
     }

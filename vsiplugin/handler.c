@@ -102,7 +102,7 @@ static void done_with(const char *path)
 {
     const char *slash;
     char dir[4096];
-    if (!vt__object_non_cached(path) || !(slash = strrchr(path, '/')))
+    if (!vt__cfg_non_cached(path) || !(slash = strrchr(path, '/')))
         return;
     snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
     vt__stock_partial_clear(dir);
@@ -126,7 +126,7 @@ static int may_list(const char *path)
     char *readdir = vt__cfg_dup(path, "GDAL_DISABLE_READDIR_ON_OPEN");
     int skip = readdir && (EQUAL(readdir, "EMPTY_DIR") || CPLTestBool(readdir));
     free(readdir);
-    return !skip && !vt__object_non_cached(path);
+    return !skip && !vt__cfg_non_cached(path);
 }
 
 /* 1 when path's basename has an extension (a '.' or '_' after its stem):
@@ -369,7 +369,7 @@ static int report_as_gdal(const char *path, int vsi_error_set, int again_ok)
                 vt__s3_last_failure(bucket, key, &f);
 
     if (found && again_ok && f.again && vt__gdal_keeps_failure(&f) &&
-        !vt__object_non_cached(path)) {
+        !vt__cfg_non_cached(path)) {
         /* The same failure as this name's last one: GDAL would have met it
          * in its cache (asked again here all the same: a healed server is
          * read at once) and words it so; 3.6 says nothing at all. */
@@ -424,7 +424,7 @@ static enum missing stock_on_missing(const char *path)
     enum missing m;
 
     free(readdir);
-    if (skip || vt__object_non_cached(path) || !slash)
+    if (skip || vt__cfg_non_cached(path) || !slash)
         return MISSING_REPORT;
     base = slash + 1;
     dot = strrchr(base, '.');

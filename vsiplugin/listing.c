@@ -17,7 +17,6 @@
 #include "config.h"
 #include "engine.h"
 #include "forksafe.h"
-#include "object.h"
 #include "s3.h"
 
 #define MAX_LISTINGS 256
@@ -391,7 +390,7 @@ int vt__listing_lookup_n(const char *path, vt_list_entry *out,
     char ep[1024];
     size_t epl;
 
-    if (!base || vt__object_non_cached(path) ||
+    if (!base || vt__cfg_non_cached(path) ||
         !endpoint_of(path, ep, sizeof(ep)))
         return -1; /* GDAL uses no listing for CPL_VSIL_CURL_NON_CACHED */
     base++;
@@ -432,7 +431,7 @@ int vt__listing_dir_held(const char *path)
     char ep[1024];
     size_t epl, dl;
 
-    if (!base || vt__object_non_cached(path) ||
+    if (!base || vt__cfg_non_cached(path) ||
         !endpoint_of(path, ep, sizeof(ep)))
         return 0;
     epl = strlen(ep);
@@ -514,7 +513,7 @@ void vt__listing_remember_names(const char *dirpath, char **names)
 
     while (dl > 0 && dirpath[dl - 1] == '/')
         dl--;
-    if (dl == 0 || !names || vt__object_non_cached(dirpath) ||
+    if (dl == 0 || !names || vt__cfg_non_cached(dirpath) ||
         !endpoint_of(dirpath, ep, sizeof(ep)))
         return;
     while (names[n])
@@ -568,7 +567,7 @@ char **vt__listing_names_of_dir(const char *path, size_t max_names)
     size_t i;
     long t;
 
-    if (!strrchr(path, '/') || vt__object_non_cached(path) ||
+    if (!strrchr(path, '/') || vt__cfg_non_cached(path) ||
         !endpoint_of(path, ep, sizeof(ep)))
         return NULL;
     t = ttl(path);
@@ -597,7 +596,7 @@ int vt__listing_in_gdal_dir(const char *path)
     size_t i;
     long t;
 
-    if (!base || vt__object_non_cached(path) ||
+    if (!base || vt__cfg_non_cached(path) ||
         !endpoint_of(path, ep, sizeof(ep)))
         return -1;
     t = ttl(path);

@@ -595,28 +595,6 @@ out:
     free(ident);
 }
 
-/* GDAL's CPL_VSIL_CURL_NON_CACHED: ':'-separated name prefixes whose data
- * must not be reused from an earlier open (stock GDAL's AllowCachedDataFor). */
-int vt__object_non_cached(const char *path)
-{
-    char *all = vt__cfg_dup(NULL, "CPL_VSIL_CURL_NON_CACHED"), *list = all;
-    char name[4096];
-    int hit = 0;
-    if (!all)
-        return 0;
-    snprintf(name, sizeof(name), "/vsis3/%s", path);
-    while (*list && !hit) {
-        char *colon = strchr(list, ':');
-        size_t n = colon ? (size_t)(colon - list) : strlen(list);
-        hit = n > 0 && strncmp(name, list, n) == 0;
-        if (!colon)
-            break;
-        list = colon + 1;
-    }
-    free(all);
-    return hit;
-}
-
 /* The table key of path: endpoint identity + "\n" + path. malloc'd. */
 static char *object_id(const char *path)
 {
@@ -670,7 +648,7 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
     long neg_ttl = (long)vt__opt_size(path, VT_OPT_NEGATIVE_TTL);
     vt_object *o = NULL, *dead = NULL;
     vt_err err = VT_OK;
-    int remembered = 0, fresh_only = vt__object_non_cached(path);
+    int remembered = 0, fresh_only = vt__cfg_non_cached(path);
 
     t_remembered = 0;
     *out = NULL;
@@ -778,7 +756,7 @@ int vt__object_peek(const char *path, uint64_t *size, long long *mtime)
     char *id = object_id(path);
     long ttl = (long)vt__opt_size(path, VT_OPT_METADATA_TTL);
     vt_object *o;
-    int found = 0, fresh_only = vt__object_non_cached(path); /* not under
+    int found = 0, fresh_only = vt__cfg_non_cached(path); /* not under
                                          table_mu: it takes GDAL's lock */
     if (!id)
         return 0;

@@ -49,10 +49,6 @@ void vt__object_missing_by_read(const char *path);
 /* 1 when path's remembered 404 carries that mark. */
 int vt__object_missing_was_read(const char *path);
 
-/* 1 when GDAL's CPL_VSIL_CURL_NON_CACHED names path ("bucket/key"): every
- * open then re-validates the object with the server. */
-int vt__object_non_cached(const char *path);
-
 /* What the table already knows of path, without a request: 1 and the
  * size and Last-Modified when a fresh entry for it exists (not a remembered
  * 404), else 0 (VSI_STAT_CACHE_ONLY). */

@@ -20,6 +20,7 @@
 #include "engine.h"
 #include "gdal_release.h"
 #include "handler.h"
+#include "object.h"
 #include "policy.h"
 #include "driver.h"
 #include "takeover.h"
@@ -41,6 +42,21 @@ static void unload(void)
     vt__engine_shutdown();
 }
 
+/* The news lower layers report upward goes where this top layer says: the
+ * engine's finished attempts and loop turns to the counters, and the
+ * counters find the block cache the object table owns. Before anything can
+ * read; idempotent. */
+static void wire_layers(void)
+{
+    static const vt_engine_callbacks to_stats = {
+        .on_attempt = vt__stats_attempt,
+        .on_idle = vt__stats_idle,
+    };
+
+    vt__engine_set_callbacks(&to_stats);
+    vt__stats_set_cache_source(vt__object_cache);
+}
+
 __attribute__((visibility("default"))) void GDALRegister_vsitune(void);
 
 void GDALRegister_vsitune(void)
@@ -53,6 +69,7 @@ void GDALRegister_vsitune(void)
 
     if (GDALGetDriverByName(VT_DRIVER_NAME) != NULL)
         return;
+    wire_layers();
     /* GDALAllRegister loads plugins first and applies GDAL_SKIP last: decide
      * here, before anything is installed, what AutoSkipDrivers will do. At
      * every registration: each GDALAllRegister skips again. */

@@ -35,29 +35,6 @@
 
 /* ---- addressing ------------------------------------------------------- */
 
-vt_err vt__s3_split(const char *path, char **bucket, char **key)
-{
-    *bucket = NULL;
-    *key = NULL;
-    if (!path)
-        return VT_EINVAL;
-    while (*path == '/')
-        path++;
-    const char *slash = strchr(path, '/');
-    size_t blen = slash ? (size_t)(slash - path) : strlen(path);
-    if (blen == 0)
-        return VT_EINVAL;
-    *bucket = strndup(path, blen);
-    *key = strdup(slash ? slash + 1 : "");
-    if (!*bucket || !*key) {
-        free(*bucket);
-        free(*key);
-        *bucket = *key = NULL;
-        return VT_ENOMEM;
-    }
-    return VT_OK;
-}
-
 struct s3_addr {
     char url[4096];
     char host[VT_S3_HOST_CAP + 256];

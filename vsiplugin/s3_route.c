@@ -53,6 +53,31 @@ static int lower_digit_dash(const char *s, size_t n)
     return 1;
 }
 
+/* path "bucket/key" (leading slashes skipped) into malloc'd bucket and key
+ * (s3.h). Here, below s3.c, so that the route and s3.c both reach it. */
+vt_err vt__s3_split(const char *path, char **bucket, char **key)
+{
+    *bucket = NULL;
+    *key = NULL;
+    if (!path)
+        return VT_EINVAL;
+    while (*path == '/')
+        path++;
+    const char *slash = strchr(path, '/');
+    size_t blen = slash ? (size_t)(slash - path) : strlen(path);
+    if (blen == 0)
+        return VT_EINVAL;
+    *bucket = strndup(path, blen);
+    *key = strdup(slash ? slash + 1 : "");
+    if (!*bucket || !*key) {
+        free(*bucket);
+        free(*key);
+        *bucket = *key = NULL;
+        return VT_ENOMEM;
+    }
+    return VT_OK;
+}
+
 int vt__s3_valid_region(const char *r)
 {
     size_t n = r ? strlen(r) : 0;

@@ -27,7 +27,6 @@
 #include "config.h"
 #include "engine.h"
 #include "forksafe.h"
-#include "object.h"
 #include "stats_fork.h"
 #include "stats_oom.h"
 
@@ -122,13 +121,31 @@ static void child_reset(void)
     memset(&base, 0, sizeof(base));
 }
 
+/* ---- the block cache, found through the getter the layer above set ---- */
+
+static _Atomic(vt_cache *(*)(void)) cache_source;
+
+void vt__stats_set_cache_source(vt_cache *(*get)(void))
+{
+    atomic_store(&cache_source, get);
+}
+
+/* The process's block cache (created on first use by the getter), or NULL. */
+static vt_cache *stats_cache(void)
+{
+    vt_cache *(*get)(void) = atomic_load(&cache_source);
+    return get ? get() : NULL;
+}
+
 /* Registered after object.c's fork handlers (from the first tick, which
  * follows an object open), so in the parent this runs before they take the
  * cache lock, and in the child after they released it. Between the snapshot
  * and the fork another thread's few hits may be counted in both. */
 static void fork_snapshot(void)
 {
-    vt__cache_get_stats(vt__object_cache(), &snap);
+    vt_cache *c = stats_cache();
+    if (c)
+        vt__cache_get_stats(c, &snap);
 }
 
 static void fork_adopt(void)
@@ -140,7 +157,7 @@ static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 static void register_fork_snapshot(void)
 {
-    (void)vt__object_cache(); /* exists from now on: the handler creates nothing */
+    (void)stats_cache(); /* exists from now on: the handler creates nothing */
     pthread_atfork(fork_snapshot, NULL, fork_adopt);
 }
 
@@ -175,8 +192,9 @@ static void put_shared(out *o)
 {
     vt_shm_info in;
     const char *p;
+    vt_cache *c = stats_cache();
 
-    if (!vt__cache_shared_info(vt__object_cache(), &in))
+    if (!c || !vt__cache_shared_info(c, &in))
         return;
     for (p = in.path; *p; p++)
         if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
@@ -199,10 +217,13 @@ size_t vt__stats_json(char *buf, size_t len)
     char oom_file[512], prefix[64];
     uint64_t oom_kills, cum = 0;
     out o = { buf, len, 0 };
+    vt_cache *cache = stats_cache();
 
     if (len)
         buf[0] = '\0';
-    vt__cache_get_stats(vt__object_cache(), &cs);
+    memset(&cs, 0, sizeof(cs));
+    if (cache)
+        vt__cache_get_stats(cache, &cs);
     vt__engine_get_stats(&es);
     if (!vt__cfg_gdal_path(NULL, prefix, sizeof(prefix)))
         snprintf(prefix, sizeof(prefix), "?");

@@ -77,4 +77,13 @@ typedef enum vt_stats_avoided {
 
 void vt__stats_avoided(vt_stats_avoided what);
 
+/* Where the counters find the process's block cache: the layer that owns
+ * it (object.c's vt__object_cache) is above this file, so it is registered
+ * here, once, before the first read (plugin.c, at registration). The getter
+ * creates the cache on first use and is called from any thread, with no
+ * stats lock held. Nothing registered: the document's cache figures are 0
+ * and it has no "shared" section. */
+struct vt_cache;
+void vt__stats_set_cache_source(struct vt_cache *(*get)(void));
+
 #endif

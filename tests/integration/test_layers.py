@@ -1,0 +1,112 @@
+"""test_layers.py: vsiplugin/ and tunerd/ keep their layer order (scripts/layers.py).
+
+No lab: the includes are read from the sources and the calls from the built
+objects' symbols (nm), so a function called through a prototype declared in
+place counts as a call. The checker itself is checked on made-up trees and
+objects: each kind of violation it exists to catch makes it fail.
+"""
+
+import importlib.util
+import subprocess
+import textwrap
+
+import lab_client
+
+REPO = lab_client.REPO
+spec = importlib.util.spec_from_file_location("layers", REPO / "scripts" / "layers.py")
+layers = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(layers)
+
+
+def test_tree_keeps_the_layer_order():
+    """The real tree and its build: every file has a layer, nothing includes or
+    calls upward, no call circle beyond the listed (shrinking) KNOWN ones."""
+    build = lab_client.build_dir()
+    assert list(build.glob("vsiplugin/CMakeFiles/*.dir/*.o")), f"no objects in {build}"
+    r = subprocess.run(["/usr/bin/python3", str(REPO / "scripts" / "layers.py"),
+                        "--build", str(build)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def _tree(tmp_path, files):
+    for name, text in files.items():
+        p = tmp_path / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+    return layers.source_files(tmp_path)
+
+
+def test_upward_include_and_unknown_file_fail(tmp_path):
+    table = {"vsiplugin/low.c": 0, "vsiplugin/low.h": 0,
+             "vsiplugin/high.c": 1, "vsiplugin/high.h": 1}
+    files = _tree(tmp_path, {
+        "vsiplugin/low.c": '#include "low.h"\n#include "high.h"\n',
+        "vsiplugin/low.h": "", "vsiplugin/high.c": '#include "low.h"\n',
+        "vsiplugin/high.h": "", "vsiplugin/stray.c": ""})
+    bad = layers.check(files, layers.includes(tmp_path, files), None, table, {})
+    assert bad == ["vsiplugin/stray.c: not in scripts/layers.py's LAYERS",
+                   "vsiplugin/low.c (layer 0) includes vsiplugin/high.h (layer 1): upward"]
+    table["vsiplugin/stray.c"] = 1
+    files.remove("vsiplugin/low.c")
+    (tmp_path / "vsiplugin/low.c").unlink()
+    table.pop("vsiplugin/low.c")
+    assert layers.check(files, layers.includes(tmp_path, files), None, table, {}) == []
+
+
+def _objects(tmp_path, sources):
+    """Compile sources into a CMake-shaped build directory; return it."""
+    build = tmp_path / "build"
+    for name, text in sources.items():
+        obj = build / "vsiplugin" / "CMakeFiles" / "vtcore.dir" / (name + ".o")
+        obj.parent.mkdir(parents=True, exist_ok=True)
+        src = tmp_path / name
+        src.write_text(textwrap.dedent(text))
+        subprocess.run(["cc", "-c", "-o", str(obj), str(src)], check=True)
+    return build
+
+
+def test_upward_call_through_a_local_prototype_and_circles_fail(tmp_path):
+    build = _objects(tmp_path, {
+        # low.c declares high's function itself: no include shows the call
+        "low.c": "void vt__high(void);\nvoid vt__low(void) { vt__high(); }\n",
+        "high.c": "void vt__low(void);\nvoid vt__high(void) { }\n"
+                  "void vt__high2(void) { vt__low(); }\n",
+        "a.c": "void vt__b(void);\nvoid vt__a(void) { vt__b(); }\n",
+        "b.c": "void vt__a(void);\nvoid vt__b(void) { vt__a(); }\n",
+    })
+    called = layers.calls(build)
+    assert called["vsiplugin/low.c"] == {"vsiplugin/high.c"}
+    table = {"vsiplugin/low.c": 0, "vsiplugin/high.c": 1,
+             "vsiplugin/a.c": 0, "vsiplugin/b.c": 0}
+    files = sorted(table)
+    bad = layers.check(files, {}, called, table, {})
+    assert "vsiplugin/low.c (layer 0) calls vsiplugin/high.c (layer 1): upward" in bad
+    assert "call circle: vsiplugin/a.c <-> vsiplugin/b.c" in bad
+    assert "call circle: vsiplugin/high.c <-> vsiplugin/low.c" in bad
+    # a KNOWN circle passes while it exists; a KNOWN edge no longer called fails
+    known = {("vsiplugin/a.c", "vsiplugin/b.c"): "why", ("vsiplugin/b.c", "vsiplugin/a.c"): "why",
+             ("vsiplugin/low.c", "vsiplugin/high.c"): "why",
+             ("vsiplugin/high.c", "vsiplugin/a.c"): "gone"}
+    assert layers.check(files, {}, called, table, known) == [
+        "KNOWN vsiplugin/high.c -> vsiplugin/a.c is no longer called: remove it"]
+
+
+def test_tunerd_may_include_only_the_shared_plugin_files(tmp_path):
+    table = {"tunerd/t.c": 3, "vsiplugin/config.h": 1, "vsiplugin/object.h": 0,
+             "vsiplugin/p.c": 5, "tunerd/t.h": 0}
+    files = _tree(tmp_path, {
+        "tunerd/t.c": '#include "config.h"\n#include "object.h"\n',
+        "tunerd/t.h": "", "vsiplugin/config.h": "", "vsiplugin/object.h": "",
+        "vsiplugin/p.c": '#include "../tunerd/t.h"\n'})
+    bad = layers.check(files, layers.includes(tmp_path, files), None, table, {})
+    assert bad == ["tunerd/t.c includes vsiplugin/object.h: another program's file",
+                   "vsiplugin/p.c includes tunerd/t.h: another program's file"]
+
+
+def test_python_import_circle_fails(tmp_path):
+    (tmp_path / "render.py").write_text("import json\n\ndef r():\n    import shared\n")
+    (tmp_path / "shared.py").write_text("from render import f\n")
+    (tmp_path / "cells.py").write_text("")
+    assert layers.circles(layers.python_imports(tmp_path)) == [["render", "shared"]]
+    (tmp_path / "shared.py").write_text("from cells import f\n")
+    assert layers.circles(layers.python_imports(tmp_path)) == []
