@@ -18,7 +18,7 @@ BLOCK_OFFSET/BLOCK_SIZE metadata), cut into the plugin's 64 KiB cache blocks:
 Budgets are given as a fraction of each trace's distinct blocks. Policies: LRU,
 CLOCK, S3-FIFO (Yang et al., SOSP'23), SLRU (20% probation), ARC, and LIRS (Jiang
 and Zhang, SIGMETRICS'02) with 1%, 5% and 10% of the cache for resident HIR
-blocks. With --c-replay, the plugin's own implementation (vsiplugin/lirs.c, through
+blocks. With --c-replay, the plugin's own implementation (vsiplugin/cache/lirs.c, through
 tests/tools/vt_lirs_replay) replays the same traces, so the numbers shown for
 "lirs (plugin)" are the code that ships.
 
@@ -397,7 +397,7 @@ def run(policy, cap, warm, measured):
 
 
 def c_replay(build_dir, cap, hir_pct, warm, measured):
-    """Hit ratio of vsiplugin/lirs.c on the measured part, through vt_lirs_replay."""
+    """Hit ratio of vsiplugin/cache/lirs.c on the measured part, through vt_lirs_replay."""
     ids = {}
     lines = [f"{cap} {hir_pct} {len(warm)}"]
     for k in warm + measured:

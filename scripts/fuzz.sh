@@ -32,7 +32,7 @@ declare -A LIB=(
 TARGETS=${VT_FUZZ_TARGETS:-content_range curl_headers retry_after s3_error creds_ini creds_doc aws_profile options tunerd_args tunerd_profile shm_segment}
 for name in $TARGETS; do
   [ -n "${LIB[$name]:-}" ] || { echo "fuzz: unknown target $name" >&2; exit 1; }
-  "$CC" -g -O1 -fsanitize=fuzzer "${SAN[@]}" -D_GNU_SOURCE -I"$ROOT/vsiplugin" -I"$ROOT/tunerd" \
+  "$CC" -g -O1 -fsanitize=fuzzer "${SAN[@]}" -D_GNU_SOURCE -I"$ROOT/vsiplugin" -I"$ROOT/common" -I"$ROOT/tunerd" \
     $(pkg-config --cflags gdal) -o "$OUT/fuzz_$name" "$ROOT/tests/fuzz/fuzz_$name.c" \
     "$LIBS_DIR/${LIB[$name]}" "${SYSLIBS[@]}"
   work="$OUT/corpus-$name"

@@ -18,7 +18,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "config.h" /* the shared cache size's default and range */
+#include "base/config.h" /* the shared cache size's default and range */
 #include "shmfit.h"
 
 #include "cgroup.h"

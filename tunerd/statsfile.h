@@ -1,7 +1,7 @@
 /* statsfile.h: the plugin's published counters (vsitune-<pid>.json) as a
  * struct.
  *
- * The plugin (vsiplugin/stats.c, whose header documents the document)
+ * The plugin (vsiplugin/stats/stats.c, whose header documents the document)
  * rewrites <VSITUNE_STATS_DIR>/vsitune-<pid>.json while it reads and at
  * exit; `tunerd stats` and `tunerd watch` read those files, including the
  * ones left behind by processes the OOM killer took. This is the one parser

@@ -87,11 +87,12 @@ rm -rf "$OBJ" && mkdir -p "$OBJ" "$OUT/lib/gdalplugins" "$OUT/bin"
 CFLAGS=(-std=c11 -O2 -g -fPIC -fvisibility=hidden -Wall -D_GNU_SOURCE "-DVT_VERSION=\"$VERSION\"")
 CXXFLAGS=(-std=c++17 -O2 -g -fPIC -fvisibility=hidden -fvisibility-inlines-hidden -Wall
           -D_GNU_SOURCE "-DVT_VERSION=\"$VERSION\"")
-INC=(-I"$SRC/vsiplugin" -I"$GDAL_INC" -I"$CURL/include")
+INC=(-I"$SRC/vsiplugin" -I"$SRC/common" -I"$GDAL_INC" -I"$CURL/include")
 
-# -- the plugin: every vsiplugin/*.c (as CMake's vtcore + plugin.c), takeover, driver
+# -- the plugin: every .c under vsiplugin/ and common/ (as CMake's vtcore +
+# gdal/plugin.c; not the segment watcher, a program), takeover, driver
 objs=()
-for f in "$SRC"/vsiplugin/*.c; do
+for f in $(find "$SRC/vsiplugin" "$SRC/common" -name '*.c' ! -path '*/shmwatch/*' | sort); do
   o=$OBJ/$(basename "$f").o
   $CC "${CFLAGS[@]}" "${INC[@]}" -c "$f" -o "$o" &
   objs+=("$o")
@@ -99,7 +100,7 @@ for f in "$SRC"/vsiplugin/*.c; do
 done
 for f in takeover.cpp driver.cpp; do
   o=$OBJ/$f.o
-  $CXX "${CXXFLAGS[@]}" "${INC[@]}" -c "$SRC/vsiplugin/$f" -o "$o" &
+  $CXX "${CXXFLAGS[@]}" "${INC[@]}" -c "$SRC/vsiplugin/gdal/$f" -o "$o" &
   objs+=("$o")
 done
 wait_all() { local p rc=0; for p in $(jobs -rp); do wait "$p" || rc=1; done; return "$rc"; }
@@ -116,11 +117,10 @@ $CXX -shared -o "$OUT/lib/gdalplugins/gdal_vsitune.so" "${objs[@]}" \
   "$SYSLIB/libz.a" -lpthread -ldl -lm
 
 # -- tunerd: C only, libm (as tunerd/CMakeLists.txt, prefix /opt, libdir lib)
-$CC "${CFLAGS[@]}" -I"$SRC/tunerd" -I"$SRC/vsiplugin" \
+$CC "${CFLAGS[@]}" -I"$SRC/tunerd" -I"$SRC/vsiplugin" -I"$SRC/common" \
   -DTUNERD_PROFILES_DIR=\"/opt/share/vsitune/profiles\" \
   -DTUNERD_PLUGIN_DIR=\"/opt/lib/gdalplugins\" \
   -DTUNERD_PLUGIN_RELDIR=\"../lib/gdalplugins\" \
-  -o "$OUT/bin/tunerd" "$SRC"/tunerd/*.c "$SRC/vsiplugin/shmfit.c" \
-  "$SRC/vsiplugin/sizeparse.c" -lm
+  -o "$OUT/bin/tunerd" "$SRC"/tunerd/*.c "$SRC"/common/*.c -lm
 rm -rf "$OBJ"
 echo "build-portable: built $OUT (GDAL headers $(sed -n 's/^# *define GDAL_RELEASE_NAME *"\(.*\)"/\1/p' "$GDAL_INC/gdal_version.h"), $ARCH)"

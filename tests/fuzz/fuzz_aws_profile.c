@@ -13,7 +13,7 @@
 
 #include <cpl_error.h>
 
-#include "creds_int.h"
+#include "auth/creds_int.h"
 
 /* The next part of data[0, size) from *at up to a NUL or the end; NULL
  * when none is left (*at past the end). */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_retry.h"
+#include "http/engine_retry.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

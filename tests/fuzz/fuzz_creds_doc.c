@@ -9,8 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "creds.h"
-#include "creds_parse.h"
+#include "auth/creds.h"
+#include "auth/creds_parse.h"
 
 static void check_creds(vt_err err, vt_creds *c)
 {

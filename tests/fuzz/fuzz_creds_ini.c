@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "creds_parse.h"
+#include "auth/creds_parse.h"
 
 static void check(char *v, size_t size)
 {

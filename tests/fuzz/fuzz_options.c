@@ -11,7 +11,7 @@
 #include <cpl_conv.h>
 #include <cpl_error.h>
 
-#include "config.h"
+#include "base/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

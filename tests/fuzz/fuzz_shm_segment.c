@@ -18,11 +18,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "shm_int.h"
-#include "shmcache.h"
-#include "shmmeta.h"
-#include "shmseg.h"
+#include "base/error.h"
+#include "shm/shm_int.h"
+#include "shm/shmcache.h"
+#include "shm/shmmeta.h"
+#include "shm/shmseg.h"
 #include "../unit/shm_regions.h"
 
 /* Few slots (8 MiB of 64 KiB blocks) and short blocks: fast resets. */

@@ -1,4 +1,4 @@
-"""test_engine.py: the I/O engine (vsiplugin/engine*.c) against the real lab.
+"""test_engine.py: the I/O engine (vsiplugin/http/engine*.c) against the real lab.
 
 Drives the engine through tests/tools/vt_fetch (engine.h used directly, anonymous
 GETs on the lab's `public` bucket) and judges it by what the lab saw: its request

@@ -22,7 +22,7 @@ def test_tree_keeps_the_layer_order():
     """The real tree and its build: every file has a layer, nothing includes or
     calls upward, no call circle beyond the listed (shrinking) KNOWN ones."""
     build = lab_client.build_dir()
-    assert list(build.glob("vsiplugin/CMakeFiles/*.dir/*.o")), f"no objects in {build}"
+    assert list(build.glob("vsiplugin/CMakeFiles/*.dir/**/*.o")), f"no objects in {build}"
     r = subprocess.run(["/usr/bin/python3", str(REPO / "scripts" / "layers.py"),
                         "--build", str(build)], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -92,14 +92,18 @@ def test_upward_call_through_a_local_prototype_and_circles_fail(tmp_path):
 
 
 def test_tunerd_may_include_only_the_shared_plugin_files(tmp_path):
-    table = {"tunerd/t.c": 3, "vsiplugin/config.h": 1, "vsiplugin/object.h": 0,
-             "vsiplugin/p.c": 5, "tunerd/t.h": 0}
+    """tunerd includes common/ and the plugin's shared headers only; common/
+    includes nothing of either program."""
+    table = {"tunerd/t.c": 3, "vsiplugin/base/config.h": 1, "vsiplugin/read/object.h": 0,
+             "vsiplugin/p.c": 5, "tunerd/t.h": 0, "common/c.h": 0, "common/c.c": 0}
     files = _tree(tmp_path, {
-        "tunerd/t.c": '#include "config.h"\n#include "object.h"\n',
-        "tunerd/t.h": "", "vsiplugin/config.h": "", "vsiplugin/object.h": "",
-        "vsiplugin/p.c": '#include "../tunerd/t.h"\n'})
+        "tunerd/t.c": '#include "base/config.h"\n#include "read/object.h"\n#include "c.h"\n',
+        "tunerd/t.h": "", "vsiplugin/base/config.h": "", "vsiplugin/read/object.h": "",
+        "vsiplugin/p.c": '#include "../tunerd/t.h"\n#include "c.h"\n',
+        "common/c.h": "", "common/c.c": '#include "c.h"\n#include "read/object.h"\n'})
     bad = layers.check(files, layers.includes(tmp_path, files), None, table, {})
-    assert bad == ["tunerd/t.c includes vsiplugin/object.h: another program's file",
+    assert bad == ["common/c.c includes vsiplugin/read/object.h: another program's file",
+                   "tunerd/t.c includes vsiplugin/read/object.h: another program's file",
                    "vsiplugin/p.c includes tunerd/t.h: another program's file"]
 
 

@@ -34,10 +34,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "creds.h"
-#include "engine.h"
-#include "s3.h"
-#include "sigv4.h"
+#include "auth/creds.h"
+#include "http/engine.h"
+#include "backends/s3/s3.h"
+#include "auth/sigv4.h"
 
 static int usage(void)
 {

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "http/engine.h"
 
 #define MAX_HEADERS 16
 

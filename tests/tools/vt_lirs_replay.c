@@ -1,4 +1,4 @@
-/* vt_lirs_replay.c: replay a block-access trace through vsiplugin/lirs.c, so
+/* vt_lirs_replay.c: replay a block-access trace through vsiplugin/cache/lirs.c, so
  * bench/policy_sim.py can show the shipped policy next to its reference
  * implementations on the same traces.
  *
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "lirs.h"
+#include "cache/lirs.h"
 
 static vt_lirs_node *nodes;
 static int32_t *node_of;      /* id -> node or -1 */

@@ -17,8 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cache.h"
-#include "object.h"
+#include "cache/cache.h"
+#include "read/object.h"
 
 static const char *path;
 static unsigned char *local;

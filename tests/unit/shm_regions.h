@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "shm_int.h"
+#include "shm/shm_int.h"
 
 typedef struct shm_region {
     unsigned char *at;

@@ -1,5 +1,5 @@
 /* test_arch_doc.c: docs/architecture.md names every source file (issue 19,
- * item 9). Every .c, .cpp and .h under vsiplugin/ and tunerd/ (subfolders
+ * item 9). Every .c, .cpp and .h under vsiplugin/, common/ and tunerd/ (subfolders
  * too) must be named in the module tables, the section "## Modules" up to
  * the next "## " heading: a source file added without its row fails here.
  *
@@ -158,6 +158,8 @@ static void test_every_source_file_named(void **state)
     missing += check_dir(section, path, "vsiplugin", &seen);
     snprintf(path, sizeof path, "%s/tunerd", src);
     missing += check_dir(section, path, "tunerd", &seen);
+    snprintf(path, sizeof path, "%s/common", src);
+    missing += check_dir(section, path, "common", &seen);
 
     /* The walk found the tree (not an empty or wrong folder). */
     assert_true(seen > 50);

@@ -1,4 +1,4 @@
-/* test_cache.c: unit tests of the block cache (vsiplugin/cache.c).
+/* test_cache.c: unit tests of the block cache (vsiplugin/cache/cache.c).
  *
  * Every block's bytes are a deterministic function of (key, index), so any
  * reader anywhere can check byte-exactly what it was handed. The accounting
@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cache.h"
+#include "cache/cache.h"
 
 enum { BS = 1024 };
 

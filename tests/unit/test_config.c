@@ -19,9 +19,9 @@
 
 #include <gdal.h>
 
-#include "config.h"
+#include "base/config.h"
 #include "fuzz_bytes.h"
-#include "gdal_release.h"
+#include "gdal/gdal_release.h"
 
 static int teardown(void **state)
 {

@@ -23,12 +23,12 @@
 #include <cpl_error.h>
 #include <cpl_vsi.h>
 
-#include "creds.h"
-#include "creds_int.h"
-#include "creds_parse.h"
+#include "auth/creds.h"
+#include "auth/creds_int.h"
+#include "auth/creds_parse.h"
 
 #include "fuzz_bytes.h"
-#include "gdal_release.h"
+#include "gdal/gdal_release.h"
 
 static char tmpdir[256];
 

@@ -19,8 +19,8 @@ extern "C" { /* this cmocka.h declares its functions without C linkage */
 #include <gdal.h>
 
 extern "C" {
-#include "driver.h"
-#include "stats.h"
+#include "gdal/driver.h"
+#include "stats/stats.h"
 }
 
 static int unloads;

@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "http/engine.h"
 #include "http_lab.h"
 
 #define OBJ_SIZE 1000000 /* larger than any one read buffer of the engine */

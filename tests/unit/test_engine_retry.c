@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "engine_retry.h"
+#include "http/engine_retry.h"
 
 static void content_range_ok(void **state)
 {

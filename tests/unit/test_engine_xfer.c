@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "engine_int.h"
+#include "http/engine_int.h"
 
 struct fixture {
     vt_http_req req;

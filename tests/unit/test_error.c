@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 
 static void test_values_never_renumbered(void **state)
 {

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "forksafe.h"
+#include "base/forksafe.h"
 
 static pthread_mutex_t guarded = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t unguarded = PTHREAD_MUTEX_INITIALIZER;

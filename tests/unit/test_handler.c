@@ -24,9 +24,9 @@
 #include <cpl_error.h>
 #include <cpl_vsi.h>
 
-#include "handler.h"
+#include "gdal/handler.h"
 #include "http_lab.h"
-#include "takeover.h"
+#include "gdal/takeover.h"
 
 #define BIG 12000000ULL
 #define HEADER 65536 /* VSITUNE_HEADER_SIZE's default */

@@ -15,8 +15,8 @@
 
 #include <cpl_conv.h>
 
-#include "creds.h"
-#include "ident.h"
+#include "auth/creds.h"
+#include "read/ident.h"
 
 #define AKID "AKIDEXAMPLE0000001"
 #define SECRET "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"

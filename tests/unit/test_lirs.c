@@ -1,4 +1,4 @@
-/* test_lirs.c: unit tests of the LIRS policy (vsiplugin/lirs.c).
+/* test_lirs.c: unit tests of the LIRS policy (vsiplugin/cache/lirs.c).
  *
  * A tiny cache driven exactly as shmcache.c drives it (take the ghost out,
  * evict the victim when full, admit), with the structure's invariants
@@ -12,7 +12,7 @@
 
 #include <string.h>
 
-#include "lirs.h"
+#include "cache/lirs.h"
 
 enum { NODES = 256 };
 

@@ -20,7 +20,7 @@
 #include <cpl_conv.h>
 
 #include "http_lab.h"
-#include "listing.h"
+#include "read/listing.h"
 
 #define LIST_HEAD "<?xml version=\"1.0\" encoding=\"UTF-8\"?>" \
     "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"

@@ -20,8 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cache.h"
-#include "object.h"
+#include "cache/cache.h"
+#include "read/object.h"
 
 #define ASKED 65536u
 

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "planner.h"
+#include "read/planner.h"
 
 static void test_sort_unique(void **state)
 {

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "policy.h"
+#include "base/config.h"
+#include "read/policy.h"
 
 static void test_allowed_name(void **state)
 {

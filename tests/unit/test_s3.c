@@ -19,11 +19,11 @@
 #include <cpl_error.h>
 #include <cpl_vsi.h>
 
-#include "creds.h"
-#include "gdal_error.h"
-#include "s3.h"
-#include "sigv4.h"
-#include "xmlscan.h"
+#include "auth/creds.h"
+#include "gdal/gdal_error.h"
+#include "backends/s3/s3.h"
+#include "auth/sigv4.h"
+#include "base/xmlscan.h"
 
 #include "fuzz_bytes.h"
 

@@ -12,8 +12,8 @@
 
 #include <cpl_conv.h>
 
-#include "s3.h"
-#include "s3_int.h"
+#include "backends/s3/s3.h"
+#include "backends/s3/s3_int.h"
 
 static int setup(void **state)
 {

@@ -9,9 +9,9 @@
 #include <cmocka.h>
 
 #include "fuzz_bytes.h"
-#include "listing.h"
-#include "s3list.h"
-#include "xmlscan.h"
+#include "read/listing.h"
+#include "backends/s3/s3list.h"
+#include "base/xmlscan.h"
 
 static const char page[] =
     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"

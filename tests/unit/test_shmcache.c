@@ -26,11 +26,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "shm_int.h"
-#include "shmcache.h"
-#include "shmmeta.h"
-#include "shmseg.h"
+#include "base/error.h"
+#include "shm/shm_int.h"
+#include "shm/shmcache.h"
+#include "shm/shmmeta.h"
+#include "shm/shmseg.h"
 #include "shm_regions.h"
 
 enum { BS = 64 * 1024 };

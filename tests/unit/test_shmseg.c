@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "shmseg.h"
+#include "shm/shmseg.h"
 
 static char dir[64];
 static char path[128];

@@ -29,7 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "sigv4.h"
+#include "auth/sigv4.h"
 
 #define SUITE_AK "AKIDEXAMPLE"
 #define SUITE_SK "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"

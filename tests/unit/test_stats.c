@@ -20,7 +20,7 @@
 #include <cpl_conv.h>
 #include <cpl_vsi.h>
 
-#include "stats.h"
+#include "stats/stats.h"
 
 /* The number at keys[0] -> keys[1] -> ... in doc (each key searched after
  * the previous one: the document's sections are flat and ordered). */

@@ -1,5 +1,5 @@
 /* test_stats_fork.c: telling a fork() child that did not exec from any other
- * process (vsiplugin/stats_fork.c), with real processes: this test (exec'd by
+ * process (vsiplugin/stats/stats_fork.c), with real processes: this test (exec'd by
  * ctest) is not one; its fork() child is; the same program exec'd again by
  * that child is not (same binary, same parent); a child with address
  * randomisation turned off says no. And the comparison itself on files. */
@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "stats_fork.h"
+#include "stats/stats_fork.h"
 
 static char root[64];
 

@@ -1,5 +1,5 @@
 /* test_stats_oom.c: which cgroup file holds this process's oom_kill count
- * (vsiplugin/stats_oom.c), on fake /sys trees: cgroup v1 (the memory line
+ * (vsiplugin/stats/stats_oom.c), on fake /sys trees: cgroup v1 (the memory line
  * wins on a hybrid host), v2, a container's namespaced mount that shows only
  * its own group, no memory cgroup at all; and the oom_kill line parser. */
 #include <setjmp.h>
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "stats_oom.h"
+#include "stats/stats_oom.h"
 
 static char root[64];
 

@@ -11,7 +11,7 @@
 #include <cmocka.h>
 #include <stdio.h>
 
-#include "streaming.h"
+#include "gdal/streaming.h"
 
 #define URL "http://h:9000/b/dir/k.bin"
 

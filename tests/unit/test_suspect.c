@@ -13,7 +13,7 @@
 
 #include <cpl_error.h>
 
-#include "suspect.h"
+#include "read/suspect.h"
 
 #define PATH "lab/scenes/B04.tif"
 #define BLOCK_FAIL "/vsis3/" PATH ", band 1: IReadBlock failed at X offset 2, " \

@@ -26,9 +26,9 @@ extern "C" { /* this cmocka.h declares its functions without C linkage */
 #include <cpl_vsi_virtual.h>
 
 extern "C" {
-#include "handler.h"
+#include "gdal/handler.h"
 #include "http_lab.h"
-#include "takeover.h"
+#include "gdal/takeover.h"
 }
 
 static const uint64_t BIG = 9000000;

@@ -200,7 +200,7 @@ static void test_bounds(void **state)
     assert_int_equal(strlen(tiny), sizeof tiny - 1);
 }
 
-/* The plugin's whole document (vsiplugin/stats.c), as it wrote it in a run. */
+/* The plugin's whole document (vsiplugin/stats/stats.c), as it wrote it in a run. */
 static const char full[] =
     "{\"pid\": 1824, \"time\": 1796077027, \"cache\": {\"budget\": 67108864, "
     "\"retained_bytes\": 196608, \"peak_retained_bytes\": 196608, \"transient_bytes\": 0, "

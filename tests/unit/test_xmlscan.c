@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "xmlscan.h"
+#include "base/xmlscan.h"
 
 /* The text of tag in body, compared with want (NULL: no element). */
 static void expect_tag(const char *body, const char *tag, const char *want)

@@ -1,0 +1,360 @@
+/* config.c: option lookup, global or for one object path; the table of
+ * numeric options and their strict parsers; the CA-bundle choice under the
+ * running GDAL release's rule (gdal_release.h) (see config.h). */
+#include "base/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cpl_conv.h>
+#include <cpl_error.h>
+#include <cpl_string.h>
+#include <cpl_vsi.h>
+
+#include "gdal/gdal_release.h"
+
+#define PREFIX_CAP 32
+
+/* Set once at registration, read by every lookup afterwards: a leaf lock
+ * keeps a late vt__cfg_set_prefix (tests) from tearing a read. */
+static pthread_mutex_t prefix_mu = PTHREAD_MUTEX_INITIALIZER;
+static char g_prefix[PREFIX_CAP] = "/vsis3/";
+
+void vt__cfg_set_prefix(const char *prefix)
+{
+    if (!prefix || strlen(prefix) >= PREFIX_CAP)
+        return;
+    pthread_mutex_lock(&prefix_mu);
+    snprintf(g_prefix, sizeof(g_prefix), "%s", prefix);
+    pthread_mutex_unlock(&prefix_mu);
+}
+
+const char *vt__cfg_gdal_path(const char *path, char *buf, size_t len)
+{
+    int n;
+    while (path && *path == '/')
+        path++;
+    pthread_mutex_lock(&prefix_mu);
+    n = snprintf(buf, len, "%s%s", g_prefix, path ? path : "");
+    pthread_mutex_unlock(&prefix_mu);
+    return (n < 0 || (size_t)n >= len) ? NULL : buf;
+}
+
+/* The raw value, copied; NULL when unset. */
+char *vt__cfg_dup_raw(const char *path, const char *name)
+{
+    const char *v;
+    char stackbuf[1024], *full = NULL;
+    const char *gp = NULL;
+    char *out;
+
+    if (path) {
+        gp = vt__cfg_gdal_path(path, stackbuf, sizeof(stackbuf));
+        if (!gp) { /* a long key: build it on the heap */
+            size_t l = strlen(path) + PREFIX_CAP + 1;
+            full = malloc(l);
+            if (full)
+                gp = vt__cfg_gdal_path(path, full, l);
+        }
+    }
+    /* Copy before anything else runs on this thread: path-specific values
+     * come back in a CPLSPrintf buffer. */
+    v = gp ? VSIGetPathSpecificOption(gp, name, NULL)
+           : CPLGetConfigOption(name, NULL);
+    out = v ? strdup(v) : NULL;
+    free(full);
+    return out;
+}
+
+char *vt__cfg_dup(const char *path, const char *name)
+{
+    char *v = vt__cfg_dup_raw(path, name);
+    if (v && *v == '\0') {
+        free(v);
+        v = NULL;
+    }
+    return v;
+}
+
+int vt__cfg_bool(const char *path, const char *name, int def)
+{
+    char *v = vt__cfg_dup(path, name);
+    int r = def;
+    if (v)
+        r = CPLTestBool(v) ? 1 : 0;
+    free(v);
+    return r;
+}
+
+uint64_t vt__cfg_size(const char *path, const char *name, uint64_t def,
+                      uint64_t min, uint64_t max)
+{
+    char *v = vt__cfg_dup(path, name);
+    uint64_t n;
+
+    if (v == NULL)
+        return def;
+    if (vt__parse_size(v, &n) != 0 || n < min || n > max) {
+        CPLError(CE_Warning, CPLE_IllegalArg,
+                 "vsitune: %s=%s is not a size in [%llu, %llu]; using %llu",
+                 name, v, (unsigned long long)min, (unsigned long long)max,
+                 (unsigned long long)def);
+        n = def;
+    }
+    free(v);
+    return n;
+}
+
+/* ---- numbers ----------------------------------------------------------- */
+
+int vt__parse_num(const char *s, double *out)
+{
+    const char *p = s, *start, *end;
+    char *conv = NULL;
+    int digits = 0, nonzero = 0;
+    double d;
+
+    *out = 0;
+    while (isspace((unsigned char)*p))
+        p++;
+    start = p;
+    if (*p == '+' || *p == '-')
+        p++;
+    for (; isdigit((unsigned char)*p); p++, digits++)
+        nonzero |= *p != '0';
+    if (*p == '.')
+        for (p++; isdigit((unsigned char)*p); p++, digits++)
+            nonzero |= *p != '0';
+    if (digits == 0)
+        return -1;
+    if (*p == 'e' || *p == 'E') {
+        const char *q = p + 1;
+        if (*q == '+' || *q == '-')
+            q++;
+        if (!isdigit((unsigned char)*q))
+            return -1;
+        while (isdigit((unsigned char)*q))
+            q++;
+        p = q;
+    }
+    end = p;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (*p != '\0')
+        return -1;
+    /* The grammar is checked; CPLStrtod converts whatever the locale. */
+    d = CPLStrtod(start, &conv);
+    if (conv != end || !isfinite(d) || (nonzero && fabs(d) < DBL_MIN))
+        return -1; /* overflow, or an underflow to 0 or a subnormal */
+    *out = d;
+    return 0;
+}
+
+/* ---- the table ---------------------------------------------------------- */
+
+#define KIB 1024.0
+#define MIB (1024.0 * 1024.0)
+
+/* Defaults documented in docs/configuration.md; the engine's in
+ * engine.c's words there too. */
+const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
+    [VT_OPT_CACHE_SIZE] = {"VSITUNE_CACHE_SIZE", VT_OPT_SIZE, 0,
+                           VT_DEFAULT_CACHE_SIZE, 0, 1099511627776.0},
+    [VT_OPT_CURL_CACHE_SIZE] = {"CPL_VSIL_CURL_CACHE_SIZE", VT_OPT_SIZE, 0,
+                                VT_DEFAULT_CACHE_SIZE, 0, 1099511627776.0},
+    [VT_OPT_BLOCK_SIZE] = {"VSITUNE_BLOCK_SIZE", VT_OPT_SIZE, 0,
+                           VT_DEFAULT_BLOCK_SIZE, 4096, 16 * MIB},
+    [VT_OPT_HEADER_SIZE] = {"VSITUNE_HEADER_SIZE", VT_OPT_SIZE, 1,
+                            VT_DEFAULT_HEADER_SIZE, KIB, 64 * MIB},
+    [VT_OPT_MERGE_GAP] = {"VSITUNE_MERGE_GAP", VT_OPT_SIZE, 1,
+                          VT_DEFAULT_MERGE_GAP, 0, 1024 * MIB},
+    [VT_OPT_MAX_REQUEST_SIZE] = {"VSITUNE_MAX_REQUEST_SIZE", VT_OPT_SIZE, 1,
+                                 VT_DEFAULT_MAX_REQUEST, 4096, 1024 * MIB},
+    [VT_OPT_READAHEAD_MAX] = {"VSITUNE_READAHEAD_MAX", VT_OPT_SIZE, 1,
+                              VT_DEFAULT_READAHEAD_MAX, 0, 1024 * MIB},
+    [VT_OPT_METADATA_TTL] = {"VSITUNE_METADATA_TTL", VT_OPT_SIZE, 1,
+                             VT_DEFAULT_META_TTL, 0, 1024 * MIB},
+    [VT_OPT_NEGATIVE_TTL] = {"VSITUNE_NEGATIVE_TTL", VT_OPT_SIZE, 1,
+                             VT_DEFAULT_NEGATIVE_TTL, 0, 1024 * MIB},
+    [VT_OPT_SHARED_METADATA_TTL] = {"VSITUNE_SHARED_METADATA_TTL", VT_OPT_SIZE,
+                                    1, VT_DEFAULT_SHARED_META_TTL, 0,
+                                    1024 * MIB},
+    [VT_OPT_SHARED_CACHE_SIZE] = {"VSITUNE_SHARED_CACHE_SIZE", VT_OPT_SIZE, 0,
+                                  VT_DEFAULT_SHARED_CACHE_SIZE, 0,
+                                  (double)VT_MAX_SHARED_CACHE_SIZE},
+    [VT_OPT_SHARED_CACHE_WAIT] = {"VSITUNE_SHARED_CACHE_WAIT", VT_OPT_SIZE, 0,
+                                  VT_DEFAULT_SHARED_WAIT, 0, 3600},
+    [VT_OPT_READDIR_LIMIT] = {"GDAL_READDIR_LIMIT_ON_OPEN", VT_OPT_SIZE, 1,
+                              1000, 1, 1024 * MIB},
+    /* The engine's, process-wide (read for every batch of requests). GDAL's
+     * own retry delay is 30 s; ours is the base of an exponential, jittered
+     * backoff, and a tile server cannot wait 30 s for a 503. A transfer
+     * averaging under 1 KiB/s over 10 s is abandoned (and retried): GDAL's
+     * 1 B/s lets a 10 B/s trickle run for ever. No retry starts later than
+     * VSITUNE_RETRY_WINDOW after a request's first attempt. */
+    [VT_OPT_MAX_RETRY] = {"GDAL_HTTP_MAX_RETRY", VT_OPT_NUMBER, 0, 3, 0, 100},
+    [VT_OPT_RETRY_DELAY] = {"GDAL_HTTP_RETRY_DELAY", VT_OPT_NUMBER, 0, 0.5, 0,
+                            60},
+    [VT_OPT_TIMEOUT] = {"GDAL_HTTP_TIMEOUT", VT_OPT_NUMBER, 0, 0, 0, 86400},
+    [VT_OPT_CONNECT_TIMEOUT] = {"GDAL_HTTP_CONNECTTIMEOUT", VT_OPT_NUMBER, 0,
+                                10, 0.001, 3600},
+    [VT_OPT_LOW_SPEED_TIME] = {"GDAL_HTTP_LOW_SPEED_TIME", VT_OPT_NUMBER, 0,
+                               10, 0, 86400},
+    [VT_OPT_LOW_SPEED_LIMIT] = {"GDAL_HTTP_LOW_SPEED_LIMIT", VT_OPT_NUMBER, 0,
+                                1024, 0, 1e9},
+    [VT_OPT_RETRY_WINDOW] = {"VSITUNE_RETRY_WINDOW", VT_OPT_NUMBER, 0, 30, 0,
+                             86400},
+    [VT_OPT_MAX_CONNECTIONS] = {"VSITUNE_MAX_CONNECTIONS", VT_OPT_NUMBER, 0,
+                                16, 1, 1024},
+    [VT_OPT_MAX_STREAMS] = {"VSITUNE_MAX_STREAMS", VT_OPT_NUMBER, 0, 100, 1,
+                            1000},
+};
+
+/* The last bad value warned about, per option, as a hash: a bad value is
+ * said once, not on every request that reads it. Lock-free (callers may
+ * hold their own lock, e.g. object.c's table lock around the cache budget);
+ * two threads meeting a new value at once may both say it. */
+static _Atomic uint64_t g_warned[VT_OPT_COUNT];
+
+static int first_warning(enum vt_opt id, const char *v)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+    for (; *v; v++)
+        h = (h ^ (unsigned char)*v) * 1099511628211ULL;
+    h |= 1; /* 0 is "nothing said yet" */
+    return atomic_exchange(&g_warned[id], h) != h;
+}
+
+/* The value of row id for path within [min, row's max], or the row's
+ * default with a warning; *v_out NULL when unset. */
+static double opt_get(const char *path, enum vt_opt id, double min)
+{
+    const struct vt_opt_def *d = &vt__opts[id];
+    char *v = vt__cfg_dup(d->per_path ? path : NULL, d->name);
+    double x = d->def;
+    uint64_t n;
+    int ok;
+
+    if (v == NULL)
+        return d->def;
+    if (d->kind == VT_OPT_SIZE) {
+        ok = vt__parse_size(v, &n) == 0 && (double)n >= min &&
+             (double)n <= d->max;
+        x = (double)n;
+    } else {
+        ok = vt__parse_num(v, &x) == 0 && x >= min && x <= d->max;
+    }
+    if (!ok) {
+        x = d->def;
+        if (first_warning(id, v)) {
+            if (d->kind == VT_OPT_SIZE)
+                CPLError(CE_Warning, CPLE_IllegalArg,
+                         "vsitune: %s=%s is not a size in [%.0f, %.0f]; "
+                         "using %.0f", d->name, v, min, d->max, d->def);
+            else
+                CPLError(CE_Warning, CPLE_IllegalArg,
+                         "vsitune: %s=%s is not a number in [%g, %g]; "
+                         "using %g", d->name, v, min, d->max, d->def);
+        }
+    }
+    free(v);
+    return x;
+}
+
+uint64_t vt__opt_size(const char *path, enum vt_opt id)
+{
+    return (uint64_t)opt_get(path, id, vt__opts[id].min);
+}
+
+uint64_t vt__opt_size_min(const char *path, enum vt_opt id, uint64_t min)
+{
+    double lo = vt__opts[id].min;
+
+    return (uint64_t)opt_get(path, id, (double)min > lo ? (double)min : lo);
+}
+
+double vt__opt_num(const char *path, enum vt_opt id)
+{
+    return opt_get(path, id, vt__opts[id].min);
+}
+
+uint64_t vt__cfg_cache_budget(void)
+{
+    char *v = vt__cfg_dup(NULL, "VSITUNE_CACHE_SIZE");
+    enum vt_opt id = v ? VT_OPT_CACHE_SIZE : VT_OPT_CURL_CACHE_SIZE;
+
+    free(v);
+    return vt__opt_size(NULL, id);
+}
+
+/* ---- CA bundle --------------------------------------------------------- */
+
+const char *const vt__ca_names[3] = {"GDAL_CURL_CA_BUNDLE", "CURL_CA_BUNDLE",
+                                     "SSL_CERT_FILE"};
+
+int vt__ca_pick(int version_num, enum vt_ca_use use,
+                const char *const vals[3])
+{
+    if (!vt__gdal_release_for(version_num)->ca_first_wins_by_path &&
+        use == VT_CA_READ) {
+        for (int i = 2; i >= 0; i--)
+            if (vals[i])
+                return i;
+        return -1;
+    }
+    for (int i = 0; i < 3; i++)
+        if (vals[i])
+            return i;
+    return -1;
+}
+
+char *vt__cfg_ca_bundle(const char *path, enum vt_ca_use use)
+{
+    const vt_gdal_release *rel = vt__gdal_release();
+    const char *lookup = rel->ca_first_wins_by_path && use != VT_CA_FETCH
+                             ? path : NULL;
+    char *vals[3];
+    char *out = NULL;
+    int pick;
+
+    for (int i = 0; i < 3; i++)
+        vals[i] = vt__cfg_dup_raw(lookup, vt__ca_names[i]);
+    pick = vt__ca_pick(rel->from, use, (const char *const *)vals);
+    if (pick >= 0) {
+        out = vals[pick];
+        vals[pick] = NULL;
+    }
+    for (int i = 0; i < 3; i++)
+        free(vals[i]);
+    return out;
+}
+
+/* GDAL's CPL_VSIL_CURL_NON_CACHED: ':'-separated name prefixes whose data
+ * must not be reused from an earlier open (stock GDAL's AllowCachedDataFor). */
+int vt__cfg_non_cached(const char *path)
+{
+    char *all = vt__cfg_dup(NULL, "CPL_VSIL_CURL_NON_CACHED"), *list = all;
+    char name[4096];
+    int hit = 0;
+    if (!all)
+        return 0;
+    snprintf(name, sizeof(name), "/vsis3/%s", path);
+    while (*list && !hit) {
+        char *colon = strchr(list, ':');
+        size_t n = colon ? (size_t)(colon - list) : strlen(list);
+        hit = n > 0 && strncmp(name, list, n) == 0;
+        if (!colon)
+            break;
+        list = colon + 1;
+    }
+    free(all);
+    return hit;
+}

@@ -1,0 +1,926 @@
+/* handler.c: VSI plugin callbacks for reads (see handler.h).
+ *
+ * A vt_handle is one GDAL file handle: a reference on the object, a position
+ * and the sequential-read detector. GDAL uses a handle from one thread at a
+ * time, so handles have no lock; objects and the cache are shared and
+ * thread-safe. */
+#include "gdal/handler.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <cpl_conv.h>
+#include <cpl_error.h>
+#include <cpl_string.h>
+#include <cpl_vsi_error.h>
+
+#include "cache/cache.h"
+#include "base/config.h"
+#include "gdal/gdal_error.h"
+#include "gdal/gdal_release.h"
+#include "read/object.h"
+#include "read/listing.h"
+#include "gdal/notice.h"
+#include "read/planner.h"
+#include "read/policy.h"
+#include "backends/s3/s3.h"
+#include "stats/stats.h"
+#include "read/suspect.h"
+#include "gdal/takeover.h"
+
+/* Why the last open on this thread failed (see vt__handler_open_error). */
+static _Thread_local char t_open_error[VT_GDAL_MSG_CAP];
+static _Thread_local int t_open_error_class;
+static _Thread_local int t_open_error_vsie; /* report_as_gdal's VSIE_* */
+static _Thread_local int t_open_quiet;  /* GDAL sets no VSI error for it */
+static _Thread_local int t_open_no_error; /* this open asks for none */
+
+typedef struct vt_handle {
+    vt_object *obj;
+    uint64_t pos;
+    int eof;
+    vt_readahead ra;
+    vt_suspect sus;       /* blocks GDAL may fail to decode (suspect.h) */
+    char *says;           /* an empty handle: the server's error its first
+                             read hands GDAL (gdal_error.h), or NULL */
+    int says_vsie;
+} vt_handle;
+
+/* The CPLError class GDAL itself uses for an S3 failure, so that rasterio
+ * and friends raise the exception they raise for stock /vsis3/. */
+static int cple_for(long status, const char *msg)
+{
+    if (strstr(msg, "SignatureDoesNotMatch"))
+        return CPLE_AWSSignatureDoesNotMatch;
+    if (strstr(msg, "InvalidAccessKeyId") || strstr(msg, "credentials"))
+        return CPLE_AWSInvalidCredentials;
+    if (strstr(msg, "NoSuchBucket"))
+        return CPLE_AWSBucketNotFound;
+    if (status == 404)
+        return CPLE_AWSObjectNotFound;
+    if (status == 403)
+        return CPLE_AWSAccessDenied;
+    if (status > 0)
+        return CPLE_AWSError;
+    return CPLE_FileIO;
+}
+
+static int errno_for(vt_err err)
+{
+    switch (err) {
+    case VT_ENOTFOUND: return ENOENT;
+    case VT_EACCESS: return EACCES;
+    case VT_EINVAL: return EINVAL;
+    case VT_ENOMEM: return ENOMEM;
+    default: return EIO;
+    }
+}
+
+/* Stock GDAL's IsAllowedFilename, on the name GDAL asked for. */
+static int allowed(const char *path)
+{
+    char name[4096];
+    char *file = vt__cfg_dup_raw(path, "CPL_VSIL_CURL_ALLOWED_FILENAME");
+    char *exts = vt__cfg_dup_raw(path, "CPL_VSIL_CURL_ALLOWED_EXTENSIONS");
+    int ok;
+    snprintf(name, sizeof(name), "/vsis3/%s", path);
+    ok = vt__policy_allowed_name(name, file, exts);
+    free(file);
+    free(exts);
+    return ok;
+}
+
+/* For a name under GDAL's CPL_VSIL_CURL_NON_CACHED, GDAL's handler drops
+ * what it cached of the name and of its directory's listing each time it is
+ * done with it (a stat, a closed handle); vsitune does the same to GDAL's
+ * caches, so that GDAL's own listings stay as fresh as they would be. */
+static void done_with(const char *path)
+{
+    const char *slash;
+    char dir[4096];
+    if (!vt__cfg_non_cached(path) || !(slash = strrchr(path, '/')))
+        return;
+    snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+    vt__stock_partial_clear(dir);
+}
+
+/* Fill st as GDAL's /vsis3/ does: S_IFREG or S_IFDIR without permission
+ * bits, the size, Last-Modified as st_mtime. */
+static void fill_stat(VSIStatBufL *st, int is_dir, uint64_t size,
+                      long long mtime)
+{
+    memset(st, 0, sizeof(*st));
+    st->st_mode = is_dir ? S_IFDIR : S_IFREG;
+    st->st_size = is_dir ? 0 : (GIntBig)size;
+    st->st_mtime = is_dir ? 0 : (time_t)mtime;
+}
+
+/* Listings allowed for path: not under GDAL_DISABLE_READDIR_ON_OPEN (or
+ * EMPTY_DIR), nor CPL_VSIL_CURL_NON_CACHED. */
+static int may_list(const char *path)
+{
+    char *readdir = vt__cfg_dup(path, "GDAL_DISABLE_READDIR_ON_OPEN");
+    int skip = readdir && (EQUAL(readdir, "EMPTY_DIR") || CPLTestBool(readdir));
+    free(readdir);
+    return !skip && !vt__cfg_non_cached(path);
+}
+
+/* 1 when path's basename has an extension (a '.' or '_' after its stem):
+ * the names drivers probe for sidecars (x.prj, X.CLR, x.tif.aux.xml). */
+static int has_extension(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    return base[0] && base[vt__listing_stem_len(base)] != '\0';
+}
+
+/* What the stem-scoped listing of path says of it (listing.h: one LIST of
+ * the keys starting with its stem, which GDAL's next probes of the same
+ * stem are then answered from): 1 present (*e), 0 absent, -1 no answer
+ * (listings not allowed, the LIST failed or was cut at 1000 keys). */
+static int stem_lookup(const char *path, vt_list_entry *e)
+{
+    vt_listing *l = NULL;
+    char errbuf[1024];
+    int cut;
+    if (!has_extension(path) || !may_list(path))
+        return -1;
+    if (vt__listing_get(path, &l, errbuf, sizeof(errbuf)) != VT_OK) {
+        CPLDebug("VSITUNE", "stat %s: %s", path, errbuf);
+        return -1;
+    }
+    cut = vt__listing_truncated(l);
+    vt__listing_release(l);
+    return cut ? -1 : vt__listing_lookup(path, e);
+}
+
+/* 1 when path names a "directory" (keys under path/): from a listing we
+ * hold; when S3 said the name is missing (missing != 0) and it has an
+ * extension (a probe for a sidecar, seldom a directory), from its stem's
+ * listing, whose "name/" prefix answers it as GDAL's LIST of "name/" would,
+ * and GDAL's probes of the same stem after; else GDAL's own request, one
+ * page of 100 keys under "name/". */
+static int is_directory(const char *path, int missing)
+{
+    vt_list_entry e;
+    vt_listing *l = NULL;
+    char errbuf[1024];
+    int known = vt__listing_lookup(path, &e), isdir;
+    if (known < 0 && missing)
+        known = stem_lookup(path, &e);
+    if (known >= 0)
+        return known == 1 && e.is_dir;
+    /* As GDAL's Stat: one page of 100 keys under "path/" (the same request;
+     * it also answers GDAL's probes of names inside without a request) */
+    if (vt__listing_get_dir(path, 100, &l, errbuf, sizeof(errbuf)) != VT_OK)
+        return 0;
+    isdir = vt__listing_count(l) > 0 || vt__listing_has_marker(l);
+    vt__listing_release(l);
+    return isdir;
+}
+
+/* A name that is not an object may be a "directory" (a prefix of keys
+ * without a trailing slash: a Zarr store, a shapefile folder): GDAL's own
+ * Stat then lists it; so does vsitune (is_directory). */
+static int stat_as_directory(const char *path, int missing, VSIStatBufL *st)
+{
+    if (!is_directory(path, missing))
+        return -1;
+    fill_stat(st, 1, 0, 0);
+    return 0;
+}
+
+/* What is known of path without a request: 1 and *st filled (from GDAL's
+ * own cache, where a listing the user made or a write put it; from
+ * vsitune's object table; from a listing vsitune holds), -1 when a listing
+ * says it is absent, 0 when unknown. */
+static int stat_known(const char *path, VSIStatBufL *st)
+{
+    uint64_t size;
+    long long mtime;
+    vt_list_entry e;
+    int known;
+    /* GDAL's cache: its full Stat then answers from it, with the st_mode its
+     * cache-only answer leaves at 0 for a directory */
+    if (vt__stock_stat(path, st, VSI_STAT_CACHE_ONLY) == 0 &&
+        vt__stock_stat(path, st, VSI_STAT_EXISTS_FLAG | VSI_STAT_NATURE_FLAG |
+                                     VSI_STAT_SIZE_FLAG) == 0)
+        return 1;
+    if (vt__object_peek(path, &size, &mtime)) {
+        fill_stat(st, 0, size, mtime);
+        return 1;
+    }
+    known = vt__listing_lookup(path, &e); /* 1 present, 0 absent, -1 ? */
+    if (known == 1)
+        fill_stat(st, e.is_dir, e.size, e.mtime);
+    return known == 1 ? 1 : known == 0 ? -1 : 0;
+}
+
+/* What stock GDAL says when its stat (or its open's existence check) meets
+ * path failing again (gdal_error.h, vt__gdal_error_for_known): the failure
+ * this thread's last request for path got, else a 404 without a body (one
+ * vsitune remembers, or a name absent from a listing it holds). Taken before
+ * any later request (a listing) replaces that answer. 1 when GDAL says
+ * something: *rep is filled. */
+static int known_failure(const char *path, vt_err err, long status,
+                         int set_error, int size_asked, int vsi_error_set,
+                         vt_gdal_report *rep)
+{
+    char *bucket = NULL, *key = NULL;
+    vt_gdal_fail f;
+    int r;
+    if (vt__object_missing_was_read(path))
+        return 0; /* GDAL's cache holds no status for it */
+    if (!(vt__s3_split(path, &bucket, &key) == VT_OK &&
+          vt__s3_last_failure(bucket, key, &f))) {
+        memset(&f, 0, sizeof(f));
+        f.err = err;
+        f.status = status;
+    }
+    r = vt__gdal_error_for_known(&f, set_error, size_asked, vsi_error_set, rep);
+    free(bucket);
+    free(key);
+    return r;
+}
+
+/* Hand GDAL what known_failure worded, as GDAL's own code would. */
+static void tell_gdal(const vt_gdal_report *rep)
+{
+    if (rep->warn)
+        CPLError(CE_Warning, CPLE_AppDefined, "%s", rep->warning);
+    if (rep->vsie != VSIE_None)
+        VSIError(rep->vsie, "%s", rep->message);
+}
+
+int vt__handler_stat_known(const char *path, VSIStatBufL *st)
+{
+    if (vt__policy_is_dir_like(path))
+        return 0;
+    return stat_known(path, st) == 1;
+}
+
+static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
+{
+    vt_object *o = NULL;
+    long status = 0;
+    char errbuf[1024];
+    vt_err err;
+    vt_gdal_report rep;
+    int set_error = (flags & VSI_STAT_SET_ERROR_FLAG) != 0;
+    int size_asked = (flags & VSI_STAT_SIZE_FLAG) != 0;
+    int vsi_set = VSIGetLastErrorNo() != 0, say;
+
+    (void)ud;
+    if (!allowed(path)) {
+        errno = ENOENT;
+        return -1;
+    }
+    if (vt__policy_is_dir_like(path))
+        return vt__stock_stat(path, st, flags); /* a directory: GDAL's */
+    switch (stat_known(path, st)) {
+    case 1:
+        done_with(path);
+        return 0;
+    case -1:
+        CPLDebug("VSITUNE", "stat %s: not in its listing, no request", path);
+        if (!(flags & VSI_STAT_CACHE_ONLY) &&
+            known_failure(path, VT_ENOTFOUND, 404, set_error, size_asked,
+                          vsi_set, &rep))
+            tell_gdal(&rep);
+        errno = ENOENT;
+        return -1;
+    default:
+        break;
+    }
+    if (flags & VSI_STAT_CACHE_ONLY) {
+        errno = ENOENT;
+        return -1;
+    }
+    /* GDAL's Stat answers a name absent from its own listing of the
+     * directory without a request (3.13's gdalinfo stats x.tif.vat.dbf after
+     * GDAL listed for the sibling question) */
+    if (vt__listing_in_gdal_dir(path) == 0) {
+        CPLDebug("VSITUNE", "stat %s: not in GDAL's listing, no request", path);
+        errno = ENOENT;
+        return -1;
+    }
+    /* A driver probing a directory we already listed part of (another stem,
+     * or the same in capitals: CPLFormCIFilename's X.CLR after x.clr): one
+     * LIST of this stem answers this probe and its siblings, as GDAL's one
+     * listing of the directory does, where a GET would miss and still need
+     * the LIST to tell a directory. */
+    if (has_extension(path) && vt__listing_dir_held(path)) {
+        vt_list_entry e;
+        int known = stem_lookup(path, &e);
+        if (known == 1) {
+            fill_stat(st, e.is_dir, e.size, e.mtime);
+            done_with(path);
+            return 0;
+        }
+        if (known == 0) {
+            CPLDebug("VSITUNE", "stat %s: not in its stem's listing", path);
+            errno = ENOENT;
+            return -1;
+        }
+    }
+    err = vt__object_open(path, &o, &status, errbuf, sizeof(errbuf));
+    if (err != VT_OK) {
+        /* Quiet, as GDAL's own stat of a name it met before: stat is how
+         * GDAL probes, and a CE_Failure here would make the Python bindings
+         * raise even when the open around it then succeeds (a transient
+         * error a retry fixed). A failing open reports the reason (see
+         * cb_open). What later GDALs do say is said (known_failure). */
+        CPLDebug("VSITUNE", "stat: %s", errbuf);
+        say = known_failure(path, err, status, set_error, size_asked, vsi_set,
+                            &rep);
+        done_with(path);
+        if (stat_as_directory(path, status == 404 &&
+                                        !strstr(errbuf, "NoSuchBucket"), st) == 0)
+            return 0;
+        if (say)
+            tell_gdal(&rep);
+        errno = errno_for(err);
+        return -1;
+    }
+    fill_stat(st, 0, vt__object_size(o), vt__object_mtime(o));
+    vt__object_release(o);
+    done_with(path);
+    return 0;
+}
+
+/* When the open failed on an S3 answer (or on credentials), word it as stock
+ * GDAL does (gdal_error.h): GDAL's class and message, vsitune's detail after
+ * it, and GDAL's warning "HTTP response code on <url>: <n>" where GDAL emits
+ * one, for this open (set_error: vt__handler_open_asks_no_error) with a VSI
+ * error set before it or not (vsi_error_set); again_ok: when the failure is
+ * the one this name met last (gdal_error.h, vt_gdal_fail.again), as GDAL
+ * words a failure it remembers. 0 when there is no such answer to report
+ * (the caller words it). */
+static int report_as_gdal(const char *path, int vsi_error_set, int again_ok)
+{
+    char *bucket = NULL, *key = NULL;
+    vt_gdal_fail f;
+    vt_gdal_report rep;
+    int found = vt__s3_split(path, &bucket, &key) == VT_OK &&
+                vt__s3_last_failure(bucket, key, &f);
+
+    if (found && again_ok && f.again && vt__gdal_keeps_failure(&f) &&
+        !vt__cfg_non_cached(path)) {
+        /* The same failure as this name's last one: GDAL would have met it
+         * in its cache (asked again here all the same: a healed server is
+         * read at once) and words it so; 3.6 says nothing at all. */
+        memset(&rep, 0, sizeof(rep));
+        if (!vt__gdal_error_for_open_again(&f, !t_open_no_error,
+                                           vsi_error_set, &rep))
+            rep.vsie = VSIE_None;
+        CPLDebug("VSITUNE", "open %s failed as before: worded as GDAL's "
+                 "remembered failure", path);
+    } else if (found) {
+        vt__gdal_error_for_open(&f, &rep);
+        vt__gdal_error_in_context(&f, !t_open_no_error, vsi_error_set, &rep);
+    }
+    if (found) {
+        t_open_quiet = rep.vsie == VSIE_None;
+        if (rep.warn)
+            CPLError(CE_Warning, CPLE_AppDefined, "%s", rep.warning);
+        t_open_error_class = rep.cple;
+        t_open_error_vsie = rep.vsie;
+        snprintf(t_open_error, sizeof(t_open_error), "%s", rep.message);
+        if (rep.detail[0])
+            CPLDebug("VSITUNE", "open failed as GDAL words it: %s (%s)",
+                     rep.message, rep.detail);
+    }
+    free(bucket);
+    free(key);
+    return found;
+}
+
+/* What stock GDAL's Open does with a name the server says is missing
+ * (GDAL 3.6 to 3.13, cpl_vsil_curl.cpp and cpl_vsil_s3.cpp), so that the
+ * handle, the error class and the message GDALOpen reports are the same:
+ * - listings disabled (GDAL_DISABLE_READDIR_ON_OPEN, CPL_VSIL_CURL_NON_CACHED):
+ *   it checks the object and reports S3's error;
+ * - a last component without '.', or an extension starting with "zip": it
+ *   does not check, and returns a handle on an empty file, unless a listing
+ *   of the directory it holds says the name is absent;
+ * - any other name: it lists the directory. Listed (not empty): a name in it
+ *   (a "directory") gets an empty handle, any other nothing and no error
+ *   (GDALOpen: "does not exist in the file system"); not listed (an empty
+ *   or unlistable directory): it checks the object and reports S3's error. */
+enum missing { MISSING_REPORT, MISSING_SILENT, MISSING_EMPTY_HANDLE };
+
+static enum missing stock_on_missing(const char *path)
+{
+    const char *slash = strrchr(path, '/'), *base, *dot;
+    char *readdir = vt__cfg_dup(path, "GDAL_DISABLE_READDIR_ON_OPEN");
+    int skip = readdir && (EQUAL(readdir, "EMPTY_DIR") || CPLTestBool(readdir));
+    vt_list_entry e;
+    vt_listing *l = NULL;
+    char dir[4096], errbuf[1024];
+    enum missing m;
+
+    free(readdir);
+    if (skip || vt__cfg_non_cached(path) || !slash)
+        return MISSING_REPORT;
+    base = slash + 1;
+    dot = strrchr(base, '.');
+    if (dot == NULL || strncmp(dot + 1, "zip", 3) == 0) {
+        size_t listed = 0; /* an empty page is no listing to GDAL */
+        return vt__listing_lookup_n(path, &e, &listed) == 0 && listed > 0
+                   ? MISSING_SILENT
+                   : MISSING_EMPTY_HANDLE;
+    }
+    /* a Kerchunk reference: GDAL 3.11+ does not list for it */
+    if (vt__gdal_release()->open_listing_one_page && strlen(base) >= 8 &&
+        strcmp(base + strlen(base) - 8, ".nc.zarr") == 0)
+        return MISSING_EMPTY_HANDLE;
+    snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+    if (vt__listing_get_dir(dir, 1000, &l, errbuf, sizeof(errbuf)) != VT_OK ||
+        vt__listing_count(l) == 0)
+        m = MISSING_REPORT;
+    else if (vt__listing_find(l, base, &e))
+        m = MISSING_EMPTY_HANDLE;
+    else if (vt__listing_find_ci(l, base))
+        m = MISSING_REPORT; /* GDAL checks the object then: a case mismatch */
+    else if (vt__listing_truncated(l))
+        /* 3.11+ reads one page of 1000, then opens; before, it asks */
+        m = vt__gdal_release()->open_listing_one_page || is_directory(path, 1)
+                ? MISSING_EMPTY_HANDLE
+                : MISSING_SILENT;
+    else
+        m = MISSING_SILENT;
+    vt__listing_release(l);
+    return m;
+}
+
+static void *cb_open(void *ud, const char *path, const char *access)
+{
+    vt_handle *h;
+    vt_object *o = NULL;
+    vt_list_entry e;
+    size_t listed = 0;
+    long status = 0;
+    char errbuf[1024];
+    vt_err err;
+    vt_gdal_report rep;
+    int vsi_set = VSIGetLastErrorNo() != 0;
+
+    (void)ud;
+    if (strpbrk(access, "wa+")) { /* takeover.cpp sends these to GDAL's */
+        errno = EACCES;
+        return NULL;
+    }
+    t_open_error[0] = '\0';
+    t_open_quiet = 0;
+    if (!allowed(path)) { /* as GDAL: no request, no error message */
+        errno = ENOENT;
+        return NULL;
+    }
+    if (vt__listing_lookup_n(path, &e, &listed) == 0 && listed > 0) {
+        /* absent from a listing we hold, with other keys in it (so the
+         * directory is not empty): GDAL answers from its own the same way,
+         * without a request and without an error */
+        CPLDebug("VSITUNE", "open %s: not in its listing, no request", path);
+        errno = ENOENT;
+        return NULL;
+    }
+    err = vt__object_open(path, &o, &status, errbuf, sizeof(errbuf));
+    if (err != VT_OK) {
+        /* Not a CPLError: GDALOpen tries stat after a failed open, and may
+         * still succeed (a transient error). takeover.cpp hands this text to
+         * VSIError, which GDALOpen turns into the CPLError it reports when
+         * the whole open fails. */
+        CPLDebug("VSITUNE", "open: %s", errbuf);
+        errno = errno_for(err);
+        /* A missing key: as stock GDAL (stock_on_missing). A missing bucket,
+         * a denial, a server or network failure: reported with their cause. */
+        if (status == 404 && !strstr(errbuf, "NoSuchBucket")) {
+            /* GDAL's words now: the listing below replaces the last answer */
+            int remembered = vt__object_open_remembered();
+            int words = remembered ? known_failure(path, err, status, 1, 0,
+                                                   vsi_set, &rep)
+                                   : report_as_gdal(path, vsi_set, 0);
+            switch (stock_on_missing(path)) {
+            case MISSING_SILENT:
+                t_open_error[0] = '\0';
+                return NULL;
+            case MISSING_REPORT:
+                if (remembered) {
+                    /* GDAL meets its cached "absent": 3.6 says nothing,
+                     * 3.10+ its status (gdal_error.h) */
+                    t_open_error[0] = '\0';
+                    if (words && rep.vsie != VSIE_None) {
+                        t_open_error_class = rep.cple;
+                        snprintf(t_open_error, sizeof(t_open_error), "%s",
+                                 rep.message);
+                    }
+                } else if (!words) {
+                    t_open_error_class = cple_for(status, errbuf);
+                    snprintf(t_open_error, sizeof(t_open_error), "%s", errbuf);
+                }
+                return NULL;
+            case MISSING_EMPTY_HANDLE: break;
+            }
+            CPLDebug("VSITUNE", "open %s: missing, an empty handle as GDAL's",
+                     path);
+            h = calloc(1, sizeof(*h));
+            if (!h)
+                errno = ENOMEM;
+            if (h && !remembered) {
+                /* GDAL learns of the 404 by reading the handle: its cache
+                 * keeps no status, and 3.13+ hands the read's error to
+                 * GDALOpen (gdal_error.h) */
+                vt__object_missing_by_read(path);
+                if (words && vt__gdal_read_of_missing_says()) {
+                    h->says = strdup(t_open_error);
+                    h->says_vsie = t_open_error_vsie;
+                }
+            }
+            t_open_error[0] = '\0';
+            return h;
+        }
+        if (vt__object_open_remembered()) {
+            /* A missing bucket vsitune remembers (VSITUNE_NEGATIVE_TTL), no
+             * request: GDAL meets its cached failure too (gdal_error.h) */
+            t_open_error[0] = '\0';
+            if (known_failure(path, err, status, !t_open_no_error, 0, vsi_set,
+                              &rep) &&
+                rep.vsie != VSIE_None) {
+                t_open_error_class = rep.cple;
+                snprintf(t_open_error, sizeof(t_open_error), "%s",
+                         rep.message);
+            }
+            return NULL;
+        }
+        if (!report_as_gdal(path, vsi_set, 1)) {
+            t_open_error_class = cple_for(status, errbuf);
+            snprintf(t_open_error, sizeof(t_open_error), "%s", errbuf);
+        }
+        return NULL;
+    }
+    t_open_error[0] = '\0';
+    h = calloc(1, sizeof(*h));
+    if (!h) {
+        vt__object_release(o);
+        errno = ENOMEM;
+        return NULL;
+    }
+    h->obj = o;
+    return h;
+}
+
+/* A handle's object size; a handle without object is stock GDAL's empty
+ * handle on a missing name (see stock_opens_unchecked). */
+static uint64_t handle_size(const vt_handle *h)
+{
+    return h->obj ? vt__object_size(h->obj) : 0;
+}
+
+static vsi_l_offset cb_tell(void *f)
+{
+    return ((vt_handle *)f)->pos;
+}
+
+static int cb_seek(void *f, vsi_l_offset off, int whence)
+{
+    vt_handle *h = f;
+    uint64_t size = handle_size(h);
+    if (whence == SEEK_SET)
+        h->pos = off;
+    else if (whence == SEEK_CUR)
+        h->pos += off;
+    else if (whence == SEEK_END)
+        h->pos = size + off;
+    else {
+        errno = EINVAL;
+        return -1;
+    }
+    h->eof = 0;
+    return 0;
+}
+
+static size_t cb_read(void *f, void *buf, size_t size, size_t count)
+{
+    vt_handle *h = f;
+    uint64_t osize = handle_size(h);
+    size_t want, got;
+    char errbuf[1024];
+    vt_err err;
+
+    if (size == 0 || count == 0)
+        return 0;
+    if (count > SIZE_MAX / size) {
+        errno = EINVAL;
+        return 0;
+    }
+    want = size * count;
+    if (!h->obj) { /* stock GDAL's empty handle on a missing name */
+        if (h->says) { /* its first read's error, as GDAL's (3.13+) */
+            VSIError(h->says_vsie, "%s", h->says);
+            free(h->says);
+            h->says = NULL;
+        }
+        h->eof = 1;
+        return 0;
+    }
+    got = h->pos >= osize ? 0
+          : osize - h->pos < want ? (size_t)(osize - h->pos) : want;
+    if (got > 0) {
+        vt__suspect_before_read(&h->sus, h->obj, 0, 1, &h->pos, &got);
+        err = vt__object_read(h->obj, 1, &buf, &h->pos, &got, &h->ra, errbuf,
+                              sizeof(errbuf));
+        vt__suspect_after_read(&h->sus, err == VT_OK, 0, 1, &h->pos, &got);
+        if (err != VT_OK) {
+            CPLError(CE_Failure, cple_for(0, errbuf), "%s", errbuf);
+            errno = errno_for(err);
+            return 0;
+        }
+    }
+    /* Reading past the end we know: make sure that end is the object's
+     * (after the read, whose answer may already have confirmed it). A read
+     * starting exactly at the end is how parsers look for one more box or
+     * record (JPEG 2000's, GDAL's readers at EOF): the size the first answer
+     * stated stands for it, as stock GDAL's does, without a request; a read
+     * across the end or beyond it (a tile past a total that lied) asks. */
+    if (got < want && (got > 0 || h->pos != osize) &&
+        (err = vt__object_note_end(h->obj, errbuf, sizeof(errbuf))) != VT_OK) {
+        CPLError(CE_Failure, cple_for(0, errbuf), "%s", errbuf);
+        errno = errno_for(err);
+        return 0;
+    }
+    if (got == 0) {
+        h->eof = 1;
+        return 0;
+    }
+    h->pos += got;
+    if (got < want)
+        h->eof = 1;
+    return got / size;
+}
+
+static int cb_read_multi_range(void *f, int n, void **data,
+                               const vsi_l_offset *offs, const size_t *sizes)
+{
+    vt_handle *h = f;
+    uint64_t *o64 = NULL;
+    char errbuf[1024];
+    vt_err err;
+    int i, ret = -1;
+
+    if (n <= 0)
+        return 0;
+    o64 = malloc((size_t)n * sizeof(*o64));
+    if (!o64)
+        return -1;
+    for (i = 0; i < n; i++)
+        o64[i] = offs[i];
+    if (!h->obj) { /* the empty handle: only empty ranges lie inside */
+        for (i = 0; i < n; i++)
+            if (sizes[i] > 0) {
+                CPLError(CE_Failure, CPLE_FileIO,
+                         "vsitune: multi-range read past the end of an empty "
+                         "file");
+                goto out;
+            }
+        ret = 0;
+        goto out;
+    }
+    /* vt__object_read refuses ranges past the end, naming bucket and key;
+     * GDAL's striped and scan reads grow the handle's readahead there too. */
+    vt__suspect_before_read(&h->sus, h->obj, 1, (size_t)n, o64, sizes);
+    err = vt__object_read(h->obj, (size_t)n, data, o64, sizes, &h->ra, errbuf,
+                          sizeof(errbuf));
+    vt__suspect_after_read(&h->sus, err == VT_OK, 1, (size_t)n, o64, sizes);
+    if (err != VT_OK) {
+        CPLError(CE_Failure, cple_for(0, errbuf), "%s", errbuf);
+        goto out;
+    }
+    ret = 0;
+out:
+    free(o64);
+    return ret;
+}
+
+static int cb_eof(void *f)
+{
+    return ((vt_handle *)f)->eof;
+}
+
+/* A read handle has nothing to flush: 0, as GDAL's own /vsis3/ read handle
+ * (GDAL 3.13's Shapefile driver flushes the handles it reads; without this
+ * callback GDAL's plugin layer reports "Flush not implemented"). */
+static int cb_flush(void *f)
+{
+    (void)f;
+    return 0;
+}
+
+static int cb_close(void *f)
+{
+    vt_handle *h = f;
+    if (h) {
+        if (h->obj) {
+            vt__suspect_close(&h->sus, h->obj);
+            done_with(vt__object_path(h->obj));
+        }
+        vt__object_release(h->obj);
+        free(h->says);
+        free(h);
+    }
+    return 0;
+}
+
+/* The sibling answer from GDAL's own listing of path's directory, when one
+ * went through the router lately (a driver's or the user's ReadDir):
+ * exactly what stock GDAL answers, since its open reuses that listing, and
+ * no LIST. NULL when none is held, or when it holds more names than
+ * GDAL_READDIR_LIMIT_ON_OPEN (stock then gives no list either and the stem
+ * listing decides). */
+static char **gdal_listed_siblings(const char *path)
+{
+    size_t limit = (size_t)vt__opt_size(path, VT_OPT_READDIR_LIMIT);
+    char **names = vt__listing_names_of_dir(path, limit), **out;
+    size_t n = 0, i;
+    if (!names)
+        return NULL;
+    while (names[n])
+        n++;
+    out = (char **)CPLCalloc(n + 1, sizeof(char *));
+    for (i = 0; i < n; i++) {
+        out[i] = CPLStrdup(names[i]);
+        free(names[i]);
+    }
+    free(names);
+    CPLDebug("VSITUNE", "siblings of %s: GDAL's listing of its directory "
+             "(%zu names), no request", path, n);
+    vt__stats_avoided(VT_AVOIDED_LIST);
+    return out;
+}
+
+enum sibling_mode { SIBLINGS_AUTO, SIBLINGS_NONE, SIBLINGS_GDAL };
+
+/* Who answers the sibling question for path (see cb_sibling_files);
+ * *chosen: VSITUNE_SIDECARS is set (to any value). */
+static enum sibling_mode sibling_mode(const char *path, int *chosen)
+{
+    char *sidecars = vt__cfg_dup(path, "VSITUNE_SIDECARS");
+    char *readdir = vt__cfg_dup(path, "GDAL_DISABLE_READDIR_ON_OPEN");
+    enum sibling_mode m = SIBLINGS_AUTO;
+    *chosen = sidecars != NULL;
+    if (readdir && (EQUAL(readdir, "EMPTY_DIR") || CPLTestBool(readdir)))
+        m = SIBLINGS_GDAL; /* GDAL applies its own option to a NULL answer */
+    else if (sidecars && !EQUAL(sidecars, "AUTO"))
+        m = CPLTestBool(sidecars) ? SIBLINGS_GDAL : SIBLINGS_NONE;
+    free(sidecars);
+    free(readdir);
+    return m;
+}
+
+/* The one answer of the plugin that differs from stock GDAL's by design (a
+ * COG's external .aux.xml, .ovr, .msk are not read), said where it happens:
+ * once per process, the first time a COG is opened so while the user has
+ * not set VSITUNE_SIDECARS (any value, AUTO included, silences it), as a
+ * notice (notice.h: GDAL's debug channel, shown without CPL_DEBUG, GDAL's
+ * error state untouched). */
+static atomic_int cog_notice_said;
+
+static void say_cog_without_sidecars(const char *path)
+{
+    if (atomic_exchange(&cog_notice_said, 1))
+        return;
+    vt__notice("a COG is opened without looking for its sidecar files (the "
+               "first: s3://%s): an external .aux.xml (nodata, statistics, "
+               "metadata), .ovr or .msk beside a COG is not read, where stock "
+               "GDAL reads it. VSITUNE_SIDECARS=YES reads them as stock GDAL "
+               "does; VSITUNE_SIDECARS=AUTO keeps this and silences this line "
+               "(said once per process)",
+               path);
+}
+
+/* GDAL's question "which files lie beside this one?". GDALOpenInfo asks it
+ * on every open (a non-NULL answer is kept for the drivers that look for
+ * .aux.xml, .ovr, .msk, world files, .prj, ...); NULL makes GDAL list the
+ * directory itself, later, and only if a driver asks (stock behaviour).
+ *  VSITUNE_SIDECARS=YES: NULL, always.
+ *  VSITUNE_SIDECARS=NO: "none", always, without a request.
+ *  default (automatic): "none" for a COG (by its header, already in
+ *    memory); else, for a name with an extension (one stock GDAL's open
+ *    lists the directory for anyway), the names of one stem-scoped listing
+ *    (listing.h), or NULL when that page was cut (more than 1000 keys share
+ *    the stem) or failed; for a name without an extension (or a .zip,
+ *    which stock's open does not list for), NULL: a LIST only if a driver
+ *    asks, as stock GDAL.
+ * GDAL_DISABLE_READDIR_ON_OPEN (GDAL's own option): NULL, so that GDAL
+ * applies it exactly (EMPTY_DIR: the file alone; YES: probe each). */
+static char **cb_sibling_files(void *ud, const char *path)
+{
+    vt_object *o = NULL;
+    vt_listing *l = NULL;
+    long status;
+    char errbuf[1024];
+    char **out = NULL;
+    size_t i, n;
+    int chosen;
+
+    (void)ud;
+    switch (sibling_mode(path, &chosen)) {
+    case SIBLINGS_NONE:
+        vt__stats_avoided(VT_AVOIDED_LIST);
+        return (char **)CPLCalloc(1, sizeof(char *));
+    case SIBLINGS_GDAL: return NULL;
+    default: break;
+    }
+    if (vt__object_open(path, &o, &status, errbuf, sizeof(errbuf)) == VT_OK) {
+        unsigned char head[1024];
+        size_t hn = vt__object_size(o) < sizeof(head)
+                        ? (size_t)vt__object_size(o)
+                        : sizeof(head);
+        uint64_t zero = 0;
+        void *dst = head;
+        int cog = hn > 0 &&
+                  vt__object_read(o, 1, &dst, &zero, &hn, NULL, errbuf,
+                                  sizeof(errbuf)) == VT_OK &&
+                  vt__policy_is_cog(head, hn);
+        if (cog)
+            vt__listing_remember_no_sidecars(path, vt__object_size(o),
+                                             vt__object_mtime(o));
+        vt__object_release(o);
+        if (cog) {
+            CPLDebug("VSITUNE", "siblings of %s: a COG, none looked for", path);
+            if (!chosen)
+                say_cog_without_sidecars(path);
+            vt__stats_avoided(VT_AVOIDED_LIST);
+            return (char **)CPLCalloc(1, sizeof(char *));
+        }
+    }
+    {
+        const char *base = strrchr(path, '/'), *dot;
+        base = base ? base + 1 : path;
+        dot = strrchr(base, '.');
+        if (!dot || strncmp(dot + 1, "zip", 3) == 0)
+            return NULL; /* GDAL lists if and when a driver needs it */
+    }
+    if ((out = gdal_listed_siblings(path)) != NULL)
+        return out;
+    if (vt__listing_get(path, &l, errbuf, sizeof(errbuf)) != VT_OK) {
+        CPLDebug("VSITUNE", "siblings of %s: %s; GDAL lists", path, errbuf);
+        return NULL;
+    }
+    if (vt__listing_truncated(l)) {
+        CPLDebug("VSITUNE", "siblings of %s: over 1000 keys share its stem; "
+                 "GDAL lists", path);
+        vt__listing_release(l);
+        return NULL;
+    }
+    n = vt__listing_count(l);
+    out = (char **)CPLCalloc(n + 1, sizeof(char *));
+    for (i = 0; i < n; i++)
+        out[i] = CPLStrdup(vt__listing_entry(l, i)->name);
+    vt__listing_release(l);
+    return out;
+}
+
+static char **cb_read_dir(void *ud, const char *path, int max_files)
+{
+    (void)ud;
+    return vt__stock_read_dir(path, max_files);
+}
+
+void vt__handler_note_read_dir(const char *path, char **names, int max_files)
+{
+    /* complete (not cut at max_files): the sibling answer of its files */
+    if (names && (max_files <= 0 || CSLCount(names) < max_files))
+        vt__listing_remember_names(path, names);
+}
+
+void vt__handler_open_asks_no_error(int no_error)
+{
+    t_open_no_error = no_error;
+}
+
+const char *vt__handler_open_error(int *cple_class)
+{
+    *cple_class = t_open_error_class;
+    return t_open_error[0] && !t_open_quiet ? t_open_error : NULL;
+}
+
+void vt__handler_fill_callbacks(VSIFilesystemPluginCallbacksStruct *cb)
+{
+    cb->stat = cb_stat;
+    cb->open = cb_open;
+    cb->tell = cb_tell;
+    cb->seek = cb_seek;
+    cb->read = cb_read;
+    cb->read_multi_range = cb_read_multi_range;
+    cb->eof = cb_eof;
+    cb->close = cb_close;
+    cb->flush = cb_flush;
+    cb->sibling_files = cb_sibling_files;
+    cb->read_dir = cb_read_dir;
+    cb->nBufferSize = 0; /* no VSICachedFile on top: the cache is ours */
+    cb->nCacheSize = 0;
+}

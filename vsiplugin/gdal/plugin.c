@@ -1,0 +1,116 @@
+/* plugin.c: the GDAL entry point of gdal_vsitune.so.
+ *
+ * GDAL loads gdal_vsitune.so from GDAL_DRIVER_PATH (or <libdir>/gdalplugins)
+ * and calls GDALRegister_vsitune(), the only exported symbol. It installs the
+ * vsitune handler on /vsis3/ (or on /vsitune/ with VSITUNE_TAKEOVER=NO, leaving
+ * stock /vsis3/ alone) and registers a driver named VSITUNE with no open
+ * function: it shows in `gdalinfo --formats` and its unload hook stops the
+ * I/O engine at GDALDestroy. Registration is idempotent (rasterio registers
+ * drivers twice). GDAL_SKIP (or OGR_SKIP) naming VSITUNE turns the plugin
+ * off: nothing is installed, /vsis3/ stays GDAL's own, and the bare driver
+ * registered for GDAL's AutoSkipDrivers to remove (as it removes any skipped
+ * driver, silently) is gone by the time GDALAllRegister returns. */
+#include <string.h>
+
+#include <cpl_conv.h>
+#include <cpl_error.h>
+#include <gdal.h>
+
+#include "base/config.h"
+#include "http/engine.h"
+#include "gdal/gdal_release.h"
+#include "gdal/handler.h"
+#include "read/object.h"
+#include "read/policy.h"
+#include "gdal/driver.h"
+#include "gdal/takeover.h"
+#include "stats/stats.h"
+
+#define VT_DRIVER_NAME "VSITUNE"
+
+/* GDAL's C++ plugin handler ABI (VSIFilesystemHandler's vtable, used by
+ * takeover.cpp) is that of the headers we were built against. The test
+ * suite builds a copy that claims another release (tests/CMakeLists.txt:
+ * -DVT_BUILT_MINOR=...) to see the guard below at work in a real GDAL. */
+#define VT_BUILT_MAJOR GDAL_VERSION_MAJOR
+#ifndef VT_BUILT_MINOR
+#define VT_BUILT_MINOR GDAL_VERSION_MINOR
+#endif
+
+static void unload(void)
+{
+    vt__engine_shutdown();
+}
+
+/* The news lower layers report upward goes where this top layer says: the
+ * engine's finished attempts and loop turns to the counters, and the
+ * counters find the block cache the object table owns. Before anything can
+ * read; idempotent. */
+static void wire_layers(void)
+{
+    static const vt_engine_callbacks to_stats = {
+        .on_attempt = vt__stats_attempt,
+        .on_idle = vt__stats_idle,
+    };
+
+    vt__engine_set_callbacks(&to_stats);
+    vt__stats_set_cache_source(vt__object_cache);
+}
+
+__attribute__((visibility("default"))) void GDALRegister_vsitune(void);
+
+void GDALRegister_vsitune(void)
+{
+    static int done;
+    int runtime = vt__gdal_release_running();
+    const char *prefix;
+    int takeover;
+    VSIFilesystemPluginCallbacksStruct *cb;
+
+    if (GDALGetDriverByName(VT_DRIVER_NAME) != NULL)
+        return;
+    wire_layers();
+    /* GDALAllRegister loads plugins first and applies GDAL_SKIP last: decide
+     * here, before anything is installed, what AutoSkipDrivers will do. At
+     * every registration: each GDALAllRegister skips again. */
+    if (vt__policy_skipped(CPLGetConfigOption("GDAL_SKIP", NULL),
+                           CPLGetConfigOption("OGR_SKIP", NULL),
+                           VT_DRIVER_NAME)) {
+        CPLDebug("VSITUNE", "vsitune %s not active: GDAL_SKIP/OGR_SKIP names "
+                 "%s; /vsis3/ is GDAL's own", VT_VERSION, VT_DRIVER_NAME);
+        if (vt__policy_gdal_supported(runtime, VT_BUILT_MAJOR, VT_BUILT_MINOR))
+            vt__driver_register(VT_DRIVER_NAME, "", VT_VERSION,
+                                GDAL_RELEASE_NAME, NULL);
+        return;
+    }
+    if (done)
+        return;
+    done = 1;
+    if (!vt__policy_gdal_supported(runtime, VT_BUILT_MAJOR, VT_BUILT_MINOR)) {
+        CPLError(CE_Warning, CPLE_NotSupported,
+                 "vsitune %s was built for GDAL %d.%d and supports only that "
+                 "release (>= 3.6); this process runs GDAL %s. vsitune is not "
+                 "active: /vsis3/ is GDAL's own.",
+                 VT_VERSION, VT_BUILT_MAJOR, VT_BUILT_MINOR,
+                 GDALVersionInfo("RELEASE_NAME"));
+        return;
+    }
+    /* the rules of this GDAL release, chosen once (gdal_release.h) */
+    CPLDebug("VSITUNE", "GDAL %d: the rules of GDAL %s", runtime,
+             vt__gdal_release()->name);
+    takeover = vt__cfg_bool(NULL, "VSITUNE_TAKEOVER", 1);
+    cb = VSIAllocFilesystemPluginCallbacksStruct();
+    if (cb == NULL)
+        return;
+    vt__handler_fill_callbacks(cb);
+    if (vt__takeover_install(cb, takeover) != 0)
+        takeover = 0; /* /vsis3/ stays GDAL's; /vsitune/ may still work */
+    VSIFreeFilesystemPluginCallbacksStruct(cb); /* GDAL keeps a copy */
+    prefix = takeover ? "/vsis3/" : VT_READER_PREFIX;
+    vt__cfg_set_prefix(prefix); /* path-specific options are under it */
+    vt__driver_register(VT_DRIVER_NAME, prefix, VT_VERSION, GDAL_RELEASE_NAME,
+                        unload);
+    vt__stats_install_exit_dump();
+    CPLDebug("VSITUNE", "vsitune %s active on %s (GDAL %s)", VT_VERSION,
+             prefix, GDALVersionInfo("RELEASE_NAME"));
+}

@@ -1,0 +1,189 @@
+/* engine_int.h: what engine.c (submission, lifecycle) and engine_io.c (the
+ * I/O thread) share. Not for other modules: they use engine.h.
+ *
+ * Locking: one mutex, vt__eng_lock, guards the submission queue, the flags
+ * marked "lock" below and every batch's pending count. Fields marked "io"
+ * are touched by the I/O thread only. Fields marked "const" are written by
+ * the submitter before the request is queued and only read afterwards. */
+#ifndef VT_ENGINE_INT_H
+#define VT_ENGINE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <curl/curl.h>
+
+#include "http/engine.h"
+
+/* Per-request options, read from GDAL config at submission time (so config
+ * changed at run time applies to the next request). Strings are malloc'd by
+ * the submitter and freed by it after the batch completes. */
+struct vt_eng_opts {
+    int max_retries;
+    double retry_delay;         /* s, base of the exponential backoff */
+    long timeout_ms;            /* GDAL_HTTP_TIMEOUT: the whole request,
+                                   every attempt and wait included (0: none) */
+    double retry_window;        /* s: no retry starts later than this after
+                                   the first attempt (VSITUNE_RETRY_WINDOW) */
+    long connect_timeout_ms;
+    long low_speed_time;        /* s */
+    long low_speed_limit;       /* bytes/s */
+    long http_version;          /* CURL_HTTP_VERSION_* */
+    int unsafe_ssl;
+    int verbose;                /* CPL_CURL_VERBOSE: curl's trace on stderr */
+    char *cainfo;               /* NULL: curl's default */
+    char *cainfo_default;       /* a well-known bundle when libcurl has none built in */
+    char *useragent;
+    char *proxy;                /* NULL: curl's default (environment) */
+};
+
+/* A group of requests one thread waits for; lives on the waiter's stack. */
+struct vt_eng_batch {
+    pthread_cond_t cv;          /* signalled (lock held) when pending hits 0 */
+    size_t pending;             /* lock */
+};
+
+struct vt_eng_xfer {
+    const vt_http_req *req;     /* const: the caller's request */
+    vt_http_resp *resp;         /* const pointer; filled by io at the end */
+    vt_err *err;                /* const pointer; set by io at the end */
+    struct vt_eng_batch *batch; /* const */
+    struct vt_eng_opts opts;    /* const: the batch's options with this
+                                   request's overrides; its strings belong
+                                   to the submitter's copy */
+    int has_req_range;          /* const: a "Range: bytes=a-b" header */
+    uint64_t req_first, req_last;
+    struct vt_eng_xfer *next;   /* lock while queued, io afterwards */
+
+    /* io: one attempt's state */
+    CURL *easy;
+    long bufsize;               /* io: receive buffer of easy */
+    struct curl_slist *hdrs;
+    struct vt_eng_xfer *prev;   /* active list links (next is shared) */
+    unsigned char *buf;
+    size_t len, cap;
+    int overflow;
+    long hdr_status;            /* from the status line seen last */
+    long long content_length;   /* -1: none */
+    char *etag, *region, *retry_after, *content_range, *last_modified;
+    int attempts;
+    double due;                 /* monotonic s: when to (re)send */
+    double first_sent;          /* io: monotonic s of the first attempt */
+    double deadline;            /* io: monotonic s the request must end by
+                                   (0: none), from opts.timeout_ms */
+    double body_done_at;        /* io: when the whole expected body had
+                                   arrived while the stream stayed open */
+    int ended_early;            /* io: we ended a complete h2 stream that
+                                   never sent END_STREAM */
+    int range_assumed;          /* io: a 206 without Content-Range whose
+                                   body is exactly the range asked: that
+                                   range is its range (engine_xfer.c) */
+    double tokens_spent;        /* io: retry budget this request took */
+    struct vt_engine *eng;      /* io: the engine running this attempt */
+    int socks_opened;           /* io: connections curl opened for it */
+    int single;                 /* io: one attempt of one request (its
+                                   server or object is failing) */
+    int requests;               /* io: requests curl sent for this attempt
+                                   (curl resends on a refused h2 stream or
+                                   a dead reused connection) */
+    int resend_refused;         /* io: we stopped curl's resend (single) */
+    vt_err last_err;            /* io: verdict of the attempt last judged */
+    int last_version;           /* io: its HTTP version (1 or 2) */
+    char errbuf[CURL_ERROR_SIZE];
+    double sent_at;             /* io: monotonic s this attempt was sent */
+    double first_sent_at;       /* io: ... the first attempt was sent */
+    double done_at;             /* io: ... the request completed (for logs) */
+    int local_port;             /* io: local port of the connection this
+                                   attempt was sent on (0: not known) */
+    char retry_why[160];        /* io, read by the waiter after completion:
+                                   why the last retry happened (for logs) */
+};
+
+struct vt_engine {
+    pthread_t thread;
+    long max_conns;             /* const (read before the thread starts) */
+    long max_streams;           /* const; also the cap on transfers in the
+                                   multi handle at once (see engine_io.c) */
+
+    /* lock */
+    struct vt_eng_xfer *q_head, *q_tail;
+    int ready;                  /* multi exists: curl_multi_wakeup allowed */
+    int dead;                   /* thread failed to start curl and exited */
+    int stopping;
+    int fork_hold;
+    int parked;
+
+    /* io (multi is also read by wakers once ready is set) */
+    CURLM *multi;
+    CURLSH *share;
+    CURL *free_easy[32];         /* default-buffer easy handles to reuse */
+    int n_free;
+    struct vt_eng_xfer *timers;  /* sorted by due */
+    struct vt_eng_xfer *active;  /* in the multi handle */
+    long n_active;               /* length of active, <= max_streams */
+    uint64_t rng;
+    struct vt_eng_origin {       /* origins seen answering (h2 or failing) */
+        char name[128];          /* "https://host:port" ("" unused) */
+        int h2;
+        double failing_until;    /* monotonic s: a request to it exhausted
+                                    its retries; until then one attempt each */
+    } origins[16];
+    struct vt_eng_failing {      /* objects whose request exhausted its
+                                    retries (engine_io.c) */
+        uint64_t id;             /* hash of the URL before its query */
+        double until;            /* monotonic s; 0: unused */
+    } failing[16];
+    unsigned failing_next;       /* round-robin slot to replace */
+    double retry_tokens;         /* the process's retry budget (engine_io.c) */
+    unsigned origin_next;        /* round-robin slot to replace */
+    curl_socket_t *socks;        /* every socket curl opened through us */
+    size_t n_socks, cap_socks;
+};
+
+extern pthread_mutex_t vt__eng_lock;
+/* With vt__eng_lock: the I/O thread parked for fork() (or died at start),
+ * and the fork is over. Process-wide, so no waiter ever sleeps on the
+ * condition variable of an engine that another thread may free. */
+extern pthread_cond_t vt__eng_park_cv, vt__eng_resume_cv;
+
+/* Process-wide counters (atomic; survive engine restarts, zeroed in a
+ * fork() child, whose stats describe the child). */
+extern _Atomic uint64_t vt__eng_st_requests, vt__eng_st_retries,
+    vt__eng_st_bytes, vt__eng_st_connections, vt__eng_st_in_flight,
+    vt__eng_st_h2;
+
+/* What one finished attempt means (engine_xfer.c). */
+struct vt_eng_verdict {
+    vt_err err;
+    int transient;   /* worth another attempt */
+    int kill_conn;   /* we ended a stream early or it stalled: retire the
+                        connection (see kill_connection in engine_io.c) */
+    char why[CURL_ERROR_SIZE + 64];
+    const char *cause; /* static words: why a failure without an HTTP
+                          answer is not retried (NULL: none given) */
+};
+
+/* engine_xfer.c, all on the I/O thread, no lock. */
+/* Forget one attempt's response state (before a retry, or at the end). */
+void vt__eng_reset_attempt(struct vt_eng_xfer *x);
+/* curl header and write callbacks; ud is the struct vt_eng_xfer. Headers
+ * kept are malloc'd into x and freed by vt__eng_reset_attempt or handed to
+ * the response; the body grows x->buf within the request's bound. */
+size_t vt__eng_on_header(char *buf, size_t size, size_t n, void *ud);
+size_t vt__eng_on_write(char *data, size_t size, size_t n, void *ud);
+/* curl's progress callback: ends an h2 transfer whose whole body arrived
+ * but whose stream stays open (no END_STREAM) after a grace period. */
+int vt__eng_on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow,
+                        curl_off_t ultotal, curl_off_t ulnow);
+/* Verdict on an attempt that curl ended with rc (not CURLE_OK) ... */
+void vt__eng_judge_curl(CURLcode rc, struct vt_eng_xfer *x,
+                        struct vt_eng_verdict *v);
+/* ... or that completed with an HTTP status (checks byte counts too). */
+void vt__eng_judge_status(struct vt_eng_xfer *x, struct vt_eng_verdict *v);
+
+/* The I/O thread's body (engine_io.c). arg: the struct vt_engine, owned by
+ * engine.c, which joins the thread and frees it. */
+void *vt__eng_io_main(void *arg);
+
+#endif

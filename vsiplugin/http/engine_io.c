@@ -1,0 +1,884 @@
+/* engine_io.c: the engine's I/O thread, the only code that calls libcurl.
+ *
+ * One thread owns one curl multi handle. It takes submitted transfers off
+ * the queue (engine.c puts them there and calls curl_multi_wakeup), drives
+ * them with curl_multi_perform/curl_multi_poll, checks every response
+ * (status, byte count against Content-Range and Content-Length), retries
+ * transient failures after a backoff kept as a due time in a timer list (the
+ * thread never sleeps: the poll timeout is the next due time), and hands the
+ * final outcome to the waiting thread under vt__eng_lock.
+ *
+ * HTTP/2 stalls (curl 7.88, lib/http2.c), and how this file avoids them.
+ * All streams of a connection share one 32 KB input buffer that nghttp2
+ * parses on behalf of whichever transfer happens to be reading. DATA for
+ * another stream is copied into that stream's receive buffer; when it does
+ * not fit, on_data_chunk_recv() returns NGHTTP2_ERR_PAUSE and sets
+ * pause_stream_id: parsing of the whole connection stops, the rest of the
+ * input stays parked, and every other stream's recv returns CURLE_AGAIN
+ * until the paused stream's transfer drains it. If that transfer then ends
+ * without reading again (its Content-Length reached while its END_STREAM
+ * is still parked, or ended early by a timeout, a write-callback abort or a
+ * pause by the application), pause_stream_id is cleared but nothing parses
+ * the parked input or wakes the others: they wait for the socket to become
+ * readable, which it never does when the server has sent everything. The
+ * wait ends when the server's idle timeout closes the connection: nghttpx's
+ * 3 min read timeout, the 180 s window stock GDAL shows. Seen here too: 4
+ * of 800 multiplexed transfers stuck until our low-speed limit. So:
+ *  - every transfer gets a receive buffer that holds its whole response
+ *    (up to MAX_RECV_BUFFER): a stream that always fits never pauses;
+ *  - on origins known to answer over h2, transfers end at END_STREAM, not
+ *    at Content-Length (CURLOPT_IGNORE_CONTENT_LENGTH; the length is still
+ *    checked in engine_xfer.c): the last read parses the parked input;
+ *  - the write callback never pauses and never aborts, except when a body
+ *    exceeds its bound;
+ *  - transfers are removed from the multi handle only after curl reports
+ *    them done; all of them are driven by this one loop;
+ *  - last line of defence: a low-speed limit ends any stalled transfer, and
+ *    then (or after an abort) the connection's socket is shut down, so that
+ *    curl retires it and every stream parked on it fails now and is retried
+ *    on a fresh connection, instead of waiting for the server's timeout.
+ *
+ * At most max_streams transfers (VSITUNE_MAX_STREAMS, the h2 per-connection
+ * stream limit) are in the multi handle at once; the rest wait in the timer
+ * list. Without that cap curl 7.88 opens a new connection for every
+ * transfer beyond the stream limit of the first (a connection still in its
+ * TLS handshake is not "open enough" to wait on), up to the host limit:
+ * 160 concurrent requests gave 16 connections where 1 serves them all. */
+#include "http/engine_int.h"
+#include "http/engine_retry.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define IDLE_POLL_MS 1000
+#define DEFAULT_RECV_BUFFER 16384L /* curl's CURLOPT_BUFFERSIZE default */
+#define MAX_RECV_BUFFER (1L << 20) /* per transfer; curl 7.88 allows 10 MB */
+
+/* vt__engine_set_callbacks' registration: process-wide, read by the I/O
+ * thread without a lock (engine.h). */
+typedef void (*vt_eng_attempt_fn)(const char *, int, long, double);
+typedef void (*vt_eng_idle_fn)(void);
+static _Atomic(vt_eng_attempt_fn) cb_attempt;
+static _Atomic(vt_eng_idle_fn) cb_idle;
+
+void vt__engine_set_callbacks(const vt_engine_callbacks *cb)
+{
+    atomic_store(&cb_attempt, cb ? cb->on_attempt : NULL);
+    atomic_store(&cb_idle, cb ? cb->on_idle : NULL);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Hand the final outcome to the waiter. After the unlock, x (and its batch)
+ * may be gone: the waiter frees them. */
+static void complete(struct vt_eng_xfer *x, vt_err err, int http_version)
+{
+    vt_http_resp *r = x->resp;
+    vt_content_range cr;
+
+    x->done_at = now_s();
+    r->status = x->hdr_status;
+    r->attempts = x->attempts;
+    r->http_version = http_version;
+    if (x->hdr_status > 0) {
+        if (!x->buf)
+            x->buf = malloc(1);
+        if (x->buf) {
+            x->buf[x->len] = '\0';
+            r->body = x->buf;
+            r->body_len = x->len;
+            x->buf = NULL;
+        }
+    }
+    r->etag = x->etag;
+    r->bucket_region = x->region;
+    r->retry_after = x->retry_after;
+    x->etag = x->region = x->retry_after = NULL;
+    if (x->last_modified) {
+        time_t lm = curl_getdate(x->last_modified, NULL);
+        r->last_modified = lm > 0 ? (long long)lm : 0;
+    }
+    if (x->content_range &&
+        vt__parse_content_range(x->content_range, &cr) == VT_OK) {
+        r->has_content_range = cr.has_range;
+        r->range_first = cr.first;
+        r->range_last = cr.last;
+        r->has_total = cr.has_total;
+        r->total_size = cr.total;
+    } else if (x->hdr_status == 200 && x->content_length >= 0) {
+        r->has_total = 1;
+        r->total_size = (uint64_t)x->content_length;
+    } else if (x->range_assumed && err == VT_OK) {
+        r->has_content_range = 1; /* the range asked; no total */
+        r->range_first = x->req_first;
+        r->range_last = x->req_last;
+    }
+    if (err != VT_OK && r->error[0] == '\0') {
+        snprintf(r->error, sizeof(r->error), "%s",
+                 x->errbuf[0] ? x->errbuf : vt_strerror(err));
+    }
+    free(x->buf);
+    x->buf = NULL;
+    vt__eng_reset_attempt(x);
+    curl_slist_free_all(x->hdrs);
+    x->hdrs = NULL;
+
+    pthread_mutex_lock(&vt__eng_lock);
+    *x->err = err;
+    if (--x->batch->pending == 0)
+        pthread_cond_signal(&x->batch->cv);
+    pthread_mutex_unlock(&vt__eng_lock);
+}
+
+/* The kind of failure an attempt without an HTTP answer had, for the
+ * cause a caller shows after curl's words. */
+static const char *failure_kind(vt_err err)
+{
+    switch (err) {
+    case VT_ENETWORK: return "network error";
+    case VT_ETIMEDOUT: return "timed out";
+    case VT_ETRANSIENT: return "transfer failed";
+    case VT_EPROTO: return "malformed answer";
+    default: return vt_strerror(err);
+    }
+}
+
+static void fail(struct vt_eng_xfer *x, vt_err err, const char *why)
+{
+    x->len = 0; /* never hand back part of a body */
+    snprintf(x->resp->error, sizeof(x->resp->error), "%s", why);
+    complete(x, err, 0);
+}
+
+static void timer_insert(struct vt_engine *e, struct vt_eng_xfer *x)
+{
+    struct vt_eng_xfer **pp = &e->timers;
+
+    while (*pp && (*pp)->due <= x->due)
+        pp = &(*pp)->next;
+    x->next = *pp;
+    *pp = x;
+}
+
+static void active_add(struct vt_engine *e, struct vt_eng_xfer *x)
+{
+    x->prev = NULL;
+    x->next = e->active;
+    if (e->active)
+        e->active->prev = x;
+    e->active = x;
+    e->n_active++;
+}
+
+static void active_del(struct vt_engine *e, struct vt_eng_xfer *x)
+{
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        e->active = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    x->next = x->prev = NULL;
+    e->n_active--;
+}
+
+/* Easy handles with curl's default receive buffer are kept for reuse; the
+ * others are freed. curl 7.88 refuses CURLOPT_BUFFERSIZE while a handle still
+ * holds its buffer, which it keeps after a transfer that ended while other
+ * streams were using the connection, and curl_easy_reset() sets the size
+ * back to the default: so a bigger buffer needs a fresh handle. */
+static void release_easy(struct vt_engine *e, CURL *easy, long bufsize)
+{
+    if (bufsize == DEFAULT_RECV_BUFFER &&
+        e->n_free < (int)(sizeof(e->free_easy) / sizeof(e->free_easy[0])))
+        e->free_easy[e->n_free++] = easy;
+    else
+        curl_easy_cleanup(easy);
+}
+
+/* An easy handle for a transfer with receive buffer bufsize, or NULL. */
+static CURL *get_easy(struct vt_engine *e, long bufsize)
+{
+    if (bufsize == DEFAULT_RECV_BUFFER && e->n_free > 0) {
+        CURL *c = e->free_easy[--e->n_free];
+        curl_easy_reset(c);
+        return c;
+    }
+    return curl_easy_init();
+}
+
+static vt_err build_headers(struct vt_eng_xfer *x)
+{
+    const char *const *h = x->req->headers;
+
+    for (; h && *h; h++) {
+        struct curl_slist *n = curl_slist_append(x->hdrs, *h);
+        if (!n)
+            return VT_ENOMEM;
+        x->hdrs = n;
+    }
+    return VT_OK;
+}
+
+/* Socket bookkeeping, so a stalled connection can be found and shut down.
+ * curl 7.88 cannot say which connection a transfer used once it is done if
+ * other streams still use it (CURLINFO_ACTIVESOCKET needs the transfer to
+ * have released an idle connection). So curl opens its sockets through us
+ * (we know them all), and each attempt records the local port of its
+ * connection just before its request is sent. All on the I/O thread. */
+static curl_socket_t open_socket(void *clientp, curlsocktype purpose,
+                                 struct curl_sockaddr *addr)
+{
+    struct vt_eng_xfer *x = clientp;
+    struct vt_engine *e = x->eng;
+    curl_socket_t s;
+
+    (void)purpose;
+    /* curl 7.88 retries a stream the server refused (RST_STREAM
+     * REFUSED_STREAM) on a fresh connection by itself, up to 5 times per
+     * attempt: a server refusing every stream got 6 requests per attempt.
+     * One fresh connection per attempt is enough; a second one fails the
+     * attempt, and our own retry rules (budget, deadline) decide. */
+    if (++x->socks_opened > 2)
+        return CURL_SOCKET_BAD;
+    /* CLOEXEC: a program we exec must not inherit our connections. */
+    s = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
+    if (s == CURL_SOCKET_BAD)
+        return s;
+    if (e->n_socks == e->cap_socks) {
+        size_t cap = e->cap_socks ? e->cap_socks * 2 : 16;
+        curl_socket_t *n = realloc(e->socks, cap * sizeof(*n));
+        if (!n)
+            return s; /* works, just cannot be shut down by us */
+        e->socks = n;
+        e->cap_socks = cap;
+    }
+    e->socks[e->n_socks++] = s;
+    return s;
+}
+
+static int close_socket(void *clientp, curl_socket_t s)
+{
+    struct vt_engine *e = clientp;
+
+    for (size_t i = 0; i < e->n_socks; i++) {
+        if (e->socks[i] == s) {
+            e->socks[i] = e->socks[--e->n_socks];
+            break;
+        }
+    }
+    return close(s);
+}
+
+static int on_prereq(void *clientp, char *primary_ip, char *local_ip,
+                     int primary_port, int local_port)
+{
+    struct vt_eng_xfer *x = clientp;
+
+    (void)primary_ip;
+    (void)local_ip;
+    (void)primary_port;
+    /* curl sends an attempt's request again by itself on a refused h2
+     * stream or a dead reused connection. While the server or object is
+     * failing, an attempt is one request. */
+    if (++x->requests > 1 && x->single) {
+        x->resend_refused = 1;
+        return CURL_PREREQFUNC_ABORT;
+    }
+    x->local_port = local_port;
+    return CURL_PREREQFUNC_OK;
+}
+
+static int local_port_of(curl_socket_t s)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+
+    if (getsockname(s, (struct sockaddr *)&ss, &len) != 0)
+        return -1;
+    if (ss.ss_family == AF_INET)
+        return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return -1;
+}
+
+/* The origin part of a URL ("https://host:port") into out; 0 if it does not
+ * fit (then it is simply not remembered). */
+static int origin_of(const char *url, char *out, size_t cap)
+{
+    const char *p = strstr(url, "://");
+    size_t n;
+
+    if (!p)
+        return 0;
+    p += 3;
+    n = (size_t)(p - url) + strcspn(p, "/?#");
+    if (n >= cap)
+        return 0;
+    memcpy(out, url, n);
+    out[n] = '\0';
+    return 1;
+}
+
+static struct vt_eng_origin *origin_find(struct vt_engine *e, const char *url)
+{
+    char name[sizeof(e->origins[0].name)];
+
+    if (!origin_of(url, name, sizeof(name)))
+        return NULL;
+    for (size_t i = 0; i < sizeof(e->origins) / sizeof(e->origins[0]); i++)
+        if (strcmp(e->origins[i].name, name) == 0)
+            return &e->origins[i];
+    return NULL;
+}
+
+/* The slot of url's origin, taking the round-robin slot for a new one. */
+static struct vt_eng_origin *origin_add(struct vt_engine *e, const char *url)
+{
+    struct vt_eng_origin *o = origin_find(e, url);
+    size_t n = sizeof(e->origins) / sizeof(e->origins[0]);
+
+    if (o)
+        return o;
+    o = &e->origins[e->origin_next++ % n];
+    memset(o, 0, sizeof(*o));
+    if (!origin_of(url, o->name, sizeof(o->name)))
+        return NULL;
+    return o;
+}
+
+/* Remember whether url's origin answered over h2 (I/O thread). */
+static void origin_learn(struct vt_engine *e, const char *url, int h2)
+{
+    struct vt_eng_origin *o = h2 ? origin_add(e, url) : origin_find(e, url);
+
+    if (o)
+        o->h2 = h2;
+}
+
+/* The object a URL names: a hash of it up to its query. */
+static uint64_t object_id(const char *url)
+{
+    uint64_t h = 1469598103934665603ULL;
+
+    for (; *url && *url != '?' && *url != '#'; url++)
+        h = (h ^ (unsigned char)*url) * 1099511628211ULL;
+    return h;
+}
+
+static struct vt_eng_failing *object_failing_slot(struct vt_engine *e,
+                                                  uint64_t id)
+{
+    for (size_t i = 0; i < sizeof(e->failing) / sizeof(e->failing[0]); i++)
+        if (e->failing[i].until > 0 && e->failing[i].id == id)
+            return &e->failing[i];
+    return NULL;
+}
+
+/* 1 while another request to url's origin, or to the object url names,
+ * recently ran out of retries. The object is remembered apart: a success
+ * elsewhere on the server (a listing) says nothing about it, and S3 throttles
+ * by key prefix (503 SlowDown). */
+static int origin_failing(struct vt_engine *e, const char *url, double now)
+{
+    struct vt_eng_origin *o = origin_find(e, url);
+    struct vt_eng_failing *f = object_failing_slot(e, object_id(url));
+
+    return (o && o->failing_until > now) || (f && f->until > now);
+}
+
+/* Remember (until > 0) or forget (0) that url's server and object fail. */
+static void set_failing(struct vt_engine *e, const char *url, double until)
+{
+    uint64_t id = object_id(url);
+    struct vt_eng_failing *f = object_failing_slot(e, id);
+    struct vt_eng_origin *o = until > 0 ? origin_add(e, url) : origin_find(e, url);
+    size_t n = sizeof(e->failing) / sizeof(e->failing[0]);
+
+    if (o)
+        o->failing_until = until;
+    if (!f && until > 0)
+        f = &e->failing[e->failing_next++ % n];
+    if (f) {
+        f->id = id;
+        f->until = until;
+    }
+}
+
+/* Receive buffer for a transfer: room for its whole body when that is known
+ * (a stream whose data always fits never pauses the connection: see the top
+ * of this file), in powers of two up to MAX_RECV_BUFFER. */
+static long buffer_size_for(const struct vt_eng_xfer *x)
+{
+    uint64_t want = x->req->expect_len;
+    long size = DEFAULT_RECV_BUFFER;
+
+    if (!want && x->has_req_range)
+        want = x->req_last - x->req_first + 1;
+    /* powers of two from 16 KiB to 1 MiB: few classes to reuse within */
+    while (size < MAX_RECV_BUFFER && (uint64_t)size < want + 1024)
+        size *= 2;
+    return size;
+}
+
+static CURLcode set_options(struct vt_engine *e, struct vt_eng_xfer *x)
+{
+    const struct vt_eng_opts *o = &x->opts;
+    const char *method = x->req->method ? x->req->method : "GET";
+    CURL *c = x->easy;
+    CURLcode rc = CURLE_OK;
+
+#define SET(opt, val)                                                       \
+    do {                                                                    \
+        if (rc == CURLE_OK)                                                 \
+            rc = curl_easy_setopt(c, opt, val);                             \
+    } while (0)
+    SET(CURLOPT_URL, x->req->url);
+    SET(CURLOPT_PRIVATE, (void *)x);
+    SET(CURLOPT_NOSIGNAL, 1L);
+    SET(CURLOPT_SHARE, e->share);
+    SET(CURLOPT_HTTP_VERSION, o->http_version);
+    SET(CURLOPT_PIPEWAIT, 1L);
+    SET(CURLOPT_TCP_KEEPALIVE, 1L);
+    SET(CURLOPT_HTTPHEADER, x->hdrs);
+    SET(CURLOPT_HEADERFUNCTION, vt__eng_on_header);
+    SET(CURLOPT_HEADERDATA, (void *)x);
+    SET(CURLOPT_WRITEFUNCTION, vt__eng_on_write);
+    SET(CURLOPT_WRITEDATA, (void *)x);
+    SET(CURLOPT_ERRORBUFFER, x->errbuf);
+    SET(CURLOPT_OPENSOCKETFUNCTION, open_socket);
+    SET(CURLOPT_OPENSOCKETDATA, (void *)x);
+    SET(CURLOPT_CLOSESOCKETFUNCTION, close_socket);
+    SET(CURLOPT_CLOSESOCKETDATA, (void *)e);
+    SET(CURLOPT_PREREQFUNCTION, on_prereq);
+    SET(CURLOPT_PREREQDATA, (void *)x);
+    if (x->bufsize != DEFAULT_RECV_BUFFER)
+        SET(CURLOPT_BUFFERSIZE, x->bufsize); /* a fresh handle: allowed */
+    if (o->http_version != CURL_HTTP_VERSION_1_1) {
+        const struct vt_eng_origin *org = origin_find(e, x->req->url);
+        /* On an origin known to answer over h2, END_STREAM ends the
+         * transfer, not Content-Length (see the top of this file). Never on
+         * HTTP/1.1, where the body would then end only at close. */
+        if (org && org->h2)
+            SET(CURLOPT_IGNORE_CONTENT_LENGTH, 1L);
+    }
+    SET(CURLOPT_CONNECTTIMEOUT_MS, o->connect_timeout_ms);
+    if (x->deadline > 0) {
+        /* What is left of the request's deadline (start() checked > 0). */
+        long left = (long)((x->deadline - now_s()) * 1000.0);
+        SET(CURLOPT_TIMEOUT_MS, left > 1 ? left : 1L);
+    }
+    SET(CURLOPT_NOPROGRESS, 0L);
+    SET(CURLOPT_XFERINFOFUNCTION, vt__eng_on_progress);
+    SET(CURLOPT_XFERINFODATA, (void *)x);
+    if (o->low_speed_time > 0 && o->low_speed_limit > 0) {
+        SET(CURLOPT_LOW_SPEED_TIME, o->low_speed_time);
+        SET(CURLOPT_LOW_SPEED_LIMIT, o->low_speed_limit);
+    }
+    if (o->unsafe_ssl) {
+        SET(CURLOPT_SSL_VERIFYPEER, 0L);
+        SET(CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (o->cainfo)
+        SET(CURLOPT_CAINFO, o->cainfo);
+    if (o->verbose)
+        SET(CURLOPT_VERBOSE, 1L);
+    if (o->useragent)
+        SET(CURLOPT_USERAGENT, o->useragent);
+    if (o->proxy)
+        SET(CURLOPT_PROXY, o->proxy);
+
+    if (strcmp(method, "GET") == 0) {
+        SET(CURLOPT_HTTPGET, 1L);
+    } else if (strcmp(method, "HEAD") == 0) {
+        SET(CURLOPT_NOBODY, 1L);
+    } else {
+        if (x->req->body || strcmp(method, "POST") == 0 ||
+            strcmp(method, "PUT") == 0) {
+            SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->req->body_len);
+            SET(CURLOPT_POSTFIELDS, x->req->body ? x->req->body : "");
+        }
+        if (strcmp(method, "POST") != 0)
+            SET(CURLOPT_CUSTOMREQUEST, method);
+    }
+#undef SET
+    return rc;
+}
+
+/* Send one attempt of x now. On failure x is completed. */
+static void start(struct vt_engine *e, struct vt_eng_xfer *x)
+{
+    CURLcode rc;
+    double now = now_s();
+
+    if (x->attempts == 0) {
+        x->first_sent = now;
+        x->deadline = x->opts.timeout_ms > 0
+                          ? now + x->opts.timeout_ms / 1000.0 : 0;
+        /* While its server is failing, a new request gets one attempt. */
+        if (origin_failing(e, x->req->url, now)) {
+            x->opts.max_retries = 0;
+            x->single = 1;
+        }
+    } else if (origin_failing(e, x->req->url, now)) {
+        /* A retry that waited while another request to the same server ran
+         * out of retries: give up too (the last answer stands). */
+        snprintf(x->resp->error, sizeof(x->resp->error),
+                 "%.160s (no retry: the server failed other requests just now)",
+                 x->retry_why[0] ? x->retry_why : vt_strerror(x->last_err));
+        if (!(x->hdr_status >= 300))
+            x->len = 0;
+        complete(x, x->last_err, x->last_version);
+        return;
+    }
+    if (x->deadline > 0 && now >= x->deadline) {
+        fail(x, VT_ETIMEDOUT, "GDAL_HTTP_TIMEOUT deadline reached");
+        return;
+    }
+
+    if (!x->hdrs && x->req->headers && build_headers(x) != VT_OK) {
+        fail(x, VT_ENOMEM, "out of memory building headers");
+        return;
+    }
+    x->bufsize = buffer_size_for(x);
+    x->easy = get_easy(e, x->bufsize);
+    if (!x->easy) {
+        fail(x, VT_ENOMEM, "curl_easy_init failed");
+        return;
+    }
+    vt__eng_reset_attempt(x);
+    x->local_port = 0;
+    x->eng = e;
+    x->socks_opened = 0;
+    x->requests = 0;
+    x->resend_refused = 0;
+    rc = set_options(e, x);
+    if (rc != CURLE_OK) {
+        vt_err err = rc == CURLE_OUT_OF_MEMORY ? VT_ENOMEM : VT_EINVAL;
+        char why[128];
+        snprintf(why, sizeof(why), "curl option rejected: %s",
+                 curl_easy_strerror(rc));
+        curl_easy_cleanup(x->easy);
+        x->easy = NULL;
+        fail(x, err, why);
+        return;
+    }
+    if (curl_multi_add_handle(e->multi, x->easy) != CURLM_OK) {
+        curl_easy_cleanup(x->easy);
+        x->easy = NULL;
+        fail(x, VT_ENOMEM, "curl_multi_add_handle failed");
+        return;
+    }
+    x->attempts++;
+    x->sent_at = now_s();
+    if (x->attempts == 1)
+        x->first_sent_at = x->sent_at;
+    active_add(e, x);
+    atomic_fetch_add(&vt__eng_st_requests, 1);
+    atomic_fetch_add(&vt__eng_st_in_flight, 1);
+}
+
+/* Shut down the socket of the connection x's attempt used, so curl retires
+ * it and fails (and we retry) whatever else was parked on it (see the top of
+ * this file). Only when a response had started over h2 on it: curl already
+ * closes an HTTP/1.1 connection after a timeout or an abort, and a request
+ * that timed out before any answer may just be queued by a busy server. The
+ * socket stays curl's: curl closes it when it drops the connection. */
+static void kill_connection(struct vt_engine *e, struct vt_eng_xfer *x,
+                            long httpver)
+{
+    if (httpver != CURL_HTTP_VERSION_2_0 || x->local_port <= 0)
+        return;
+    for (size_t i = 0; i < e->n_socks; i++) {
+        if (local_port_of(e->socks[i]) == x->local_port) {
+            shutdown(e->socks[i], SHUT_RDWR);
+            return;
+        }
+    }
+}
+
+static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
+{
+    struct vt_eng_xfer *x;
+    struct vt_eng_verdict v = {VT_OK, 0, 0, "", NULL};
+    long httpver = 0, nconn = 0, status = 0;
+    char *priv = NULL;
+    int ver;
+    vt_eng_attempt_fn on_attempt;
+
+    curl_easy_getinfo(easy, CURLINFO_PRIVATE, &priv);
+    x = (struct vt_eng_xfer *)priv;
+    curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &httpver);
+    curl_easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &nconn);
+    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+    if (status > 0)
+        x->hdr_status = status;
+    atomic_fetch_add(&vt__eng_st_connections, (uint64_t)nconn);
+    atomic_fetch_sub(&vt__eng_st_in_flight, 1);
+    atomic_fetch_add(&vt__eng_st_bytes, (uint64_t)x->len);
+    if (httpver == CURL_HTTP_VERSION_2_0 && x->hdr_status > 0)
+        atomic_fetch_add(&vt__eng_st_h2, 1);
+    ver = httpver == CURL_HTTP_VERSION_2_0 ? 2 : 1;
+    if (x->hdr_status > 0)
+        origin_learn(e, x->req->url, ver == 2);
+    on_attempt = atomic_load(&cb_attempt);
+    if (on_attempt)
+        on_attempt(x->req->method, x->has_req_range, x->hdr_status,
+                   now_s() - x->sent_at);
+
+    if (rc != CURLE_OK)
+        vt__eng_judge_curl(rc, x, &v);
+    else
+        vt__eng_judge_status(x, &v);
+    if (v.kill_conn)
+        kill_connection(e, x, httpver);
+
+    active_del(e, x);
+    curl_multi_remove_handle(e->multi, easy);
+    x->easy = NULL;
+    release_easy(e, easy, x->bufsize);
+
+    x->last_err = v.err;
+    x->last_version = ver;
+    if (v.err == VT_OK) {
+        /* Success: the budget gets back what this request took, or one
+         * token (AWS SDKs' standard retry mode), and its server is fine. */
+        e->retry_tokens += x->tokens_spent > 0 ? x->tokens_spent : 1;
+        if (e->retry_tokens > VT_RETRY_TOKENS)
+            e->retry_tokens = VT_RETRY_TOKENS;
+        set_failing(e, x->req->url, 0);
+    } else if (v.transient) {
+        char stop[160] = "";
+        double now = now_s(), cost = v.err == VT_ETIMEDOUT
+                                         ? VT_RETRY_COST_TIMEOUT
+                                         : VT_RETRY_COST;
+        double delay = vt__backoff_delay(x->opts.retry_delay, x->attempts,
+                                         VT_BACKOFF_CAP, vt__rand01(&e->rng));
+        if (x->retry_after) {
+            double ra = vt__parse_retry_after(x->retry_after, time(NULL),
+                                              VT_RETRY_AFTER_CAP);
+            if (ra > delay)
+                delay = ra;
+        }
+        if (x->attempts > x->opts.max_retries)
+            snprintf(stop, sizeof(stop), "retries exhausted");
+        else if (origin_failing(e, x->req->url, now))
+            snprintf(stop, sizeof(stop), "no retry: the server failed other "
+                     "requests just now");
+        else if (e->retry_tokens < cost)
+            snprintf(stop, sizeof(stop), "no retry: the process's retry "
+                     "budget is spent");
+        else if (x->deadline > 0 && now + delay >= x->deadline)
+            snprintf(stop, sizeof(stop), "no retry: waiting %.1f s would pass "
+                     "the GDAL_HTTP_TIMEOUT deadline", delay);
+        else if (now + delay > x->first_sent + x->opts.retry_window)
+            snprintf(stop, sizeof(stop), "no retry: waiting %.1f s would pass "
+                     "the %.0f s retry window", delay, x->opts.retry_window);
+        if (!stop[0]) {
+            e->retry_tokens -= cost;
+            x->tokens_spent += cost;
+            snprintf(x->retry_why, sizeof(x->retry_why),
+                     "%.100s (status %ld, %zu body bytes, HTTP/%d)", v.why,
+                     x->hdr_status, x->len, ver);
+            x->due = now + delay;
+            atomic_fetch_add(&vt__eng_st_retries, 1);
+            timer_insert(e, x);
+            return;
+        }
+        /* This server (this object) keeps failing: for a while, other
+         * requests to it get one attempt each instead of each running its
+         * own ladder. */
+        if (x->attempts > 1 || x->opts.max_retries == 0)
+            set_failing(e, x->req->url, now + VT_HOST_FAILING_S);
+        if (rc != CURLE_OK && x->hdr_status <= 0) {
+            /* No answer: curl's words stand alone (GDAL's "CURL error:"
+             * quotes them), what we did goes to the cause. */
+            snprintf(x->resp->error, sizeof(x->resp->error), "%.200s", v.why);
+            snprintf(x->resp->cause, sizeof(x->resp->cause), "%s, %s",
+                     failure_kind(v.err), stop);
+        } else {
+            snprintf(x->resp->error, sizeof(x->resp->error), "%.200s (%s)",
+                     v.why, stop);
+        }
+    }
+    /* A failed transfer hands back no partial bytes; an error status whose
+     * retries ran out keeps its (error document) body for the caller. */
+    if (v.err != VT_OK && !(rc == CURLE_OK && x->hdr_status >= 300))
+        x->len = 0;
+    if (v.err != VT_OK && !v.transient) {
+        snprintf(x->resp->error, sizeof(x->resp->error), "%.200s", v.why);
+        if (v.cause)
+            snprintf(x->resp->cause, sizeof(x->resp->cause),
+                     "%s, not retried: %s", failure_kind(v.err), v.cause);
+    }
+    complete(x, v.err, ver);
+}
+
+/* Fail everything this engine holds with VT_ESHUTDOWN (on stop). */
+static void abort_all(struct vt_engine *e, struct vt_eng_xfer *incoming)
+{
+    struct vt_eng_xfer *x, *next;
+
+    while ((x = e->active)) {
+        active_del(e, x);
+        curl_multi_remove_handle(e->multi, x->easy);
+        curl_easy_cleanup(x->easy);
+        x->easy = NULL;
+        atomic_fetch_sub(&vt__eng_st_in_flight, 1);
+        fail(x, VT_ESHUTDOWN, "I/O engine shut down");
+    }
+    for (x = e->timers; x; x = next) {
+        next = x->next;
+        fail(x, VT_ESHUTDOWN, "I/O engine shut down");
+    }
+    e->timers = NULL;
+    for (x = incoming; x; x = next) {
+        next = x->next;
+        fail(x, VT_ESHUTDOWN, "I/O engine shut down");
+    }
+}
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init_once(void)
+{
+    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static int init_curl(struct vt_engine *e)
+{
+    pthread_once(&curl_once, curl_init_once);
+    if (curl_init_rc != CURLE_OK)
+        return -1;
+    e->multi = curl_multi_init();
+    e->share = curl_share_init();
+    if (!e->multi || !e->share)
+        return -1;
+    /* TLS sessions resumed across easy handles; DNS answers shared. The
+     * share is used by this thread only, so it needs no lock callbacks. */
+    curl_share_setopt(e->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_share_setopt(e->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_multi_setopt(e->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(e->multi, CURLMOPT_MAX_HOST_CONNECTIONS, e->max_conns);
+    curl_multi_setopt(e->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
+                      e->max_conns * 4);
+    curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, e->max_conns * 4);
+    curl_multi_setopt(e->multi, CURLMOPT_MAX_CONCURRENT_STREAMS,
+                      e->max_streams);
+    e->retry_tokens = VT_RETRY_TOKENS;
+    e->rng = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^
+             (uint64_t)(uintptr_t)e;
+    if (e->rng == 0)
+        e->rng = 0x9e3779b97f4a7c15ULL;
+    return 0;
+}
+
+void *vt__eng_io_main(void *arg)
+{
+    struct vt_engine *e = arg;
+    struct vt_eng_xfer *incoming = NULL, *x, *next;
+    int ok = init_curl(e) == 0;
+    vt_eng_idle_fn on_idle;
+
+    pthread_mutex_lock(&vt__eng_lock);
+    if (!ok) {
+        e->dead = 1;
+        incoming = e->q_head;
+        e->q_head = e->q_tail = NULL;
+        pthread_cond_broadcast(&vt__eng_park_cv);
+        pthread_mutex_unlock(&vt__eng_lock);
+        for (x = incoming; x; x = next) {
+            next = x->next;
+            fail(x, VT_ENOMEM, "could not start libcurl");
+        }
+        incoming = NULL;
+        goto out;
+    }
+    e->ready = 1;
+    pthread_mutex_unlock(&vt__eng_lock);
+
+    for (;;) {
+        int running = 0, stop, msgs;
+        long timeout_ms = IDLE_POLL_MS;
+        double now;
+        CURLMsg *m;
+
+        pthread_mutex_lock(&vt__eng_lock);
+        while (e->fork_hold && !e->stopping) {
+            e->parked = 1;
+            pthread_cond_broadcast(&vt__eng_park_cv);
+            pthread_cond_wait(&vt__eng_resume_cv, &vt__eng_lock);
+        }
+        e->parked = 0;
+        incoming = e->q_head;
+        e->q_head = e->q_tail = NULL;
+        stop = e->stopping;
+        pthread_mutex_unlock(&vt__eng_lock);
+        if (stop)
+            break;
+
+        now = now_s();
+        for (x = incoming; x; x = next) {
+            next = x->next;
+            x->due = now;
+            timer_insert(e, x);
+        }
+        incoming = NULL;
+        while (e->timers && e->timers->due <= now &&
+               e->n_active < e->max_streams) {
+            x = e->timers;
+            e->timers = x->next;
+            x->next = NULL;
+            start(e, x);
+        }
+
+        curl_multi_perform(e->multi, &running);
+        while ((m = curl_multi_info_read(e->multi, &msgs))) {
+            if (m->msg == CURLMSG_DONE)
+                finished(e, m->easy_handle, m->data.result);
+        }
+
+        if (e->timers && e->n_active < e->max_streams) {
+            double wait = (e->timers->due - now_s()) * 1000.0;
+            timeout_ms = wait <= 0 ? 0 : (long)wait + 1;
+            if (timeout_ms > IDLE_POLL_MS)
+                timeout_ms = IDLE_POLL_MS;
+        }
+        on_idle = atomic_load(&cb_idle);
+        if (on_idle)
+            on_idle(); /* stats: a trailing publication of the last requests */
+        if (timeout_ms > 0)
+            curl_multi_poll(e->multi, NULL, 0, (int)timeout_ms, NULL);
+    }
+
+out:
+    abort_all(e, incoming);
+    for (int i = 0; i < e->n_free; i++)
+        curl_easy_cleanup(e->free_easy[i]);
+    e->n_free = 0;
+    if (e->multi)
+        curl_multi_cleanup(e->multi);
+    if (e->share)
+        curl_share_cleanup(e->share);
+    e->multi = NULL;
+    e->share = NULL;
+    free(e->socks); /* curl closed them all in curl_multi_cleanup */
+    e->socks = NULL;
+    e->n_socks = e->cap_socks = 0;
+    return NULL;
+}

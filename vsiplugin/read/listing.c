@@ -1,0 +1,648 @@
+/* listing.c: stem-scoped listings (see listing.h).
+ *
+ * A small table (at most MAX_LISTINGS, oldest unreferenced dropped first) of
+ * immutable listings keyed by endpoint + "bucket/dir/stem". `mu` guards the
+ * table, refcounts and loading flags; it is a leaf lock (registered with
+ * forksafe), never held across the LIST. */
+#include "read/listing.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/config.h"
+#include "http/engine.h"
+#include "base/forksafe.h"
+#include "backends/s3/s3.h"
+
+#define MAX_LISTINGS 256
+
+struct vt_listing {
+    char *id;          /* endpoint + "\n" + "bucket/dir/stem" [+ "\n" + page
+                          size when not 1000] */
+    int max_keys;      /* page size asked for */
+    char *path;        /* "bucket/dir/stem" */
+    size_t dir_len;    /* length of "bucket/dir/" within path */
+    int sidecars_of;   /* not a LIST: a COG's "no sidecars", covering the
+                          file's own name and names starting with it + "." */
+    int names_only;    /* not a LIST of ours: GDAL's own listing of the
+                          directory (names, no sizes): for the sibling
+                          question only (vt__listing_names_of_dir) */
+    vt_list_page page;
+    time_t at;
+    pid_t loader;      /* mu: process whose thread is listing (0: loaded) */
+    int refs;          /* mu */
+    int in_table;      /* mu */
+    vt_listing *next;  /* mu */
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static vt_listing *table;
+static size_t table_count;
+
+size_t vt__listing_stem_len(const char *base)
+{
+    size_t i;
+    if (!base[0])
+        return 0;
+    for (i = 1; base[i]; i++)
+        if (base[i] == '.' || base[i] == '_')
+            return i;
+    return i;
+}
+
+static void listing_free(vt_listing *l)
+{
+    if (!l)
+        return;
+    free(l->id);
+    free(l->path);
+    vt__list_page_clear(&l->page);
+    free(l);
+}
+
+/* mu held. */
+static void unlink_listing(vt_listing *l)
+{
+    vt_listing **pp = &table;
+    while (*pp && *pp != l)
+        pp = &(*pp)->next;
+    if (*pp) {
+        *pp = l->next;
+        table_count--;
+    }
+    l->in_table = 0;
+}
+
+/* mu held: unlink l; returns it when nobody holds it (to free unlocked). */
+static vt_listing *drop(vt_listing *l)
+{
+    unlink_listing(l);
+    return l->refs == 0 ? l : NULL;
+}
+
+static long ttl(const char *path)
+{
+    return (long)vt__opt_size(path, VT_OPT_METADATA_TTL);
+}
+
+/* Split "bucket/dir/name" into the stem path ("bucket/dir/stem") and the
+ * directory length; NULL on a path without a key. malloc'd. */
+static char *stem_path(const char *path, size_t *dir_len)
+{
+    const char *slash = strchr(path, '/'), *base;
+    size_t n;
+    char *out;
+    if (!slash || !slash[1])
+        return NULL;
+    base = strrchr(path, '/') + 1;
+    *dir_len = (size_t)(base - path);
+    n = *dir_len + vt__listing_stem_len(base);
+    out = malloc(n + 1);
+    if (out) {
+        memcpy(out, path, n);
+        out[n] = '\0';
+    }
+    return out;
+}
+
+/* The endpoint identity of path's bucket (vt__s3_endpoint_base); 0 on
+ * error. */
+static int endpoint_of(const char *path, char *ep, size_t eplen)
+{
+    char *base = vt__s3_endpoint_base(path);
+    int ok = base && (size_t)snprintf(ep, eplen, "%s", base) < eplen;
+    free(base);
+    return ok;
+}
+
+static vt_err fetch(vt_listing *l, char *errbuf, size_t errlen)
+{
+    char *bucket = NULL, *prefix = NULL;
+    const char *slash = strchr(l->path, '/');
+    vt_http_resp r;
+    vt_err err;
+    size_t bl = (size_t)(slash - l->path);
+
+    bucket = strndup(l->path, bl);
+    prefix = strdup(slash + 1);
+    if (!bucket || !prefix) {
+        free(bucket);
+        free(prefix);
+        return VT_ENOMEM;
+    }
+    err = vt__s3_list(bucket, prefix, l->max_keys, &r, errbuf, errlen);
+    if (err == VT_OK) {
+        char dir[4096];
+        snprintf(dir, sizeof(dir), "%.*s", (int)(l->dir_len - bl - 1),
+                 l->path + bl + 1);
+        err = vt__s3_parse_list((const char *)r.body, r.body_len, dir, &l->page);
+        if (err != VT_OK)
+            snprintf(errbuf, errlen, "s3://%s/?prefix=%s: not a ListBucketResult",
+                     bucket, prefix);
+    }
+    vt__http_resp_clear(&r);
+    free(bucket);
+    free(prefix);
+    return err;
+}
+
+static void trim_locked(vt_listing **dead)
+{
+    while (table_count >= MAX_LISTINGS) {
+        vt_listing *l, *oldest = NULL;
+        for (l = table; l; l = l->next)
+            if (l->refs == 0 && !l->loader && (!oldest || l->at < oldest->at))
+                oldest = l;
+        if (!oldest)
+            return;
+        unlink_listing(oldest);
+        oldest->next = *dead;
+        *dead = oldest;
+    }
+}
+
+static void free_chain(vt_listing *l)
+{
+    while (l) {
+        vt_listing *n = l->next;
+        listing_free(l);
+        l = n;
+    }
+}
+
+/* Find or fetch the listing of keys starting with sp ("bucket/dir/stem",
+ * whose "bucket/dir/" part is dir_len long); takes sp (malloc'd). */
+static vt_err listing_get_at(const char *path, char *sp, size_t dir_len,
+                             int max_keys, vt_listing **out, char *errbuf,
+                             size_t errlen)
+{
+    char ep[1024], *id = NULL;
+    size_t idl;
+    vt_listing *l = NULL, *dead = NULL;
+    vt_err err;
+    long t = ttl(path);
+
+    if (!endpoint_of(path, ep, sizeof(ep))) {
+        free(sp);
+        snprintf(errbuf, errlen, "vsitune: cannot address s3://%s", path);
+        return VT_EINVAL;
+    }
+    idl = strlen(ep) + strlen(sp) + 16;
+    id = malloc(idl);
+    if (!id) {
+        free(sp);
+        return VT_ENOMEM;
+    }
+    if (max_keys == 1000)
+        snprintf(id, idl, "%s\n%s", ep, sp);
+    else
+        snprintf(id, idl, "%s\n%s\n%d", ep, sp, max_keys);
+
+    vt__forksafe_register(&mu);
+    pthread_mutex_lock(&mu);
+    for (;;) {
+        for (l = table; l; l = l->next)
+            if (strcmp(l->id, id) == 0)
+                break;
+        if (l && l->loader && l->loader != getpid()) {
+            l = drop(l); /* its loader was in the parent of this fork */
+            if (l) {
+                l->next = dead;
+                dead = l;
+            }
+            l = NULL;
+            break;
+        }
+        if (l && l->loader) {
+            pthread_cond_wait(&cv, &mu);
+            continue;
+        }
+        if (l && time(NULL) - l->at >= t) {
+            vt_listing *d = drop(l);
+            if (d) {
+                d->next = dead;
+                dead = d;
+            }
+            l = NULL;
+        }
+        break;
+    }
+    if (l) {
+        l->refs++;
+        pthread_mutex_unlock(&mu);
+        free_chain(dead);
+        free(id);
+        free(sp);
+        *out = l;
+        return VT_OK;
+    }
+    l = calloc(1, sizeof(*l));
+    if (!l) {
+        pthread_mutex_unlock(&mu);
+        free_chain(dead);
+        free(id);
+        free(sp);
+        return VT_ENOMEM;
+    }
+    l->id = id;
+    l->path = sp;
+    l->dir_len = dir_len;
+    l->max_keys = max_keys;
+    l->loader = getpid();
+    l->refs = 1;
+    l->in_table = 1;
+    l->next = table;
+    table = l;
+    table_count++;
+    pthread_mutex_unlock(&mu);
+    free_chain(dead);
+
+    err = fetch(l, errbuf, errlen);
+
+    dead = NULL;
+    pthread_mutex_lock(&mu);
+    l->loader = 0;
+    l->at = time(NULL);
+    if (err != VT_OK) {
+        if (l->in_table)
+            unlink_listing(l); /* a failure is never remembered */
+        l->refs--;
+    }
+    trim_locked(&dead);
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+    free_chain(dead);
+    if (err != VT_OK) {
+        listing_free(l);
+        return err;
+    }
+    *out = l;
+    return VT_OK;
+}
+
+vt_err vt__listing_get(const char *path, vt_listing **out, char *errbuf,
+                       size_t errlen)
+{
+    size_t dir_len = 0;
+    char *sp;
+    *out = NULL;
+    errbuf[0] = '\0';
+    sp = stem_path(path, &dir_len);
+    if (!sp) {
+        snprintf(errbuf, errlen, "vsitune: no key in %s", path);
+        return VT_EINVAL;
+    }
+    return listing_get_at(path, sp, dir_len, 1000, out, errbuf, errlen);
+}
+
+vt_err vt__listing_get_dir(const char *dirpath, int max_keys,
+                           vt_listing **out, char *errbuf, size_t errlen)
+{
+    size_t n = strlen(dirpath);
+    char *sp = malloc(n + 2);
+    *out = NULL;
+    errbuf[0] = '\0';
+    if (!sp)
+        return VT_ENOMEM;
+    snprintf(sp, n + 2, "%s/", dirpath);
+    return listing_get_at(dirpath, sp, n + 1, max_keys, out, errbuf, errlen);
+}
+
+int vt__listing_find(const vt_listing *l, const char *name,
+                     vt_list_entry *out)
+{
+    size_t i;
+    for (i = 0; i < l->page.n; i++)
+        if (strcmp(l->page.e[i].name, name) == 0) {
+            memset(out, 0, sizeof(*out));
+            out->size = l->page.e[i].size;
+            out->mtime = l->page.e[i].mtime;
+            out->is_dir = l->page.e[i].is_dir;
+            return 1;
+        }
+    return 0;
+}
+
+int vt__listing_find_ci(const vt_listing *l, const char *name)
+{
+    size_t i;
+    for (i = 0; i < l->page.n; i++)
+        if (strcasecmp(l->page.e[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+void vt__listing_release(vt_listing *l)
+{
+    int gone;
+    if (!l)
+        return;
+    pthread_mutex_lock(&mu);
+    gone = --l->refs == 0 && !l->in_table;
+    pthread_mutex_unlock(&mu);
+    if (gone)
+        listing_free(l);
+}
+
+size_t vt__listing_count(const vt_listing *l) { return l->page.n; }
+
+const vt_list_entry *vt__listing_entry(const vt_listing *l, size_t i)
+{
+    return i < l->page.n ? &l->page.e[i] : NULL;
+}
+
+int vt__listing_truncated(const vt_listing *l) { return l->page.truncated; }
+
+int vt__listing_has_marker(const vt_listing *l) { return l->page.marker; }
+
+/* l covers path: same "bucket/dir/" and the basename starts with the stem. */
+static int covers(const vt_listing *l, const char *path)
+{
+    const char *base = strrchr(path, '/');
+    size_t plen = strlen(l->path);
+    if (!base || (size_t)(base + 1 - path) != l->dir_len)
+        return 0;
+    if (strncmp(path, l->path, plen) != 0)
+        return 0;
+    return !l->sidecars_of || path[plen] == '\0' || path[plen] == '.';
+}
+
+int vt__listing_lookup(const char *path, vt_list_entry *out)
+{
+    return vt__listing_lookup_n(path, out, NULL);
+}
+
+int vt__listing_lookup_n(const char *path, vt_list_entry *out,
+                         size_t *entries)
+{
+    vt_listing *l;
+    int ret = -1;
+    long t = ttl(path);
+    time_t now = time(NULL);
+    const char *base = strrchr(path, '/');
+
+    char ep[1024];
+    size_t epl;
+
+    if (!base || vt__cfg_non_cached(path) ||
+        !endpoint_of(path, ep, sizeof(ep)))
+        return -1; /* GDAL uses no listing for CPL_VSIL_CURL_NON_CACHED */
+    base++;
+    epl = strlen(ep);
+    pthread_mutex_lock(&mu);
+    for (l = table; l; l = l->next) {
+        size_t i;
+        if (l->loader || l->names_only || l->page.truncated ||
+            now - l->at >= t ||
+            strncmp(l->id, ep, epl) != 0 || l->id[epl] != '\n' ||
+            !covers(l, path))
+            continue;
+        ret = 0;
+        if (entries)
+            *entries = l->page.n;
+        for (i = 0; i < l->page.n; i++)
+            if (strcmp(l->page.e[i].name, base) == 0) {
+                memset(out, 0, sizeof(*out));
+                out->size = l->page.e[i].size;
+                out->mtime = l->page.e[i].mtime;
+                out->is_dir = l->page.e[i].is_dir;
+                ret = 1;
+                break;
+            }
+        break;
+    }
+    pthread_mutex_unlock(&mu);
+    return ret;
+}
+
+int vt__listing_dir_held(const char *path)
+{
+    vt_listing *l;
+    int held = 0;
+    long t = ttl(path);
+    time_t now = time(NULL);
+    const char *base = strrchr(path, '/');
+    char ep[1024];
+    size_t epl, dl;
+
+    if (!base || vt__cfg_non_cached(path) ||
+        !endpoint_of(path, ep, sizeof(ep)))
+        return 0;
+    epl = strlen(ep);
+    dl = (size_t)(base + 1 - path);
+    pthread_mutex_lock(&mu);
+    for (l = table; l && !held; l = l->next)
+        held = !l->loader && !l->sidecars_of && !l->names_only &&
+               now - l->at < t &&
+               l->dir_len == dl && strncmp(l->path, path, dl) == 0 &&
+               strncmp(l->id, ep, epl) == 0 && l->id[epl] == '\n';
+    pthread_mutex_unlock(&mu);
+    return held;
+}
+
+/* Put l (made here, not fetched) in the table, replacing one of the same
+ * id, stamped now. Takes l. */
+static void insert_made(vt_listing *l)
+{
+    vt_listing *o, *next, *dead = NULL;
+    l->at = time(NULL);
+    l->in_table = 1;
+    vt__forksafe_register(&mu);
+    pthread_mutex_lock(&mu);
+    for (o = table; o; o = next) { /* replace an older one */
+        next = o->next;
+        if (!o->loader && strcmp(o->id, l->id) == 0) {
+            vt_listing *d = drop(o);
+            if (d) {
+                d->next = dead;
+                dead = d;
+            }
+        }
+    }
+    trim_locked(&dead);
+    l->next = table;
+    table = l;
+    table_count++;
+    pthread_mutex_unlock(&mu);
+    free_chain(dead);
+}
+
+void vt__listing_remember_no_sidecars(const char *path, uint64_t size,
+                                      long long mtime)
+{
+    const char *base = strrchr(path, '/');
+    char ep[1024];
+    size_t idl, pl = strlen(path);
+    vt_listing *l;
+
+    if (!base || !endpoint_of(path, ep, sizeof(ep)))
+        return;
+    l = calloc(1, sizeof(*l));
+    if (!l)
+        return;
+    idl = strlen(ep) + pl + 16;
+    l->id = malloc(idl);
+    l->path = strdup(path);
+    l->page.e = calloc(1, sizeof(*l->page.e));
+    if (!l->id || !l->path || !l->page.e ||
+        !(l->page.e[0].name = strdup(base + 1))) {
+        listing_free(l);
+        return;
+    }
+    snprintf(l->id, idl, "%s\n%s\nsidecars", ep, path);
+    l->dir_len = (size_t)(base + 1 - path);
+    l->sidecars_of = 1;
+    l->max_keys = 1000;
+    l->page.n = 1;
+    l->page.e[0].size = size;
+    l->page.e[0].mtime = mtime;
+    insert_made(l);
+}
+
+void vt__listing_remember_names(const char *dirpath, char **names)
+{
+    char ep[1024];
+    size_t n = 0, i, dl = strlen(dirpath), idl;
+    vt_listing *l;
+
+    while (dl > 0 && dirpath[dl - 1] == '/')
+        dl--;
+    if (dl == 0 || !names || vt__cfg_non_cached(dirpath) ||
+        !endpoint_of(dirpath, ep, sizeof(ep)))
+        return;
+    while (names[n])
+        n++;
+    l = calloc(1, sizeof(*l));
+    if (!l)
+        return;
+    idl = strlen(ep) + dl + 16;
+    l->id = malloc(idl);
+    l->path = malloc(dl + 2);
+    l->page.e = calloc(n ? n : 1, sizeof(*l->page.e));
+    if (!l->id || !l->path || !l->page.e) {
+        listing_free(l);
+        return;
+    }
+    snprintf(l->path, dl + 2, "%.*s/", (int)dl, dirpath);
+    snprintf(l->id, idl, "%s\n%s\nnames", ep, l->path);
+    for (i = 0; i < n; i++) {
+        if (!(l->page.e[i].name = strdup(names[i]))) {
+            listing_free(l);
+            return;
+        }
+        l->page.n = i + 1;
+    }
+    l->dir_len = dl + 1;
+    l->names_only = 1;
+    l->max_keys = 1000;
+    insert_made(l);
+}
+
+/* mu held: the fresh names-only listing of path's directory, or NULL;
+ * ep is path's endpoint identity, t its ttl() (read before taking mu: an
+ * option lookup takes GDAL's lock). */
+static vt_listing *gdal_dir_of(const char *path, const char *ep, long t)
+{
+    vt_listing *l;
+    size_t epl = strlen(ep), dl = (size_t)(strrchr(path, '/') + 1 - path);
+    time_t now = time(NULL);
+    for (l = table; l; l = l->next)
+        if (l->names_only && now - l->at < t && l->dir_len == dl &&
+            strncmp(l->path, path, dl) == 0 && strncmp(l->id, ep, epl) == 0 &&
+            l->id[epl] == '\n')
+            return l;
+    return NULL;
+}
+
+char **vt__listing_names_of_dir(const char *path, size_t max_names)
+{
+    vt_listing *l;
+    char ep[1024], **out = NULL;
+    size_t i;
+    long t;
+
+    if (!strrchr(path, '/') || vt__cfg_non_cached(path) ||
+        !endpoint_of(path, ep, sizeof(ep)))
+        return NULL;
+    t = ttl(path);
+    pthread_mutex_lock(&mu);
+    l = gdal_dir_of(path, ep, t);
+    if (l && (max_names == 0 || l->page.n <= max_names)) {
+        out = calloc(l->page.n + 1, sizeof(char *));
+        for (i = 0; out && i < l->page.n; i++)
+            if (!(out[i] = strdup(l->page.e[i].name))) {
+                while (i > 0)
+                    free(out[--i]);
+                free(out);
+                out = NULL;
+            }
+    }
+    pthread_mutex_unlock(&mu);
+    return out;
+}
+
+int vt__listing_in_gdal_dir(const char *path)
+{
+    vt_listing *l;
+    char ep[1024];
+    const char *base = strrchr(path, '/');
+    int found = -1;
+    size_t i;
+    long t;
+
+    if (!base || vt__cfg_non_cached(path) ||
+        !endpoint_of(path, ep, sizeof(ep)))
+        return -1;
+    t = ttl(path);
+    pthread_mutex_lock(&mu);
+    if ((l = gdal_dir_of(path, ep, t)) != NULL)
+        for (found = 0, i = 0; i < l->page.n && !found; i++)
+            found = strcmp(l->page.e[i].name, base + 1) == 0;
+    pthread_mutex_unlock(&mu);
+    return found;
+}
+
+static void forget_where(int (*match)(const vt_listing *, const char *),
+                         const char *arg)
+{
+    vt_listing *l, *next, *dead = NULL;
+    pthread_mutex_lock(&mu);
+    for (l = table; l; l = next) {
+        next = l->next;
+        if (!l->loader && match(l, arg)) {
+            vt_listing *d = drop(l);
+            if (d) {
+                d->next = dead;
+                dead = d;
+            }
+        }
+    }
+    pthread_mutex_unlock(&mu);
+    free_chain(dead);
+}
+
+static int match_covers(const vt_listing *l, const char *path)
+{
+    return covers(l, path);
+}
+
+static int match_prefix(const vt_listing *l, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    /* listings under the prefix, or whose directory contains it */
+    return strncmp(l->path, prefix, n) == 0 ||
+           (l->dir_len <= n && strncmp(l->path, prefix, l->dir_len) == 0);
+}
+
+void vt__listing_forget(const char *path) { forget_where(match_covers, path); }
+
+void vt__listing_forget_prefix(const char *prefix)
+{
+    forget_where(match_prefix, prefix);
+}

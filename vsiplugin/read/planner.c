@@ -1,0 +1,71 @@
+/* planner.c: block runs and readahead (see planner.h). Pure. */
+#include "read/planner.h"
+
+#include <stdlib.h>
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+size_t vt__plan_sort_unique(uint64_t *idx, size_t n)
+{
+    size_t i, m = 0;
+
+    if (n == 0)
+        return 0;
+    qsort(idx, n, sizeof(*idx), cmp_u64);
+    for (i = 1; i < n; i++) {
+        if (idx[i] != idx[m])
+            idx[++m] = idx[i];
+    }
+    return m + 1;
+}
+
+size_t vt__plan_runs(const uint64_t *idx, size_t n, uint64_t gap_blocks,
+                     uint64_t max_blocks, vt_block_run *out)
+{
+    size_t i, nruns = 0;
+
+    if (max_blocks == 0)
+        max_blocks = 1;
+    for (i = 0; i < n; i++) {
+        if (nruns > 0) {
+            vt_block_run *r = &out[nruns - 1];
+            uint64_t end = r->first + r->count;    /* one past last */
+            uint64_t gap = idx[i] - end;           /* idx sorted, unique */
+            uint64_t merged = idx[i] - r->first + 1;
+            if (idx[i] >= end && gap <= gap_blocks && merged <= max_blocks) {
+                r->count = merged;
+                continue;
+            }
+        }
+        out[nruns].first = idx[i];
+        out[nruns].count = 1;
+        nruns++;
+    }
+    return nruns;
+}
+
+uint64_t vt__readahead_fetch(vt_readahead *ra, uint64_t first, uint64_t last,
+                             uint64_t max_blocks)
+{
+    /* Sequential: this fetch starts where the previous one ended, or one
+     * block later (a COG tile's 4-byte leader and trailer, a strip's
+     * padding, can leave a block that nobody needs in between). */
+    int seq = ra->next_block != 0 && first >= ra->next_block &&
+              first - ra->next_block <= 1;
+    uint64_t need = last - first + 1, w = 0;
+
+    if (seq && max_blocks > 0) {
+        w = 2 * ra->last > need ? 2 * ra->last - need : 0;
+        if (w == 0)
+            w = 1;
+        if (w > max_blocks)
+            w = max_blocks;
+    }
+    ra->last = need + w;
+    ra->next_block = last + 1 + w;
+    return w;
+}
