@@ -59,9 +59,9 @@ LAYERS = {
     "vsiplugin/http/engine_retry.c": 0, "vsiplugin/http/engine_retry.h": 0,
     "vsiplugin/stats/stats_fork.c": 0, "vsiplugin/stats/stats_fork.h": 0,
     "vsiplugin/stats/stats_oom.c": 0, "vsiplugin/stats/stats_oom.h": 0,
-    "vsiplugin/gdal/gdal_error.c": 0, "vsiplugin/gdal/gdal_error.h": 0,
-    "vsiplugin/gdal/gdal_release.c": 0, "vsiplugin/gdal/gdal_release.h": 0,
-    "vsiplugin/gdal/notice.c": 0, "vsiplugin/gdal/notice.h": 0,
+    "vsiplugin/compat/gdal_error.c": 0, "vsiplugin/compat/gdal_error.h": 0,
+    "vsiplugin/compat/gdal_release.c": 0, "vsiplugin/compat/gdal_release.h": 0,
+    "vsiplugin/base/notice.c": 0, "vsiplugin/base/notice.h": 0,
     "vsiplugin/gdal/streaming.c": 0, "vsiplugin/gdal/streaming.h": 0,
     # 1 options and parsers
     "vsiplugin/base/config.c": 1, "vsiplugin/base/config.h": 1,

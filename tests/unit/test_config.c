@@ -21,7 +21,7 @@
 
 #include "base/config.h"
 #include "fuzz_bytes.h"
-#include "gdal/gdal_release.h"
+#include "compat/gdal_release.h"
 
 static int teardown(void **state)
 {

@@ -28,7 +28,7 @@
 #include "auth/creds_parse.h"
 
 #include "fuzz_bytes.h"
-#include "gdal/gdal_release.h"
+#include "compat/gdal_release.h"
 
 static char tmpdir[256];
 

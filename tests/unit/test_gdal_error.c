@@ -14,8 +14,8 @@
 #include <cpl_error.h>
 #include <cpl_vsi_error.h>
 
-#include "gdal/gdal_error.h"
-#include "gdal/gdal_release.h"
+#include "compat/gdal_error.h"
+#include "compat/gdal_release.h"
 
 #define URL "http://127.0.0.1:9000/b/k.tif"
 

@@ -13,7 +13,7 @@
 
 #include <gdal.h>
 
-#include "gdal/gdal_release.h"
+#include "compat/gdal_release.h"
 
 static int teardown(void **state)
 {

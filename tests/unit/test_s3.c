@@ -20,7 +20,7 @@
 #include <cpl_vsi.h>
 
 #include "auth/creds.h"
-#include "gdal/gdal_error.h"
+#include "compat/gdal_error.h"
 #include "backends/s3/s3.h"
 #include "auth/sigv4.h"
 #include "base/xmlscan.h"

@@ -34,7 +34,7 @@
 
 #include "auth/creds_int.h"
 #include "auth/creds_parse.h"
-#include "gdal/gdal_error.h"
+#include "compat/gdal_error.h"
 #include "auth/sigv4.h"
 
 #define CACHE_CAP            16

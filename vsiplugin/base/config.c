@@ -18,7 +18,7 @@
 #include <cpl_string.h>
 #include <cpl_vsi.h>
 
-#include "gdal/gdal_release.h"
+#include "compat/gdal_release.h"
 
 #define PREFIX_CAP 32
 

@@ -18,7 +18,7 @@
 
 #include "base/config.h"
 #include "http/engine.h"
-#include "gdal/gdal_release.h"
+#include "compat/gdal_release.h"
 #include "gdal/handler.h"
 #include "read/object.h"
 #include "read/policy.h"

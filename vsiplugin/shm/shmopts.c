@@ -9,7 +9,7 @@
 #include <cpl_error.h>
 
 #include "base/config.h"
-#include "gdal/notice.h"
+#include "base/notice.h"
 
 static vt_shm *g_shm;           /* the process's segment, for the exit hook */
 static char g_status[900];

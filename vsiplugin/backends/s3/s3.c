@@ -23,7 +23,7 @@
 
 #include "base/config.h"
 #include "auth/creds.h"
-#include "gdal/gdal_error.h"
+#include "compat/gdal_error.h"
 #include "backends/s3/s3_int.h"
 #include "auth/sigv4.h"
 #include "base/xmlscan.h"

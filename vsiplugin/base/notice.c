@@ -1,5 +1,5 @@
 /* notice.c: lines for the user that are not errors (see notice.h). */
-#include "gdal/notice.h"
+#include "base/notice.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* gdal_release.c: the table of GDAL releases' rules and the running one
  * (gdal_release.h). */
-#include "gdal/gdal_release.h"
+#include "compat/gdal_release.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>

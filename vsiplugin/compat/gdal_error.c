@@ -1,5 +1,5 @@
 /* gdal_error.c: a failed open as stock GDAL reports it (gdal_error.h). */
-#include "gdal/gdal_error.h"
+#include "compat/gdal_error.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 #include <cpl_error.h>
 #include <cpl_vsi_error.h>
 
-#include "gdal/gdal_release.h"
+#include "compat/gdal_release.h"
 #include "base/xmlscan.h"
 
 int vt__gdal_cple_for_vsie(int vsie, int default_cple)
