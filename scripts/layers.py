@@ -67,7 +67,6 @@ LAYERS = {
     "vsiplugin/base/config.c": 1, "vsiplugin/base/config.h": 1,
     "vsiplugin/auth/creds_parse.c": 1, "vsiplugin/auth/creds_parse.h": 1,
     "vsiplugin/auth/creds.h": 1,  # the credential type the parsers fill
-    "vsiplugin/backends/s3/s3list.c": 1, "vsiplugin/backends/s3/s3list.h": 1,
     # 2 HTTP engine
     "vsiplugin/http/engine.c": 2, "vsiplugin/http/engine.h": 2, "vsiplugin/http/engine_int.h": 2,
     "vsiplugin/http/engine_io.c": 2, "vsiplugin/http/engine_xfer.c": 2,
@@ -81,10 +80,14 @@ LAYERS = {
     "vsiplugin/cache/cache.c": 4, "vsiplugin/cache/cache.h": 4, "vsiplugin/cache/cache_int.h": 4,
     "vsiplugin/cache/cacheshm.c": 4,
     # 5 credentials
+    "vsiplugin/auth/credkey.c": 5, "vsiplugin/auth/credkey.h": 5,
     "vsiplugin/auth/creds_int.h": 5, "vsiplugin/auth/creds_util.c": 5,
     "vsiplugin/auth/creds_opts.c": 5, "vsiplugin/auth/creds_profile.c": 5,
     "vsiplugin/auth/creds_meta.c": 5, "vsiplugin/auth/creds_sts.c": 5, "vsiplugin/auth/creds.c": 5,
     # 6 S3 requests
+    "vsiplugin/backends/backend.h": 6, "vsiplugin/backends/backend.c": 6,
+    "vsiplugin/backends/s3/s3_backend.c": 6, "vsiplugin/backends/s3/s3_ident.c": 6,
+    "vsiplugin/backends/s3/s3list.c": 6, "vsiplugin/backends/s3/s3list.h": 6,
     "vsiplugin/backends/s3/s3.h": 6, "vsiplugin/backends/s3/s3_int.h": 6, "vsiplugin/backends/s3/s3_route.c": 6,
     "vsiplugin/backends/s3/s3_fail.c": 6, "vsiplugin/backends/s3/s3_hdr.c": 6, "vsiplugin/backends/s3/s3.c": 6,
     # 7 counters

@@ -16,6 +16,8 @@
 #include <cpl_conv.h>
 
 #include "auth/creds.h"
+#include "auth/credkey.h"
+#include "backends/backend.h"
 #include "read/ident.h"
 
 #define AKID "AKIDEXAMPLE0000001"
@@ -86,7 +88,7 @@ static char *ident_now(void)
 {
     char *id;
     vt__creds_reset();
-    id = vt__ident_object("b", "k.tif", "b/k.tif");
+    id = vt__ident_object(&vt__backend_s3, "b", "k.tif", "b/k.tif");
     assert_non_null(id);
     return id;
 }
@@ -132,11 +134,11 @@ static void test_no_credentials_names_nothing(void **state)
     CPLSetConfigOption("AWS_EC2_METADATA_DISABLED", "true");
     CPLSetConfigOption("CPL_AWS_WEB_IDENTITY_ENABLE", "NO");
     vt__creds_reset();
-    assert_null(vt__ident_object("b", "k.tif", "b/k.tif"));
+    assert_null(vt__ident_object(&vt__backend_s3, "b", "k.tif", "b/k.tif"));
     CPLSetConfigOption("AWS_NO_SIGN_REQUEST", "YES");
     vt__creds_reset();
     {
-        char *id = vt__ident_object("b", "k.tif", "b/k.tif");
+        char *id = vt__ident_object(&vt__backend_s3, "b", "k.tif", "b/k.tif");
         assert_non_null(id);
         assert_non_null(strstr(id, "\nanonymous\n"));
         free(id);

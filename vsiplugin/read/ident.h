@@ -3,7 +3,7 @@
  * Data from one endpoint, one object version or one credential identity is
  * never served for another: the host-wide caches (shmcache.h, shmmeta.h)
  * name an object by
- *   "<endpoint>\n<bucket>/<key>\n<credential identity>\n<request shape>"
+ *   "<backend>:<endpoint>\n<bucket>/<key>\n<credential identity>\n<request shape>"
  * and its blocks by that plus "\n<ETag>", hashed (SHA-256). The endpoint is
  * the bucket root URL as the options resolve it for that path (scheme, host,
  * port, addressing style). The credential identity is everything the
@@ -25,20 +25,14 @@
 
 #include "base/error.h"
 
+struct vt_backend;
+
 /* The object identity for the shared caches, malloc'd (caller frees), or
  * NULL when it cannot be built (no credentials can be found, a bad
  * endpoint, no memory: then nothing is shared for this object, and the
  * request tells the user what stock GDAL would). path: "bucket/key", for
  * path-specific options. Thread-safe; may fetch credentials (creds.h). */
-char *vt__ident_object(const char *bucket, const char *key, const char *path);
-
-/* "signed:<64 hex digits>" into out (at least 72 bytes): HMAC-SHA256 keyed
- * by secret of the key id, the session token (NULL or "": none, as on the
- * wire) and the signing region. Nothing in it can be turned back into the
- * secret or computed without it. 0, or -1 (out "") when OpenSSL fails.
- * Pure. */
-int vt__ident_signer(const char *access_key_id, const char *secret,
-                     const char *session_token, const char *region,
-                     char *out, size_t outlen);
+char *vt__ident_object(const struct vt_backend *be, const char *bucket,
+                       const char *key, const char *path);
 
 #endif

@@ -17,7 +17,7 @@
 #include "base/config.h"
 #include "http/engine.h"
 #include "base/forksafe.h"
-#include "backends/s3/s3.h"
+#include "backends/backend.h"
 
 #define MAX_LISTINGS 256
 
@@ -115,7 +115,7 @@ static char *stem_path(const char *path, size_t *dir_len)
  * error. */
 static int endpoint_of(const char *path, char *ep, size_t eplen)
 {
-    char *base = vt__s3_endpoint_base(path);
+    char *base = vt__backend_s3.endpoint(path);
     int ok = base && (size_t)snprintf(ep, eplen, "%s", base) < eplen;
     free(base);
     return ok;
@@ -123,9 +123,8 @@ static int endpoint_of(const char *path, char *ep, size_t eplen)
 
 static vt_err fetch(vt_listing *l, char *errbuf, size_t errlen)
 {
-    char *bucket = NULL, *prefix = NULL;
+    char *bucket = NULL, *prefix = NULL, dir[4096];
     const char *slash = strchr(l->path, '/');
-    vt_http_resp r;
     vt_err err;
     size_t bl = (size_t)(slash - l->path);
 
@@ -136,17 +135,10 @@ static vt_err fetch(vt_listing *l, char *errbuf, size_t errlen)
         free(prefix);
         return VT_ENOMEM;
     }
-    err = vt__s3_list(bucket, prefix, l->max_keys, &r, errbuf, errlen);
-    if (err == VT_OK) {
-        char dir[4096];
-        snprintf(dir, sizeof(dir), "%.*s", (int)(l->dir_len - bl - 1),
-                 l->path + bl + 1);
-        err = vt__s3_parse_list((const char *)r.body, r.body_len, dir, &l->page);
-        if (err != VT_OK)
-            snprintf(errbuf, errlen, "s3://%s/?prefix=%s: not a ListBucketResult",
-                     bucket, prefix);
-    }
-    vt__http_resp_clear(&r);
+    snprintf(dir, sizeof(dir), "%.*s", (int)(l->dir_len - bl - 1),
+             l->path + bl + 1);
+    err = vt__backend_s3.list(bucket, prefix, dir, l->max_keys, &l->page,
+                              errbuf, errlen);
     free(bucket);
     free(prefix);
     return err;

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "backends/s3/s3list.h"
+#include "backends/backend.h" /* vt_list_page */
 
 typedef struct vt_listing vt_listing;
 

@@ -532,7 +532,7 @@ static vt_err load_shared(vt_object *o, long ttl, long neg_ttl,
     uint8_t d[32];
     vt_err err;
 
-    if (!s || !(o->ident = vt__ident_object(o->bucket, o->key, o->path)))
+    if (!s || !(o->ident = vt__ident_object(&vt__backend_s3, o->bucket, o->key, o->path)))
         return load_header(o, http_status, errbuf, errlen);
     vt__shm_digest(o->ident, d);
     {
@@ -584,7 +584,7 @@ static void forget_shared(const char *path)
 
     if (!s || vt__s3_split(path, &bucket, &key) != VT_OK)
         goto out;
-    ident = vt__ident_object(bucket, key, path);
+    ident = vt__ident_object(&vt__backend_s3, bucket, key, path);
     if (ident) {
         vt__shm_digest(ident, d);
         vt__shmm_forget(s, d);

@@ -14,21 +14,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "http/engine.h"
+#include "backends/backend.h"
 #include "base/error.h"
+#include "http/engine.h"
 
 /* Split "bucket/key/with/slashes" into malloc'd bucket and key. A path with
  * no key ("bucket" or "bucket/") gives an empty key. */
 vt_err vt__s3_split(const char *path, char **bucket, char **key);
 
-/* A built request: vt_http_req pointing into storage owned by this struct. */
-typedef struct vt_s3_request {
-    vt_http_req req;
-    char *url;
-    char **headers;       /* NULL-terminated, malloc'd strings */
-    char *cainfo;         /* the CA file (config.h vt__cfg_ca_bundle), or
-                             NULL: curl's default */
-} vt_s3_request;
+/* A built request (backend.h; cainfo: config.h vt__cfg_ca_bundle). */
+typedef vt_backend_req vt_s3_request;
 
 /* Build a signed GET of bytes [off, off+len) of bucket/key (len 0: whole
  * object, no Range header), where redirects seen so far say it lives.

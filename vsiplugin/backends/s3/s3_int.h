@@ -53,6 +53,14 @@ void vt__s3_fail_ok(const char *bucket, const char *key);
 /* A region name as S3 spells them: lowercase letters, digits, '-'. */
 int vt__s3_valid_region(const char *r);
 
+/* Who requests for path are made as, for the shared caches' names
+ * (vt_backend.access_identity): "<credential identity>\n<request shape>",
+ * the identity "anonymous", "*" (VSITUNE_SHARED_CACHE_ACROSS_CREDENTIALS)
+ * or "signed:<HMAC of the whole credential>", the shape a hash of
+ * AWS_REQUEST_PAYER and the extra-header options. 0, or -1 when it cannot
+ * be told (s3_ident.c). May fetch credentials. */
+int vt__s3_access_identity(const char *path, char *out, size_t outlen);
+
 /* User headers for path: the lines of GDAL_HTTP_HEADER_FILE, then those of
  * GDAL_HTTP_HEADERS (split at "\r\n" when it has one, else at ',' outside
  * double quotes), each

@@ -16,19 +16,6 @@ static long long iso_time(const char *s)
     return s && vt__parse_iso8601(s, &t) == 0 ? (long long)t : 0;
 }
 
-void vt__list_page_clear(vt_list_page *p)
-{
-    size_t i;
-    if (!p)
-        return;
-    for (i = 0; i < p->n; i++) {
-        free(p->e[i].name);
-        free(p->e[i].etag);
-    }
-    free(p->e);
-    memset(p, 0, sizeof(*p));
-}
-
 /* Append an entry for full key/prefix `key` if it lies directly in dir. */
 static vt_err add_entry(vt_list_page *p, size_t *cap, const char *key,
                         const char *dir, int is_dir, uint64_t size,

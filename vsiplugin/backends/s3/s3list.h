@@ -9,24 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backends/backend.h" /* vt_list_page */
 #include "base/error.h"
-
-typedef struct vt_list_entry {
-    char *name;         /* the key's last component ("x.tif.ovr"); for a
-                           common prefix the folder name without its '/' */
-    uint64_t size;      /* 0 for a folder */
-    long long mtime;    /* LastModified as Unix time (0: absent/unparsable) */
-    char *etag;         /* with its quotes, or NULL */
-    int is_dir;         /* from <CommonPrefixes> */
-} vt_list_entry;
-
-typedef struct vt_list_page {
-    vt_list_entry *e;   /* malloc'd array of n entries, in answer order */
-    size_t n;
-    int truncated;      /* <IsTruncated>true</IsTruncated>: more keys exist */
-    int marker;         /* the directory's own key ("dir/") was listed: an
-                           empty folder made by mkdir */
-} vt_list_page;
 
 /* Parse a ListObjects (v1 or v2) answer. dir is the listed "directory"
  * ("dir/sub/" or "" for the bucket root): only keys directly in it are kept
@@ -35,6 +19,5 @@ typedef struct vt_list_page {
  * ListBucketResult. */
 vt_err vt__s3_parse_list(const char *body, size_t len, const char *dir,
                          vt_list_page *out);
-void vt__list_page_clear(vt_list_page *p);
 
 #endif
