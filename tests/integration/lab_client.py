@@ -181,6 +181,28 @@ class Lab:
     def object_url(self, bucket, key, endpoint="h1"):
         return f"{self.endpoint_url(endpoint)}/{bucket}/{urllib.parse.quote(key, safe='/~')}"
 
+    def web_url(self, bucket, key, options, endpoint="h1", query=None):
+        """URL of bucket/key behind the lab's /_web/<options>/ behaviours (tests/lab/lib/
+        webroutes.js: norange, nohead=405|403, noetag, nolm, token, redirect=302|307, ttl=N)."""
+        url = f"{self.endpoint_url(endpoint)}/_web/{options}/{bucket}/{urllib.parse.quote(key, safe='/~')}"
+        return url + ("?" + urllib.parse.urlencode(query) if query else "")
+
+    def presign(self, bucket, key, endpoint="h1", method="GET", expires=3600, signed_at=None,
+                route=None, akid=None):
+        """A presigned S3 URL (query-string SigV4) made by the lab with AWS's own signer.
+        signed_at (unix time) in the past with a short `expires` gives an expired URL;
+        route: a /_web/ option list the URL goes through (the signature covers it)."""
+        body = {"bucket": bucket, "key": key, "endpoint": endpoint, "method": method,
+                "expires": expires}
+        for k, v in (("signed_at", signed_at), ("route", route), ("akid", akid)):
+            if v is not None:
+                body[k] = v
+        return self._call("POST", "/presign", body=body)["url"]
+
+    def token(self):
+        """A new token the lab accepts as ?token= on /_web/<...token...>/ URLs."""
+        return self._call("POST", "/token")["token"]
+
     def reset(self):
         """Clear the request log, connection counts and faults; restore the start delay."""
         self._call("POST", "/reset")

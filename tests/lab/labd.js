@@ -31,6 +31,7 @@ const { TlsFront, makeCertificate } = require('./lib/tlsfront');
 const { createControlServer } = require('./lib/control');
 const { cacheMetadata } = require('./lib/s3store');
 const { FaultProxy } = require('./lib/faultproxy');
+const { presignUrl } = require('./lib/presign');
 
 const REGION = 'us-east-1';
 const BUCKETS = ['lab', 'public'];
@@ -67,6 +68,12 @@ function encodeKey(key) {
   return key.split('/').map(encodeURIComponent).join('/');
 }
 
+// AWS's URI encoding (uppercase hex, unreserved characters never encoded), '/' kept.
+function awsEncodeKey(key) {
+  return key.split('/').map((seg) => encodeURIComponent(seg).replace(/[!'()*]/g,
+    (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase())).join('/');
+}
+
 class Lab {
   constructor(opts) {
     this.opts = opts;
@@ -82,6 +89,34 @@ class Lab {
     this.s3rver = null;
     this.dataDir = null;
     this.stopping = false;
+    // Tokens for /_web/<...token...>/ URLs (lib/webroutes.js), issued by POST /token.
+    this.tokens = new Set();
+  }
+
+  // A presigned URL (lib/presign.js) for bucket/key through `endpoint`, signed with
+  // the static key unless `akid` names a registered one. `route`: a /_web/ option
+  // list to put in front of the path (its URL is then what is signed); `host`: the
+  // Host the client will send (default 127.0.0.1:<endpoint port>); `signedAt`: unix
+  // time of the signature (default now; an old one with a short `expires` makes an
+  // expired URL).
+  presign({ bucket, key, endpoint = 'h1', method = 'GET', expires = 3600, signedAt = null,
+    route = null, host = null, akid = STATIC_AKID }) {
+    const ep = ENDPOINTS.find((e) => e.name === endpoint);
+    const port = ep ? this.proxies[endpoint].port : this.fpPorts && this.fpPorts[endpoint];
+    if (!port) throw new Error(`unknown endpoint '${endpoint}'`);
+    const cred = this.lookupCredential(akid);
+    if (!cred) throw new Error(`unknown access key '${akid}'`);
+    const tls = ep ? ep.tls : endpoint === 'fp2';
+    return presignUrl({ method, scheme: tls ? 'https' : 'http', host: host || `127.0.0.1:${port}`,
+      path: (route ? `/_web/${route}` : '') + `/${awsEncodeKey(bucket)}/${awsEncodeKey(key)}`,
+      akid, secret: cred.secret, token: cred.token, region: this.bucketRegion(bucket), expires,
+      signingDate: signedAt ? new Date(signedAt * 1000) : new Date() });
+  }
+
+  issueToken() {
+    const t = require('crypto').randomBytes(18).toString('base64url');
+    this.tokens.add(t);
+    return t;
   }
 
   lookupCredential(akid) { return this.credentials.get(akid); }

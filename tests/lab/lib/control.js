@@ -19,6 +19,9 @@
 //   DELETE /object?bucket=B&key=K
 //   POST   /bucket {"name": B[, "region": R]}   create a bucket (signatures must use R)
 //   POST   /credentials {"akid": A, "secret": S, "token": T[, "expires_at": unix]}
+//   POST   /presign {"bucket": B, "key": K[, "endpoint": E, "method": M, "expires": S,
+//                    "signed_at": unix, "route": "norange,...", "akid": A]}  -> {"url": U}
+//   POST   /token                     -> {"token": T} for /_web/<...token...>/ URLs
 //   POST   /shutdown
 // Errors answer {"error": "..."} with 400/404/500.
 
@@ -120,6 +123,20 @@ function createControlServer(lab) {
         b.expires_at ? Number(b.expires_at) : null);
       return { ok: true };
     },
+    'POST /presign': async (req) => {
+      const b = await readJson(req);
+      if (!b.bucket || !b.key) throw new BadRequest('presign needs "bucket" and "key"');
+      try {
+        return { url: await lab.presign({ bucket: String(b.bucket), key: String(b.key),
+          endpoint: b.endpoint || 'h1', method: b.method || 'GET',
+          expires: b.expires === undefined ? 3600 : Number(b.expires),
+          signedAt: b.signed_at ? Number(b.signed_at) : null, route: b.route || null,
+          akid: b.akid || undefined }) };
+      } catch (e) {
+        throw new BadRequest(e.message || String(e));
+      }
+    },
+    'POST /token': async () => ({ token: lab.issueToken() }),
     'POST /shutdown': async () => { setImmediate(() => lab.shutdown(0)); return { ok: true }; },
   };
 
