@@ -199,6 +199,25 @@ class Lab:
                 body[k] = v
         return self._call("POST", "/presign", body=body)["url"]
 
+    def family(self, name):
+        """Start backend family `name` ("gcs": the GCS XML-API front, lib/gcs.js) if it is
+        not running yet; returns its info: endpoints (gcs-h1, gcs-h2, each with `env`
+        and `envs` per authentication mode), credentials. Refreshes self.info."""
+        out = self._call("POST", "/family", body={"name": name})
+        self.info = self._call("GET", "/info")
+        return out
+
+    def family_env(self, endpoint, auth=None, delay_ms=None):
+        """GDAL's environment for a family endpoint (e.g. "gcs-h2") and an
+        authentication mode (gcs: hmac, refresh_token, service_account, gce, nosign)."""
+        fam = endpoint.split("-")[0]
+        info = self.family(fam) if fam not in (self.info.get("families") or {}) \
+            else self.info["families"][fam]
+        ep = info["endpoints"][endpoint]
+        if delay_ms is not None:
+            self.set_delay(delay_ms, endpoint)
+        return dict(ep["envs"][auth] if auth else ep["env"])
+
     def token(self):
         """A new token the lab accepts as ?token= on /_web/<...token...>/ URLs."""
         return self._call("POST", "/token")["token"]

@@ -32,6 +32,7 @@ const { createControlServer } = require('./lib/control');
 const { cacheMetadata } = require('./lib/s3store');
 const { FaultProxy } = require('./lib/faultproxy');
 const { presignUrl } = require('./lib/presign');
+const { GcsFamily } = require('./lib/gcs');
 
 const REGION = 'us-east-1';
 const BUCKETS = ['lab', 'public'];
@@ -113,6 +114,66 @@ class Lab {
       signingDate: signedAt ? new Date(signedAt * 1000) : new Date() });
   }
 
+  // The backend family object (lib/gcs.js, lib/azure.js) serving `endpoint`, or
+  // null for the S3 endpoints.
+  familyOf(endpoint) {
+    if (endpoint.startsWith('gcs-')) return this.gcs;
+    if (endpoint.startsWith('az-')) return this.azure;
+    return null;
+  }
+
+  // Start a backend family on first use (lab start stays fast); resolves to its info.
+  startFamily(name) {
+    if (!this.familyStarts) this.familyStarts = {};
+    if (!this.familyStarts[name]) {
+      const start = { gcs: () => this.startGcs() }[name];
+      if (!start) throw new Error(`unknown backend family '${name}' (known: gcs)`);
+      this.familyStarts[name] = start().then(() => { this.writeFiles(); return this.familyInfo(name); });
+      this.familyStarts[name].catch(() => { delete this.familyStarts[name]; });
+    }
+    return this.familyStarts[name];
+  }
+
+  // A listener of the verifier for `name`, behind an nghttpx front when `alpn`, behind
+  // a delay proxy (logged, counted, delayed like h1/h2/h1tls). Resolves to the proxy.
+  async addEndpoint(name, alpn) {
+    const vport = await this.verifier.listen(name);
+    let target = vport;
+    if (alpn) {
+      const front = new TlsFront(name, alpn, vport, this.tls, this.dir);
+      this.fronts[name] = front;
+      target = await front.start();
+    }
+    const proxy = new DelayProxy(name, { host: '127.0.0.1', port: target }, this.opts.delayMs);
+    await proxy.listen('127.0.0.1', 0);
+    this.proxies[name] = Object.assign(proxy, { verifierPort: vport, frontPort: alpn ? target : null,
+      https: !!alpn, alpnList: alpn ? alpn.split(',') : ['http/1.1'] });
+    return proxy;
+  }
+
+  async startGcs() {
+    const gcs = new GcsFamily(this);
+    const auth = await this.addEndpoint('gcs-auth', null);
+    gcs.setAuthPort(auth.port);
+    this.gcs = gcs;
+    await this.addEndpoint('gcs-h1', null);
+    await this.addEndpoint('gcs-h2', 'h2,http/1.1');
+  }
+
+  familyInfo(name) {
+    if (name !== 'gcs' || !this.gcs) return null;
+    const endpoints = {};
+    for (const ep of ['gcs-h1', 'gcs-h2']) {
+      const p = this.proxies[ep];
+      const envs = this.gcs.envs(`${p.https ? 'https' : 'http'}://127.0.0.1:${p.port}`, p.https,
+        this.tls.cert);
+      endpoints[ep] = { port: p.port, host: '127.0.0.1', https: p.https, alpn: p.alpnList,
+        verifier_port: p.verifierPort, front_port: p.frontPort, env: envs.hmac, envs };
+    }
+    endpoints['gcs-auth'] = { port: this.proxies['gcs-auth'].port, host: '127.0.0.1', https: false };
+    return Object.assign({ endpoints }, this.gcs.info());
+  }
+
   issueToken() {
     const t = require('crypto').randomBytes(18).toString('base64url');
     this.tokens.add(t);
@@ -155,18 +216,7 @@ class Lab {
 
     this.tls = makeCertificate(this.dir);
     this.verifier = new Verifier(this);
-    for (const ep of ENDPOINTS) {
-      const vport = await this.verifier.listen(ep.name);
-      let target = vport;
-      if (ep.tls) {
-        const front = new TlsFront(ep.name, ep.alpn, vport, this.tls, this.dir);
-        this.fronts[ep.name] = front;
-        target = await front.start();
-      }
-      const proxy = new DelayProxy(ep.name, { host: '127.0.0.1', port: target }, this.opts.delayMs);
-      await proxy.listen('127.0.0.1', 0);
-      this.proxies[ep.name] = Object.assign(proxy, { verifierPort: vport, frontPort: ep.tls ? target : null });
-    }
+    for (const ep of ENDPOINTS) await this.addEndpoint(ep.name, ep.tls ? ep.alpn : null);
 
     // The fault proxy (lib/faultproxy.js): fp1 (HTTP/1.1) and fp2 (h2 over TLS),
     // each in front of its own verifier listener, so the log names them.
@@ -239,6 +289,7 @@ class Lab {
       s3rver: { port: this.s3rver.port, data_dir: this.dataDir },
       delay_ms: this.opts.delayMs,
       endpoints,
+      families: Object.fromEntries(['gcs'].map((f) => [f, this.familyInfo(f)]).filter((e) => e[1])),
       pids: [process.pid].concat(Object.values(this.fronts).map((f) => f.pid()).filter(Boolean)),
     };
   }

@@ -22,6 +22,7 @@
 //   POST   /presign {"bucket": B, "key": K[, "endpoint": E, "method": M, "expires": S,
 //                    "signed_at": unix, "route": "norange,...", "akid": A]}  -> {"url": U}
 //   POST   /token                     -> {"token": T} for /_web/<...token...>/ URLs
+//   POST   /family {"name": "gcs"}      start a backend family (once) -> its info
 //   POST   /shutdown
 // Errors answer {"error": "..."} with 400/404/500.
 
@@ -137,6 +138,10 @@ function createControlServer(lab) {
       }
     },
     'POST /token': async () => ({ token: lab.issueToken() }),
+    'POST /family': async (req) => {
+      const b = await readJson(req);
+      try { return await lab.startFamily(String(b.name)); } catch (e) { throw new BadRequest(e.message); }
+    },
     'POST /shutdown': async () => { setImmediate(() => lab.shutdown(0)); return { ok: true }; },
   };
 

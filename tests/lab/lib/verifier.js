@@ -138,7 +138,9 @@ class Verifier {
     const q = url.indexOf('?');
     const rawPath = q < 0 ? url : url.slice(0, q);
     const rawQuery = q < 0 ? '' : url.slice(q + 1);
-    const web = parseWebRoute(rawPath);
+    // A backend family of its own (gcs.js, azure.js) or the S3 endpoints.
+    const family = this.lab.familyOf(endpoint);
+    const web = family ? null : parseWebRoute(rawPath);
     const decoded = decodePath(web && !web.error ? web.rest : rawPath);
     const [bucket, key] = decoded || [null, null];
     const range = req.headers.range || null;
@@ -169,8 +171,14 @@ class Verifier {
         web && web.error ? web.error : 'Could not parse the specified URI.', rawPath);
     }
 
+    if (family && family.serves(endpoint)) return family.serve(endpoint, req, res, entry, rawPath, rawQuery);
+
     // 1. authentication
-    if (!(await this.authenticate(req, res, entry, rawPath, rawQuery, bucket, web))) return;
+    if (family) {
+      if (!family.authenticate(req, res, entry, rawPath, bucket)) return;
+    } else if (!(await this.authenticate(req, res, entry, rawPath, rawQuery, bucket, web))) {
+      return;
+    }
     const opts = web ? web.opts : null;
     if (opts && opts.nohead && req.method === 'HEAD') {
       entry.error = opts.nohead === 405 ? 'MethodNotAllowed' : 'AccessDenied';
