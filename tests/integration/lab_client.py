@@ -200,16 +200,18 @@ class Lab:
         return self._call("POST", "/presign", body=body)["url"]
 
     def family(self, name):
-        """Start backend family `name` ("gcs": the GCS XML-API front, lib/gcs.js) if it is
-        not running yet; returns its info: endpoints (gcs-h1, gcs-h2, each with `env`
-        and `envs` per authentication mode), credentials. Refreshes self.info."""
+        """Start backend family `name` if it is not running yet ("gcs": the GCS XML-API
+        front, lib/gcs.js; "az": Azurite, lib/azure.js); returns its info: endpoints
+        (gcs-h1/gcs-h2, az-h1/az-h2, each with `env` and `envs` per authentication
+        mode), credentials. Refreshes self.info (lab.json)."""
         out = self._call("POST", "/family", body={"name": name})
         self.info = self._call("GET", "/info")
         return out
 
     def family_env(self, endpoint, auth=None, delay_ms=None):
         """GDAL's environment for a family endpoint (e.g. "gcs-h2") and an
-        authentication mode (gcs: hmac, refresh_token, service_account, gce, nosign)."""
+        authentication mode (gcs: hmac, refresh_token, service_account, gce, nosign;
+        az: shared_key, sas, connection_string, nosign)."""
         fam = endpoint.split("-")[0]
         info = self.family(fam) if fam not in (self.info.get("families") or {}) \
             else self.info["families"][fam]
@@ -279,17 +281,23 @@ class Lab:
         self._call("DELETE", "/faults")
         self._call("DELETE", "/pfaults")
 
-    def put_object(self, bucket, key, data):
+    def put_object(self, bucket, key, data, family=None):
         """Store an object straight into s3rver (not logged). data: bytes, or a
-        path (str/Path) to a local file. Returns {"etag": ..., "size": ...}."""
+        path (str/Path) to a local file. Returns {"etag": ..., "size": ...}.
+        family="az": into Azurite's container `bucket` instead (starts the family)."""
+        q = {"bucket": bucket, "key": key}
+        if family:
+            q["family"] = family
         if isinstance(data, (str, Path)):
-            return self._call("PUT", "/object",
-                              query={"bucket": bucket, "key": key, "path": str(Path(data).resolve())},
+            return self._call("PUT", "/object", query=dict(q, path=str(Path(data).resolve())),
                               data=b"")
-        return self._call("PUT", "/object", query={"bucket": bucket, "key": key}, data=bytes(data))
+        return self._call("PUT", "/object", query=q, data=bytes(data))
 
-    def delete_object(self, bucket, key):
-        return self._call("DELETE", "/object", query={"bucket": bucket, "key": key})
+    def delete_object(self, bucket, key, family=None):
+        q = {"bucket": bucket, "key": key}
+        if family:
+            q["family"] = family
+        return self._call("DELETE", "/object", query=q)
 
     def create_bucket(self, name, region=None):
         """Create bucket `name` homed in `region` (default: the lab's us-east-1).
@@ -329,7 +337,9 @@ def _alive(pid):
 # -- running GDAL against the lab ---------------------------------------------
 # Variables that would change how GDAL reads /vsis3/: cleared from the caller's
 # environment so a run sees the lab's settings and nothing else.
-_SCRUB_PREFIXES = ("AWS_", "GDAL_", "CPL_", "VSI_", "CURL_", "SSL_CERT_")
+_SCRUB_PREFIXES = ("AWS_", "GDAL_", "CPL_", "VSI_", "CURL_", "SSL_CERT_",
+                   # /vsigs/ and /vsiaz/ settings (the lab's families set their own)
+                   "GS_", "GOOGLE_", "GOA2_", "GO2A_", "AZURE_")
 
 
 def build_dir():

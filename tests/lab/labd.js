@@ -33,6 +33,10 @@ const { cacheMetadata } = require('./lib/s3store');
 const { FaultProxy } = require('./lib/faultproxy');
 const { presignUrl } = require('./lib/presign');
 const { GcsFamily } = require('./lib/gcs');
+const { AzureFamily } = require('./lib/azure');
+
+// Backend families started on first use (startFamily): their data endpoints.
+const FAMILY_ENDPOINTS = { gcs: ['gcs-h1', 'gcs-h2'], az: ['az-h1', 'az-h2'] };
 
 const REGION = 'us-east-1';
 const BUCKETS = ['lab', 'public'];
@@ -126,8 +130,8 @@ class Lab {
   startFamily(name) {
     if (!this.familyStarts) this.familyStarts = {};
     if (!this.familyStarts[name]) {
-      const start = { gcs: () => this.startGcs() }[name];
-      if (!start) throw new Error(`unknown backend family '${name}' (known: gcs)`);
+      const start = { gcs: () => this.startGcs(), az: () => this.startAzure() }[name];
+      if (!start) throw new Error(`unknown backend family '${name}' (known: gcs, az)`);
       this.familyStarts[name] = start().then(() => { this.writeFiles(); return this.familyInfo(name); });
       this.familyStarts[name].catch(() => { delete this.familyStarts[name]; });
     }
@@ -160,18 +164,32 @@ class Lab {
     await this.addEndpoint('gcs-h2', 'h2,http/1.1');
   }
 
+  async startAzure() {
+    const az = new AzureFamily(this);
+    this.azureStarting = az; // stopped by killChildren even if start fails
+    await az.start();
+    this.azure = az;
+    await this.addEndpoint('az-h1', null);
+    await this.addEndpoint('az-h2', 'h2,http/1.1');
+  }
+
+  // A started family's endpoints (each with `env`, the first mode's, and `envs` per
+  // authentication mode) and credentials; null when not started.
   familyInfo(name) {
-    if (name !== 'gcs' || !this.gcs) return null;
+    const fam = { gcs: this.gcs, az: this.azure }[name];
+    if (!fam || !FAMILY_ENDPOINTS[name].every((ep) => this.proxies[ep])) return null;
     const endpoints = {};
-    for (const ep of ['gcs-h1', 'gcs-h2']) {
+    for (const ep of FAMILY_ENDPOINTS[name]) {
       const p = this.proxies[ep];
-      const envs = this.gcs.envs(`${p.https ? 'https' : 'http'}://127.0.0.1:${p.port}`, p.https,
+      const envs = fam.envs(`${p.https ? 'https' : 'http'}://127.0.0.1:${p.port}`, p.https,
         this.tls.cert);
       endpoints[ep] = { port: p.port, host: '127.0.0.1', https: p.https, alpn: p.alpnList,
-        verifier_port: p.verifierPort, front_port: p.frontPort, env: envs.hmac, envs };
+        verifier_port: p.verifierPort, front_port: p.frontPort, env: Object.values(envs)[0], envs };
     }
-    endpoints['gcs-auth'] = { port: this.proxies['gcs-auth'].port, host: '127.0.0.1', https: false };
-    return Object.assign({ endpoints }, this.gcs.info());
+    if (name === 'gcs') {
+      endpoints['gcs-auth'] = { port: this.proxies['gcs-auth'].port, host: '127.0.0.1', https: false };
+    }
+    return Object.assign({ endpoints }, fam.info());
   }
 
   issueToken() {
@@ -289,8 +307,10 @@ class Lab {
       s3rver: { port: this.s3rver.port, data_dir: this.dataDir },
       delay_ms: this.opts.delayMs,
       endpoints,
-      families: Object.fromEntries(['gcs'].map((f) => [f, this.familyInfo(f)]).filter((e) => e[1])),
-      pids: [process.pid].concat(Object.values(this.fronts).map((f) => f.pid()).filter(Boolean)),
+      families: Object.fromEntries(Object.keys(FAMILY_ENDPOINTS).map((f) => [f, this.familyInfo(f)])
+        .filter((e) => e[1])),
+      pids: [process.pid].concat(Object.values(this.fronts).map((f) => f.pid()),
+        this.azure ? [this.azure.pid()] : []).filter(Boolean),
     };
   }
 
@@ -332,11 +352,24 @@ class Lab {
   }
 
   // PUT straight to s3rver (no verifier, not logged); resolves { etag, size }.
-  putObject(bucket, key, body, length) {
+  // With family 'az': to Azurite's container `bucket` (file: a local path, else body).
+  async putObject(bucket, key, body, length, family, file) {
+    if (family === 'az') {
+      if (!this.azure) await this.startFamily('az');
+      if (file) {
+        body.destroy(); // the control API's stream of the same file, unused here
+        return this.azure.putObject(bucket, key, file, null);
+      }
+      const chunks = [];
+      for await (const c of body) chunks.push(c);
+      return this.azure.putObject(bucket, key, null, Buffer.concat(chunks));
+    }
+    if (family) throw new Error(`objects of family '${family}' are s3rver's (use no family)`);
     return this.s3call('PUT', bucket, key, body, length);
   }
 
-  deleteObject(bucket, key) {
+  deleteObject(bucket, key, family) {
+    if (family === 'az') return this.azure.deleteObject(bucket, key);
     return this.s3call('DELETE', bucket, key, null, 0);
   }
 
@@ -365,6 +398,7 @@ class Lab {
   // Synchronous part of the teardown, safe from process.on('exit').
   killChildren() {
     for (const f of Object.values(this.fronts)) f.stop();
+    if (this.azureStarting) this.azureStarting.stop();
     if (this.dataDir) {
       try { fs.rmSync(this.dataDir, { recursive: true, force: true }); } catch (e) { /* best effort */ }
       this.dataDir = null;

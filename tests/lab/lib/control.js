@@ -15,14 +15,15 @@
 //   POST   /pfault {"kind": K, "count": N, "method": M, "key": S, "request_kind": K,
 //                   "endpoint": "fp1"|"fp2", "value": V, "from_byte": N}   (lib/faultproxy.js)
 //   DELETE /pfaults
-//   PUT    /object?bucket=B&key=K[&path=/abs/file]   body = object bytes (unless path)
-//   DELETE /object?bucket=B&key=K
+//   PUT    /object?bucket=B&key=K[&path=/abs/file][&family=az]   body = object bytes
+//                                     (unless path); family az: into Azurite's container B
+//   DELETE /object?bucket=B&key=K[&family=az]
 //   POST   /bucket {"name": B[, "region": R]}   create a bucket (signatures must use R)
 //   POST   /credentials {"akid": A, "secret": S, "token": T[, "expires_at": unix]}
 //   POST   /presign {"bucket": B, "key": K[, "endpoint": E, "method": M, "expires": S,
 //                    "signed_at": unix, "route": "norange,...", "akid": A]}  -> {"url": U}
 //   POST   /token                     -> {"token": T} for /_web/<...token...>/ URLs
-//   POST   /family {"name": "gcs"}      start a backend family (once) -> its info
+//   POST   /family {"name": "gcs"|"az"}  start a backend family (once) -> its info
 //   POST   /shutdown
 // Errors answer {"error": "..."} with 400/404/500.
 
@@ -99,13 +100,13 @@ function createControlServer(lab) {
         length = Number(req.headers['content-length']);
         if (!Number.isFinite(length)) throw new BadRequest('PUT /object needs a Content-Length');
       }
-      return lab.putObject(bucket, key, body, length);
+      return lab.putObject(bucket, key, body, length, url.searchParams.get('family'), file);
     },
     'DELETE /object': async (req, url) => {
       const bucket = url.searchParams.get('bucket');
       const key = url.searchParams.get('key');
       if (!bucket || !key) throw new BadRequest('DELETE /object needs bucket and key');
-      return lab.deleteObject(bucket, key);
+      return lab.deleteObject(bucket, key, url.searchParams.get('family'));
     },
     'POST /bucket': async (req) => {
       const b = await readJson(req);

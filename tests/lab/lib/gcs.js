@@ -24,7 +24,6 @@
 const crypto = require('crypto');
 const fs = require('fs');
 const path = require('path');
-const { kindOf } = require('./reqlog');
 
 const MAX_SKEW_MS = 15 * 60 * 1000;
 const TOKEN_TTL_S = 3600;
@@ -144,7 +143,6 @@ class GcsFamily {
   async serve(endpoint, req, res, entry, rawPath) {
     entry.route = rawPath === GCE_PATH ? 'gce' : 'oauth2';
     entry.bucket = entry.key = null;
-    entry.kind = kindOf(req.method, rawPath, false);
     if (rawPath === GCE_PATH && req.method === 'GET') {
       entry.auth = 'metadata';
       if (req.headers['metadata-flavor'] !== 'Google') {

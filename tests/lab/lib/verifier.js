@@ -28,6 +28,9 @@ const DROP = new Set(['authorization', 'x-amz-security-token', 'if-match', 'conn
   'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'via',
   'x-forwarded-for', 'x-forwarded-proto', 'forwarded', 'host']);
 
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding',
+  'upgrade', 'te']);
+
 function xmlEscape(s) {
   return String(s).replace(/[<>&'"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;',
     "'": '&apos;', '"': '&quot;' })[c]);
@@ -141,9 +144,11 @@ class Verifier {
     // A backend family of its own (gcs.js, azure.js) or the S3 endpoints.
     const family = this.lab.familyOf(endpoint);
     const web = family ? null : parseWebRoute(rawPath);
-    const decoded = decodePath(web && !web.error ? web.rest : rawPath);
+    const decoded = family && family.decode ? family.decode(rawPath)
+      : decodePath(web && !web.error ? web.rest : rawPath);
     const [bucket, key] = decoded || [null, null];
-    const range = req.headers.range || null;
+    // (x-ms-range: Azure's alternative to Range)
+    const range = req.headers.range || req.headers['x-ms-range'] || null;
     const entry = this.lab.log.begin({
       endpoint, method: req.method, path: rawPath, query: rawQuery, range,
       if_match: req.headers['if-match'] || null, bucket, key,
@@ -195,21 +200,33 @@ class Verifier {
 
     // 2. faults
     const fault = this.lab.faults.take(req.method, key, entry.kind, endpoint);
-    if (fault) {
-      entry.fault = fault.kind;
-      const sf = STATUS_FAULTS[fault.kind];
-      if (sf) {
-        entry.error = sf.code;
-        const extra = fault.kind === 'throttle' ? { 'retry-after': String(fault.seconds) } : {};
-        return sendError(req, res, sf.status, sf.code, sf.message, rawPath, extra);
-      }
-    }
+    if (this.statusFault(req, res, entry, fault, rawPath)) return undefined;
 
     // 3. proxy to s3rver
     const fwdPath = web ? web.rest : rawPath;
     const fwdQuery = entry.auth === 'presigned' ? stripAuthQuery(rawQuery, SIGNING_PARAMS)
       : entry.auth === 'token' ? stripAuthQuery(rawQuery, TOKEN_PARAM) : rawQuery;
     return this.forward(req, res, fwdPath, fwdQuery, entry, fault, opts);
+  }
+
+  // Answer a status fault (503, 500, 429, 403, 404) if `fault` is one; true when answered.
+  // A body fault is only recorded here (relay() applies it).
+  statusFault(req, res, entry, fault, rawPath) {
+    if (!fault) return false;
+    entry.fault = fault.kind;
+    const sf = STATUS_FAULTS[fault.kind];
+    if (!sf) return false;
+    entry.error = sf.code;
+    const extra = fault.kind === 'throttle' ? { 'retry-after': String(fault.seconds) } : {};
+    sendError(req, res, sf.status, sf.code, sf.message, rawPath, extra);
+    return true;
+  }
+
+  // For backend families whose server checks credentials itself (azure.js): faults,
+  // then `upstream` ({ host, port }) with every end-to-end header, Host included.
+  passOn(req, res, entry, fault, rawPath, rawQuery, upstream) {
+    if (this.statusFault(req, res, entry, fault, rawPath)) return undefined;
+    return this.forward(req, res, rawPath, rawQuery, entry, fault, null, upstream);
   }
 
   // Check who is asking; answers the error itself and resolves false when refused.
@@ -250,17 +267,19 @@ class Verifier {
     return v.verdict === 'ok' ? true : refuse(v);
   }
 
-  forward(req, res, rawPath, rawQuery, entry, fault, opts) {
+  // To s3rver without the credentials, or to `upstream` with them (passOn).
+  forward(req, res, rawPath, rawQuery, entry, fault, opts, upstream) {
+    const to = upstream || this.lab.s3rver;
     const headers = {};
     for (const [k, v] of Object.entries(req.headers)) {
-      if (!DROP.has(k)) headers[k] = v;
+      if (!(upstream ? HOP_BY_HOP : DROP).has(k)) headers[k] = v;
     }
     if (opts && opts.norange) delete headers.range;
-    headers.host = `127.0.0.1:${this.lab.s3rver.port}`;
+    if (!upstream) headers.host = `127.0.0.1:${this.lab.s3rver.port}`;
     // The path and query bytes exactly as received.
     const path = rawPath + (rawQuery ? '?' + rawQuery : '');
     return new Promise((resolve) => {
-      const up = http.request({ host: this.lab.s3rver.host, port: this.lab.s3rver.port,
+      const up = http.request({ host: to.host, port: to.port,
         method: req.method, path, headers, agent: this.agent }, (ures) => {
         this.relay(req, res, ures, entry, fault, opts);
         resolve();
@@ -268,7 +287,7 @@ class Verifier {
       up.on('error', (err) => {
         if (!res.headersSent) {
           entry.error = 'InternalError';
-          sendError(req, res, 502, 'InternalError', 'lab: s3rver unreachable: ' + err.message, rawPath);
+          sendError(req, res, 502, 'InternalError', 'lab: upstream unreachable: ' + err.message, rawPath);
         } else {
           res.destroy();
         }
