@@ -117,6 +117,7 @@ class AzureFamily {
 
   info() {
     return { account: ACCOUNT, account_key: ACCOUNT_KEY, sas_token: this.sas,
+      expired_sas_token: this.makeSas(-3600),
       azurite_port: this.port, containers: CONTAINERS.map((c) => c.name) };
   }
 
