@@ -264,3 +264,19 @@ def test_azure_refusal_is_logged(lab):
     assert run(env) == "-1"
     log = lab.log()
     assert log and all(e["sig"] == "bad" and e["status"] == 403 for e in log), log
+
+
+@pytest.mark.parametrize("mode", ["hmac", "refresh_token"])
+def test_gcs_user_project_from_gdal(lab, objs, mode):
+    """Stock GDAL's GS_USER_PROJECT reaches the front as x-goog-user-project (signed in the
+    GOOG1 string when HMAC) and the request verifies."""
+    env = dict(lab.family_env("gcs-h1", mode), GS_USER_PROJECT="vsitune-billing")
+    script = ("from osgeo import gdal; f = gdal.VSIFOpenL('/vsigs/lab/%s', 'rb'); "
+              "print(len(gdal.VSIFReadL(1, 1 << 20, f)) if f else -1)" % KEY)
+    lab.reset()
+    out = subprocess.run([PY, "-c", script], env=lab_client.gdal_env(env), capture_output=True,
+                         text=True, timeout=60).stdout.strip()
+    assert out == str(len(BODY))
+    data = [e for e in lab.log() if e["endpoint"] == "gcs-h1"]
+    assert data and all(e["sig"] == "ok" and e["xhdr"] == {"x-goog-user-project": "vsitune-billing"}
+                        for e in data), data
