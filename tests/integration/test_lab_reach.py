@@ -13,7 +13,8 @@ Per case, three runs of stock GDAL's tools, each against a fresh log:
 and the lab must have seen the authentication the case is about (every request on the
 case's endpoint authenticated that way and accepted), at least one request, and no other
 endpoint's. Bad credentials (wrong key, expired presigned URL, wrong SAS) give stock's
-error, and the lab says why it refused.
+error, and the lab says why it refused. test_stock_redirect_memory measures what stock
+remembers of a 302 to a presigned URL (CPL_VSIL_CURL_USE_S3_REDIRECT, an expiring target).
 
 Sizes: the small fixture (4.9 MB, every read well past GDAL's first 16 KB) for every case;
 the 212 MB s2 fixture on one case per backend over h2.
@@ -369,3 +370,59 @@ def test_stock_refusals(lab, reach, cid, backend, ep, verdicts):
     assert mine and any(e["sig"] in verdicts for e in mine), \
         [(e["method"], e["path"], e["sig"], e["error"]) for e in mine]
     assert all(e["status"] >= 400 for e in mine if e["sig"] in verdicts)
+
+
+# -- redirects: what stock remembers ---------------------------------------------------
+_TWO_READS = r'''
+import hashlib, sys, time
+from osgeo import gdal
+gdal.UseExceptions()
+ds = gdal.Open(sys.argv[1])
+b = ds.GetRasterBand(1)
+print(hashlib.md5(b.ReadRaster(100, 100, 64, 64)).hexdigest())
+time.sleep(float(sys.argv[2]))
+print(hashlib.md5(b.ReadRaster(1500, 1500, 64, 64)).hexdigest())
+'''
+
+
+@pytest.mark.parametrize("use,ttl,pause,remembers", [
+    pytest.param("YES", 3600, 0, True, id="remembered"),
+    pytest.param("NO", 3600, 0, False, id="use_s3_redirect_off"),
+    pytest.param("YES", 12, 13, True, id="expires_between_reads"),
+])
+def test_stock_redirect_memory(lab, reach, use, ttl, pause, remembers):
+    """Stock GDAL 3.6 and a 302 to a presigned URL (S3 / CDN style), measured: with
+    CPL_VSIL_CURL_USE_S3_REDIRECT=YES (default) it remembers the target until it expires
+    (range GETs go straight to it); with NO, every range GET goes through the redirect;
+    when the remembered target has expired between two reads, its 403 "Request has
+    expired" sends GDAL back to the redirect once, and the read succeeds. (A target that
+    expires within a few seconds is not remembered at all.)"""
+    reach.ensure("small")
+    key = KEYS["small"]
+    path = "/vsicurl/" + lab.web_url("lab", key, f"redirect=302,ttl={ttl}")
+    env = lab_client.gdal_env({}, extra={"CPL_VSIL_CURL_USE_S3_REDIRECT": use})
+    local = _two_reads(str(lab_fixtures.generate("small")), 0, lab_client.gdal_env({}))
+    lab.reset()
+    got = _two_reads(path, pause, env)
+    log = lab.log()
+    counts = parity.summarise(log)
+    via = [e for e in log if e["route"] and e["kind"] == "GET_RANGE"]
+    direct = [e for e in log if e["route"] is None and e["kind"] == "GET_RANGE"]
+    counts.update(redirected_ranges=len(via), direct_ranges=len(direct),
+                  expired=sum(1 for e in log if e["sig"] == "expired"))
+    record().add(f"curl-h1-redirect-{use}-ttl{ttl}-pause{pause}", "two_reads", counts)
+    assert got == local
+    assert all(e["auth"] == "presigned" and e["sig"] == "ok" and e["status"] == 206
+               for e in direct if e["sig"] != "expired"), direct
+    if not remembers:
+        assert len(via) == len(direct), "every range GET goes through the redirect"
+    elif pause:
+        assert counts["expired"] == 1 and len(via) == 1, counts
+    else:
+        assert via == [] and direct, counts
+
+
+def _two_reads(path, pause, env):
+    r = lab_client.run_tool([PY, "-c", _TWO_READS, path, str(pause)], env, timeout=120)[0]
+    assert r.returncode == 0, r.stderr[-800:]
+    return r.stdout.split()
