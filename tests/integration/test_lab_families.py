@@ -150,6 +150,21 @@ def test_web_routes(lab, objs):
     assert _req(lab, "GET", lab.web_url("public", KEY, "bogus"))[0] == 400
 
 
+def test_web_html_index(lab, objs):
+    """`index`: a directory GET answers an autoindex page GDAL's /vsicurl/ parses
+    (gdal.ReadDir), titled with the path as requested; without it, s3rver's 404."""
+    lab.put_object("public", "fam/sub/deeper.bin", b"x")
+    url = lab.web_url("public", "fam/", "index")
+    st, h, body = _req(lab, "GET", url)
+    assert st == 200 and h["content-type"].startswith("text/html")
+    assert b"<title>Index of /_web/index/public/fam/</title>" in body
+    assert _req(lab, "GET", lab.web_url("public", "fam/", "noetag"))[0] == 404
+    script = "from osgeo import gdal; print(sorted(gdal.ReadDir('/vsicurl/%s') or []))" % url
+    out = subprocess.run([PY, "-c", script], env=lab_client.gdal_env({}), capture_output=True,
+                         text=True, timeout=60).stdout.strip()
+    assert out == str(sorted(["obj.bin", "sub"]))
+
+
 # -- GCS ---------------------------------------------------------------------------------
 def _goog1(method, path, key, secret, date, extra=None):
     goog = "".join(f"{k}:{v}\n" for k, v in sorted((extra or {}).items()))

@@ -1,5 +1,5 @@
 """test_lab_reach.py: the oracle runs for issue 20 ("Reach"): stock GDAL (the plugin NOT
-loaded) reads a COG through /vsicurl/, /vsigs/ and /vsiaz/ against the lab's real servers
+loaded) reads a COG through /vsicurl/ (also from a server with an HTML directory index), /vsigs/ and /vsiaz/ against the lab's real servers
 (S3 endpoints and their /_web/ routes, the GCS front, Azurite) and gets the local file's
 values; what each read cost on the wire is recorded (per case and GDAL release, in
 $VT_BUILD_DIR/parity/reach_stock.json and printed), so the plugin's backends can be
@@ -69,6 +69,7 @@ def _cases():
             (f"curl-{ep}-norange", "curl", ep, "norange", None, {"anonymous"}),
             (f"curl-{ep}-novalidators", "curl", ep, "noetag,nolm", None, {"anonymous"}),
             (f"curl-{ep}-token", "curl", ep, "token", None, {"token"}),
+            (f"curl-{ep}-index", "curl", ep, "index", None, {"anonymous"}),
         ]
     for ep in ("gcs-h1", "gcs-h2"):
         for mode, auth in (("hmac", "goog1"), ("refresh_token", "bearer"),

@@ -16,7 +16,7 @@ const { verify } = require('./sigcheck');
 const { kindOf } = require('./reqlog');
 const { STATUS_FAULTS } = require('./faults');
 const { verifyPresigned, isPresigned, SIGNING_PARAMS } = require('./presign');
-const { parseWebRoute, stripAuthQuery, queryToken } = require('./webroutes');
+const { parseWebRoute, stripAuthQuery, queryToken, htmlIndex } = require('./webroutes');
 
 const PUBLIC_BUCKET = 'public';
 const TOKEN_PARAM = new Set(['token']);
@@ -189,6 +189,13 @@ class Verifier {
       entry.error = opts.nohead === 405 ? 'MethodNotAllowed' : 'AccessDenied';
       return sendError(req, res, opts.nohead, entry.error, 'HEAD is refused here', rawPath,
         opts.nohead === 405 ? { allow: 'GET' } : {});
+    }
+    if (opts && opts.index && req.method === 'GET' && (key === '' || key.endsWith('/'))) {
+      const page = Buffer.from(await htmlIndex(this.lab.s3rver, bucket, key, rawPath));
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': page.length });
+      res._labBytes += page.length;
+      return res.end(page);
     }
     if (opts && opts.redirect && (req.method === 'GET' || req.method === 'HEAD')) {
       const location = await this.lab.presign({ bucket, key, endpoint, host: req.headers.host,
