@@ -288,6 +288,8 @@ class Lab:
         q = {"bucket": bucket, "key": key}
         if family:
             q["family"] = family
+            if family not in (self.info.get("families") or {}):
+                self.family(family)  # started here, so that stop() knows its processes
         if isinstance(data, (str, Path)):
             return self._call("PUT", "/object", query=dict(q, path=str(Path(data).resolve())),
                               data=b"")
