@@ -100,6 +100,8 @@ LAYERS = {
     # 9 GDAL face
     "vsiplugin/gdal/handler.c": 9, "vsiplugin/gdal/handler.h": 9,
     "vsiplugin/gdal/takeover.cpp": 9, "vsiplugin/gdal/takeover.h": 9,
+    "vsiplugin/gdal/takeover_int.h": 9, "vsiplugin/gdal/takeover_stream.cpp": 9,
+    "vsiplugin/gdal/vtable.cpp": 9, "vsiplugin/gdal/vtable.h": 9,
     "vsiplugin/gdal/driver.cpp": 9, "vsiplugin/gdal/driver.h": 9,
     "vsiplugin/gdal/plugin.c": 9,
     # tunerd/, lowest first: 0 leaves, 1 readers and the ledger, 2 what they
