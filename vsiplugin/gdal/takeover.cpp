@@ -54,6 +54,7 @@ extern "C" {
 #include "read/object.h"
 #include "read/policy.h"
 #include "backends/s3/s3.h"
+#include "gdal/stock.h"
 #include "gdal/streaming.h"
 }
 #include "gdal/takeover_int.h"
@@ -479,6 +480,46 @@ void add(Redirect r)
 
 }  // namespace
 
+/* ---- GDAL's own /vsis3/ code, registered for handler.c (stock.h) -------- */
+
+namespace {
+
+int stock_stat(const char *path, VSIStatBufL *st, int flags)
+{
+    if (g_stock == nullptr) {
+        errno = ENOENT;
+        return -1;
+    }
+    std::string name = std::string(kStockPrefix) + path;
+    typedef int (VSIFilesystemHandler::*StatFn)(const char *, VSIStatBufL *,
+                                                int);
+    size_t slot = vslot(static_cast<StatFn>(&VSIFilesystemHandler::Stat));
+    // GDAL's own Stat, not the hook (the object may be redirected).
+    typedef int (Hooks::*HookStat)(const char *, VSIStatBufL *, int);
+    return (reinterpret_cast<Hooks *>(g_stock)->*pmf_at<HookStat>(
+               g_orig[slot]))(name.c_str(), st, flags);
+}
+
+void stock_partial_clear(const char *path)
+{
+    if (g_stock == nullptr || g_slot_partial == SIZE_MAX)
+        return;
+    std::string name = std::string(kStockPrefix) + path;
+    typedef void (Hooks::*PartialFn)(const char *);
+    (reinterpret_cast<Hooks *>(g_stock)->*pmf_at<PartialFn>(
+         g_orig[g_slot_partial]))(name.c_str());
+}
+
+char **stock_read_dir(const char *path, int max_files)
+{
+    if (g_stock == nullptr)
+        return nullptr;
+    std::string name = std::string(kStockPrefix) + path;
+    return g_stock->ReadDirEx(name.c_str(), max_files);
+}
+
+}  // namespace
+
 extern "C" int vt__takeover_delegating(void) { return t_delegating; }
 
 extern "C" int vt__takeover_install(const VSIFilesystemPluginCallbacksStruct *cb,
@@ -499,6 +540,11 @@ extern "C" int vt__takeover_install(const VSIFilesystemPluginCallbacksStruct *cb
     }
     g_stock = stock;
     g_orig = *reinterpret_cast<void ***>(stock);
+    // handler.c reaches GDAL's own code only through these (stock.h),
+    // takeover or not: g_orig is the object's own table either way.
+    static const vt_stock_callbacks to_stock = {
+        stock_stat, stock_read_dir, stock_partial_clear};
+    vt__stock_set_callbacks(&to_stock);
     if (!takeover)
         return 0;
 
@@ -560,7 +606,7 @@ extern "C" int vt__takeover_install(const VSIFilesystemPluginCallbacksStruct *cb
     }
     for (size_t i = 0; i < g_nredirects; i++)
         table_slots()[g_redirects[i].slot] = g_redirects[i].code;
-    install_streaming(vt__stock_partial_clear);
+    install_streaming(stock_partial_clear);
     g_taken_over = true;
     CPLDebug("VSITUNE",
              "GDAL's /vsis3/ handler redirected (%zu slots, %zu hooks; "
@@ -569,38 +615,3 @@ extern "C" int vt__takeover_install(const VSIFilesystemPluginCallbacksStruct *cb
              (ssize_t)g_slot_partial);
     return 0;
 }
-
-extern "C" int vt__stock_stat(const char *path, VSIStatBufL *st, int flags)
-{
-    if (g_stock == nullptr) {
-        errno = ENOENT;
-        return -1;
-    }
-    std::string name = std::string(kStockPrefix) + path;
-    typedef int (VSIFilesystemHandler::*StatFn)(const char *, VSIStatBufL *,
-                                                int);
-    size_t slot = vslot(static_cast<StatFn>(&VSIFilesystemHandler::Stat));
-    // GDAL's own Stat, not the hook (the object may be redirected).
-    typedef int (Hooks::*HookStat)(const char *, VSIStatBufL *, int);
-    return (reinterpret_cast<Hooks *>(g_stock)->*pmf_at<HookStat>(
-               g_orig[slot]))(name.c_str(), st, flags);
-}
-
-extern "C" void vt__stock_partial_clear(const char *path)
-{
-    if (g_stock == nullptr || g_slot_partial == SIZE_MAX)
-        return;
-    std::string name = std::string(kStockPrefix) + path;
-    typedef void (Hooks::*PartialFn)(const char *);
-    (reinterpret_cast<Hooks *>(g_stock)->*pmf_at<PartialFn>(
-         g_orig[g_slot_partial]))(name.c_str());
-}
-
-extern "C" char **vt__stock_read_dir(const char *path, int max_files)
-{
-    if (g_stock == nullptr)
-        return nullptr;
-    std::string name = std::string(kStockPrefix) + path;
-    return g_stock->ReadDirEx(name.c_str(), max_files);
-}
-
