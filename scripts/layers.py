@@ -63,6 +63,7 @@ LAYERS = {
     "vsiplugin/compat/gdal_release.c": 0, "vsiplugin/compat/gdal_release.h": 0,
     "vsiplugin/base/notice.c": 0, "vsiplugin/base/notice.h": 0,
     "vsiplugin/gdal/streaming.c": 0, "vsiplugin/gdal/streaming.h": 0,
+    "vsiplugin/gdal/stock.c": 0, "vsiplugin/gdal/stock.h": 0,
     # 1 options and parsers
     "vsiplugin/base/config.c": 1, "vsiplugin/base/config.h": 1,
     "vsiplugin/auth/creds_parse.c": 1, "vsiplugin/auth/creds_parse.h": 1,
@@ -100,6 +101,8 @@ LAYERS = {
     # 9 GDAL face
     "vsiplugin/gdal/handler.c": 9, "vsiplugin/gdal/handler.h": 9,
     "vsiplugin/gdal/takeover.cpp": 9, "vsiplugin/gdal/takeover.h": 9,
+    "vsiplugin/gdal/takeover_int.h": 9, "vsiplugin/gdal/takeover_stream.cpp": 9,
+    "vsiplugin/gdal/vtable.cpp": 9, "vsiplugin/gdal/vtable.h": 9,
     "vsiplugin/gdal/driver.cpp": 9, "vsiplugin/gdal/driver.h": 9,
     "vsiplugin/gdal/plugin.c": 9,
     # tunerd/, lowest first: 0 leaves, 1 readers and the ledger, 2 what they
@@ -138,10 +141,6 @@ KNOWN = {
         "the engine split in two files sharing engine_int.h's state (issue 19)",
     ("vsiplugin/http/engine_io.c", "vsiplugin/http/engine.c"):
         "the I/O thread uses engine.c's lock, condition variables, counters",
-    ("vsiplugin/gdal/handler.c", "vsiplugin/gdal/takeover.cpp"):
-        "handler.c asks GDAL's own handler (vt__stock_*) through takeover.cpp",
-    ("vsiplugin/gdal/takeover.cpp", "vsiplugin/gdal/handler.c"):
-        "the open's error and ReadDir news come back through handler.c (issue 19)",
     ("vsiplugin/shm/shmseg.c", "vsiplugin/shm/shmcache.c"):
         "creation initialises the block part (vt__shmcache_init) before linkat",
     ("vsiplugin/shm/shmseg.c", "vsiplugin/shm/shmmeta.c"):

@@ -7,7 +7,7 @@
  * request; a read past the end is short and sets EOF; multi-range reads; a
  * read the server fails returns nothing and raises a CE_Failure naming the
  * object; a missing object's stat fails. GDAL's own /vsis3/ code, which the
- * handler consults (takeover.h's vt__stock_*), is a fake that knows
+ * handler consults (stock.h's registered callbacks), is a fake that knows
  * nothing. The objects (12 MB) are larger
  * than the header GET, a cache block and a readahead window. */
 #include <setjmp.h>
@@ -26,16 +26,16 @@
 
 #include "gdal/handler.h"
 #include "http_lab.h"
-#include "gdal/takeover.h"
+#include "gdal/stock.h"
 
 #define BIG 12000000ULL
 #define HEADER 65536 /* VSITUNE_HEADER_SIZE's default */
 
-/* ---- GDAL's own /vsis3/ code (takeover.cpp), faked: it knows nothing, and
- * the test sees what the handler asked of it ---- */
-static int stock_stats, stock_read_dirs;
+/* ---- GDAL's own /vsis3/ code (takeover.cpp registers it), faked: it knows
+ * nothing, and the test sees what the handler asked of it ---- */
+static int stock_stats, stock_read_dirs, stock_clears;
 
-int vt__stock_stat(const char *path, VSIStatBufL *st, int flags)
+static int fake_stat(const char *path, VSIStatBufL *st, int flags)
 {
     (void)path;
     (void)flags;
@@ -44,7 +44,7 @@ int vt__stock_stat(const char *path, VSIStatBufL *st, int flags)
     return -1;
 }
 
-char **vt__stock_read_dir(const char *path, int max_files)
+static char **fake_read_dir(const char *path, int max_files)
 {
     (void)path;
     (void)max_files;
@@ -52,10 +52,15 @@ char **vt__stock_read_dir(const char *path, int max_files)
     return NULL;
 }
 
-void vt__stock_partial_clear(const char *path)
+static void fake_partial_clear(const char *path)
 {
     (void)path;
+    stock_clears++;
 }
+
+static const vt_stock_callbacks fake_stock = {
+    fake_stat, fake_read_dir, fake_partial_clear
+};
 
 /* /lb/big.bin and /lb/bad.bin are BIG bytes; bad.bin answers 500 beyond
  * its header; anything else is 404 (and an empty listing). */
@@ -87,6 +92,7 @@ static int setup(void **state)
     if (lab_start(serve_one))
         return -1;
     lab_as_s3();
+    vt__stock_set_callbacks(&fake_stock);
     cb = VSIAllocFilesystemPluginCallbacksStruct();
     if (!cb)
         return -1;
@@ -218,6 +224,36 @@ static void test_missing_stat_fails(void **state)
     assert_int_equal(seen("GET /lb/none.tif ", NULL), 1);
 }
 
+/* What the handler asks GDAL's own code (a directory's stat, a listing,
+ * GDAL's cache dropped under CPL_VSIL_CURL_NON_CACHED) lands in what was
+ * registered (stock.h); with nothing registered the same calls fail
+ * cleanly, and a stat vsitune answers itself still does. */
+static void ask_gdal(int stat_dir, int read_dir, int clear)
+{
+    VSIStatBufL st;
+
+    assert_int_equal(VSIStatExL("/vsitune/lb/dir/", &st, VSI_STAT_NATURE_FLAG), -1);
+    assert_null(VSIReadDir("/vsitune/lb/dir"));
+    CPLSetConfigOption("CPL_VSIL_CURL_NON_CACHED", "/vsis3/lb/");
+    assert_int_equal(VSIStatL("/vsitune/lb/big.bin", &st), 0);
+    CPLSetConfigOption("CPL_VSIL_CURL_NON_CACHED", NULL);
+    assert_int_equal(st.st_size, BIG);
+    assert_int_equal(stock_stats, stat_dir);
+    assert_int_equal(stock_read_dirs, read_dir);
+    assert_int_equal(stock_clears, clear);
+}
+
+static void test_gdal_questions_go_to_registered(void **state)
+{
+    (void)state;
+    stock_stats = stock_read_dirs = stock_clears = 0;
+    /* the directory's stat, then big.bin's cache-only look in GDAL's cache */
+    ask_gdal(2, 1, 1);
+    vt__stock_set_callbacks(NULL);
+    ask_gdal(2, 1, 1);
+    vt__stock_set_callbacks(&fake_stock);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -226,6 +262,7 @@ int main(void)
         cmocka_unit_test(test_read_multi_range),
         cmocka_unit_test(test_failed_read_raises),
         cmocka_unit_test(test_missing_stat_fails),
+        cmocka_unit_test(test_gdal_questions_go_to_registered),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -6,7 +6,10 @@
  * stat is vsitune's one range GET of the header, and reads are vsitune's
  * range GETs; a delete runs GDAL's own code (its DELETE on the wire) and
  * makes vsitune forget the name; VSICurlClearCache() reaches GDAL's handler
- * and clears vsitune's metadata too (the cache-slot probe found its slot). */
+ * and clears vsitune's metadata too (the cache-slot probe found its slot).
+ * The install registers GDAL's own code for the VSI callbacks (stock.h):
+ * vt__stock_stat, vt__stock_read_dir and vt__stock_partial_clear land in
+ * GDAL's own handler (its requests, its cache), not in the hooks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,12 +25,14 @@ extern "C" { /* this cmocka.h declares its functions without C linkage */
 #include <typeinfo>
 
 #include <cpl_conv.h>
+#include <cpl_string.h>
 #include <cpl_vsi.h>
 #include <cpl_vsi_virtual.h>
 
 extern "C" {
 #include "gdal/handler.h"
 #include "http_lab.h"
+#include "gdal/stock.h"
 #include "gdal/takeover.h"
 }
 
@@ -111,6 +116,41 @@ static void test_handler_object_still_gdal(void **state)
     assert_int_equal(vt__takeover_install(nullptr, 1), 0); /* idempotent */
 }
 
+/* GDAL's requests for a name: its stat (a HEAD, or a GET of its shape). */
+static int gdal_asked(const char *key)
+{
+    char head[128], get[128];
+
+    snprintf(head, sizeof head, "HEAD /lb/%s ", key);
+    snprintf(get, sizeof get, "GET /lb/%s ", key);
+    return seen(head, NULL) + seen(get, NULL);
+}
+
+static void test_registered_stock_is_gdals(void **state)
+{
+    VSIStatBufL st;
+    char **names;
+    int lists = seen("GET /lb/?", NULL);
+
+    (void)state;
+    /* stat: GDAL's own request (not vsitune's header GET) for a 404; only
+     * the requests are judged, not what GDAL's stat makes of the answer */
+    (void)vt__stock_stat("lb/gdal.bin", &st, 0);
+    assert_int_equal(gdal_asked("gdal.bin"), 1);
+    assert_int_equal(seen("GET /lb/gdal.bin ", "Range: bytes=0-65535\r\n"), 0);
+    /* GDAL's cache keeps the 404: no request */
+    (void)vt__stock_stat("lb/gdal.bin", &st, 0);
+    assert_int_equal(gdal_asked("gdal.bin"), 1);
+    /* GDAL's PartialClearCache (the probe's slot) drops it: asked again */
+    vt__stock_partial_clear("lb/gdal.bin");
+    (void)vt__stock_stat("lb/gdal.bin", &st, 0);
+    assert_int_equal(gdal_asked("gdal.bin"), 2);
+    /* a listing: GDAL's own LIST */
+    names = vt__stock_read_dir("lb/sub", 0);
+    CSLDestroy(names);
+    assert_true(seen("GET /lb/?", NULL) > lists);
+}
+
 static void test_stat_and_read_are_vsitune(void **state)
 {
     VSIStatBufL st;
@@ -172,6 +212,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stock_stat_is_gdals),
         cmocka_unit_test(test_handler_object_still_gdal),
+        cmocka_unit_test(test_registered_stock_is_gdals),
         cmocka_unit_test(test_stat_and_read_are_vsitune),
         cmocka_unit_test(test_delete_is_gdal_then_forgotten),
         cmocka_unit_test(test_clear_cache_reaches_vsitune),

@@ -30,7 +30,7 @@
 #include "backends/s3/s3.h"
 #include "stats/stats.h"
 #include "read/suspect.h"
-#include "gdal/takeover.h"
+#include "gdal/stock.h"
 
 /* Why the last open on this thread failed (see vt__handler_open_error). */
 static _Thread_local char t_open_error[VT_GDAL_MSG_CAP];

@@ -11,7 +11,7 @@
 // Which slot is which comes from the Itanium C++ ABI (GCC and Clang on every
 // platform GDAL's plugin loader supports): a pointer to a virtual member
 // function holds 1 + the slot's byte offset (on ARM: the offset, with adj's low
-// bit set; see vslot), so the slots of the public
+// bit set; see vtable.h's vslot), so the slots of the public
 // VSIFilesystemHandler methods are read from the headers we are built with.
 // ClearCache and PartialClearCache belong to GDAL's internal curl class, so
 // their slots are found at install time by a probe: every slot of the copy
@@ -24,19 +24,19 @@
 // convention, including hidden return slots; `this` inside them is GDAL's
 // handler object and no member of Hooks is ever touched.
 //
+// The ABI's part (slots, the copy's size, the probe) is vtable.cpp's;
+// /vsis3_streaming/'s two redirected slots are takeover_stream.cpp's.
+//
 // GDAL releases: every behaviour that differs by release is in
 // gdal_release.c's table, chosen at run time. The `#if GDAL_VERSION_NUM`
-// branches left here are the C++ ABI only (a method's signature, whether a
-// virtual exists, the vtable slots), which must match the headers built
-// against; each says which. plugin.c refuses a GDAL of another major.minor.
+// branches left here (and takeover_int.h's one) are the C++ ABI only (a
+// method's signature, whether a virtual exists, the vtable slots), which
+// must match the headers built against; each says which. plugin.c refuses a GDAL of another major.minor.
 //
 // Thread: vt__takeover_install runs once, from GDALRegister_vsitune (inside
 // GDALAllRegister, before any /vsis3/ I/O); the hooks run on GDAL's threads.
 #include "gdal/takeover.h"
 
-#include <link.h>
-
-#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -54,22 +54,19 @@ extern "C" {
 #include "read/object.h"
 #include "read/policy.h"
 #include "backends/s3/s3.h"
+#include "gdal/stock.h"
 #include "gdal/streaming.h"
 }
+#include "gdal/takeover_int.h"
+#include "gdal/vtable.h"
 
-// ABI: 3.13's Open (and CreateOnlyVisibleAtCloseTime) return a unique_ptr.
-#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
-#define VT_OPEN_RESULT VSIVirtualHandleUniquePtr
-#else
-#define VT_OPEN_RESULT VSIVirtualHandle *
-#endif
+using namespace vt__abi;
+using namespace vt__takeover;
 
 namespace {
 
 const char *const kStockPrefix = "/vsis3/";
 const size_t kStockPrefixLen = 7;
-const char *const kStreamPrefix = "/vsis3_streaming/";
-const size_t kStreamPrefixLen = 17;
 
 VSIFilesystemHandler *g_stock = nullptr;   // GDAL's own /vsis3/ handler
 VSIFilesystemHandler *g_reader = nullptr;  // vsitune's reader, on /vsitune/
@@ -84,80 +81,6 @@ struct Delegating {
     Delegating(const Delegating &) = delete;
     Delegating &operator=(const Delegating &) = delete;
 };
-
-/* ---- the Itanium C++ ABI ---------------------------------------------- */
-
-struct PmfRep {
-    uintptr_t ptr;
-    ptrdiff_t adj;
-};
-
-template <typename Pmf> PmfRep rep_of(Pmf f)
-{
-    static_assert(sizeof(Pmf) == sizeof(PmfRep),
-                  "vsitune needs the Itanium C++ ABI (GCC or Clang)");
-    PmfRep r;
-    std::memcpy(&r, &f, sizeof r);
-    return r;
-}
-
-// Slot index of a virtual member function; SIZE_MAX if not virtual.
-// The ARM variant of the ABI (AArch64 and 32-bit ARM, where a code address
-// may have its low bit set) marks a virtual one in adj's low bit instead, ptr
-// then holding the slot's byte offset itself: an ABI difference, so #if.
-template <typename Pmf> size_t vslot(Pmf f)
-{
-    PmfRep r = rep_of(f);
-#if defined(__aarch64__) || defined(__arm__)
-    return (r.adj & 1) ? r.ptr / sizeof(void *) : SIZE_MAX;
-#else
-    return (r.ptr & 1) ? (r.ptr - 1) / sizeof(void *) : SIZE_MAX;
-#endif
-}
-
-// A member function pointer that calls the code at addr, non-virtually.
-template <typename Pmf> Pmf pmf_at(void *addr)
-{
-    PmfRep r{reinterpret_cast<uintptr_t>(addr), 0};
-    Pmf f;
-    std::memcpy(&f, &r, sizeof f);
-    return f;
-}
-
-const size_t kPrefixWords = 2;  // offset-to-top, type_info
-const size_t kMaxSlots = 512;
-
-// How many vtable words can be read from vt on: up to the end of the
-// loaded segment that holds it (a vtable never crosses one), at most
-// kMaxSlots. Words past the class's real vtable are copied but never used.
-size_t readable_slots(void **vt)
-{
-    struct Find {
-        uintptr_t addr;
-        uintptr_t end;
-    } f{reinterpret_cast<uintptr_t>(vt), 0};
-    dl_iterate_phdr(
-        [](struct dl_phdr_info *info, size_t, void *data) -> int {
-            Find *p = static_cast<Find *>(data);
-            for (int i = 0; i < info->dlpi_phnum; i++) {
-                const ElfW(Phdr) &ph = info->dlpi_phdr[i];
-                if (ph.p_type != PT_LOAD)
-                    continue;
-                uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
-                uintptr_t hi = lo + ph.p_memsz;
-                if (p->addr >= lo && p->addr < hi) {
-                    p->end = hi;
-                    return 1;
-                }
-            }
-            return 0;
-        },
-        &f);
-    if (f.end == 0)
-        return 0;
-    size_t n = (f.end - f.addr) / sizeof(void *);
-    return n < kMaxSlots ? n : kMaxSlots;
-}
 
 /* The stock object's vtable copy: kPrefixWords + slots, never freed (the
  * object uses it until the process ends). */
@@ -198,16 +121,6 @@ void forget_prefix(const char *name)
         vt__s3_forget_failures(name + kStockPrefixLen);
         vt__stream_forget(name + kStockPrefixLen, 1);
     }
-}
-
-/* ---- GDAL's file-property cache, shared with /vsis3_streaming/ ----------- */
-
-// GDAL's URL of name (its handler's own GetActualURL, never redirected): the
-// key of GDAL's cache, the same through /vsis3/ and /vsis3_streaming/.
-std::string actual_url(VSIFilesystemHandler *fs, const char *name)
-{
-    const char *url = fs->GetActualURL(name);
-    return url ? std::string(url) : std::string();
 }
 
 // Before vsitune's reader answers a stat or an open of a /vsis3/ name:
@@ -252,11 +165,6 @@ int vsie_for(int cple)
     case CPLE_HttpResponse: return VSIE_HttpError;
     default: return VSIE_FileError;
     }
-}
-
-bool is_read_access(const char *access)
-{
-    return access == nullptr || std::strpbrk(access, "wa+") == nullptr;
 }
 
 // A read vsitune serves: not a directory-like name (a bucket, "prefix/").
@@ -552,20 +460,6 @@ class Hooks
         forget_prefix(prefix);
     }
 };
-
-// One redirected slot: the hook's code and the slot it replaces. The
-// template only compiles when the hook has exactly the virtual's signature.
-struct Redirect {
-    size_t slot;
-    void *code;
-};
-
-template <typename H, typename R, typename... A>
-Redirect redirect(R (VSIFilesystemHandler::*virt)(A...), R (H::*hook)(A...))
-{
-    return {vslot(virt), reinterpret_cast<void *>(rep_of(hook).ptr)};
-}
-
 Redirect g_redirects[24];
 size_t g_nredirects = 0;
 
@@ -584,144 +478,44 @@ void add(Redirect r)
         g_redirects[g_nredirects++] = r;
 }
 
-/* ---- the probe for ClearCache / PartialClearCache ------------------------ */
+}  // namespace
 
-std::atomic<long> g_probe_slot{-1};
-std::atomic<int> g_probe_calls{0};
+/* ---- GDAL's own /vsis3/ code, registered for handler.c (stock.h) -------- */
 
-template <size_t I> void probe_thunk(void *, const char *)
+namespace {
+
+int stock_stat(const char *path, VSIStatBufL *st, int flags)
 {
-    g_probe_slot.store(static_cast<long>(I));
-    g_probe_calls.fetch_add(1);
+    if (g_stock == nullptr) {
+        errno = ENOENT;
+        return -1;
+    }
+    std::string name = std::string(kStockPrefix) + path;
+    typedef int (VSIFilesystemHandler::*StatFn)(const char *, VSIStatBufL *,
+                                                int);
+    size_t slot = vslot(static_cast<StatFn>(&VSIFilesystemHandler::Stat));
+    // GDAL's own Stat, not the hook (the object may be redirected).
+    typedef int (Hooks::*HookStat)(const char *, VSIStatBufL *, int);
+    return (reinterpret_cast<Hooks *>(g_stock)->*pmf_at<HookStat>(
+               g_orig[slot]))(name.c_str(), st, flags);
 }
 
-template <size_t... I>
-void fill_probe(void **slots, size_t n, std::index_sequence<I...>)
+void stock_partial_clear(const char *path)
 {
-    void *thunks[] = {reinterpret_cast<void *>(&probe_thunk<I>)...};
-    for (size_t i = 0; i < n && i < sizeof...(I); i++)
-        slots[i] = thunks[i];
-}
-
-// Run call() with every slot (but the destructors) of the stock object's
-// table pointing at a recording thunk; the slot it called, or SIZE_MAX
-// unless exactly one method was called exactly once.
-template <typename F> size_t probe(F call)
-{
-    void **slots = table_slots();
-    fill_probe(slots, g_nslots, std::make_index_sequence<kMaxSlots>());
-    std::memcpy(slots, g_orig, 2 * sizeof(void *));  // destructors stay
-    g_probe_slot.store(-1);
-    g_probe_calls.store(0);
-    call();
-    std::memcpy(slots, g_orig, g_nslots * sizeof(void *));
-    long s = g_probe_slot.load();
-    return g_probe_calls.load() == 1 && s >= 2 ? static_cast<size_t>(s)
-                                                : SIZE_MAX;
-}
-
-/* ---- /vsis3_streaming/: two slots of GDAL's streaming handler ------------ */
-
-// GDAL's /vsis3_streaming/ handler stays GDAL's; only its Stat and read
-// Open are redirected the same way (a vtable copy), so that what vsitune's
-// /vsis3/ learned reaches it as GDAL's shared cache would carry it
-// (streaming.h). Its other methods, and every request it makes, are GDAL's.
-void **g_stream_orig = nullptr;  // the streaming object's own vtable
-size_t g_stream_slot_open = SIZE_MAX, g_stream_slot_stat = SIZE_MAX;
-
-bool is_stream(const char *name)
-{
-    return name != nullptr &&
-           std::strncmp(name, kStreamPrefix, kStreamPrefixLen) == 0;
-}
-
-// Never instantiated: `this` is GDAL's streaming handler object.
-class StreamHooks
-{
-    VSIFilesystemHandler *self()
-    {
-        return reinterpret_cast<VSIFilesystemHandler *>(this);
-    }
-    template <typename Pmf> Pmf orig(size_t slot)
-    {
-        return pmf_at<Pmf>(g_stream_orig[slot]);
-    }
-
-  public:
-    VT_OPEN_RESULT Open(const char *name, const char *access, bool set_error,
-                        CSLConstList options)
-    {
-        typedef VT_OPEN_RESULT (StreamHooks::*OpenFn)(
-            const char *, const char *, bool, CSLConstList);
-        OpenFn fn = orig<OpenFn>(g_stream_slot_open);
-        if (!is_read_access(access) || !is_stream(name))
-            return (this->*fn)(name, access, set_error, options);
-        // A handle takes its size from GDAL's cache, which vsitune cannot
-        // set: when /vsis3/ learned a newer one, GDAL's entry is dropped and
-        // the handle asks (one HEAD stock GDAL does not make).
-        std::string url = actual_url(self(), name);
-        if (vt__stream_take(url.c_str()))
-            vt__stock_partial_clear(name + kStreamPrefixLen);
-        VT_OPEN_RESULT h = (this->*fn)(name, access, set_error, options);
-        vt__stream_seen(url.c_str(), name + kStreamPrefixLen);
-        return h;
-    }
-    int Stat(const char *name, VSIStatBufL *st, int flags)
-    {
-        typedef int (StreamHooks::*StatFn)(const char *, VSIStatBufL *, int);
-        StatFn fn = orig<StatFn>(g_stream_slot_stat);
-        if ((flags & VSI_STAT_CACHE_ONLY) || !is_stream(name))
-            return (this->*fn)(name, st, flags);
-        std::string url = actual_url(self(), name);
-        uint64_t size;
-        if (vt__stream_answer(url.c_str(), &size)) {
-            // GDAL's streaming Stat from its cache: size and S_IFREG only
-            CPLDebug("VSITUNE", "stat %s: the size /vsis3/ learned, as "
-                     "GDAL's shared cache gives it", name);
-            std::memset(st, 0, sizeof(*st));
-            st->st_mode = S_IFREG;
-            st->st_size = static_cast<vsi_l_offset>(size);
-            return 0;
-        }
-        int ret = (this->*fn)(name, st, flags);
-        vt__stream_seen(url.c_str(), name + kStreamPrefixLen);
-        return ret;
-    }
-};
-
-// Redirect the streaming handler's Stat and Open; nothing when GDAL has no
-// such handler or its layout is not the one expected (then only a process
-// mixing both prefixes on an object overwritten through /vsis3/ differs).
-void install_streaming()
-{
-    VSIFilesystemHandler *fs = VSIFileManager::GetHandler(kStreamPrefix);
-    if (fs == nullptr ||
-        fs == VSIFileManager::GetHandler("/vsitune-no-such-prefix/") ||
-        dynamic_cast<void *>(fs) != static_cast<void *>(fs)) {
-        CPLDebug("VSITUNE", "%s not redirected (no such handler, or another "
-                 "C++ layout)", kStreamPrefix);
+    if (g_stock == nullptr || g_slot_partial == SIZE_MAX)
         return;
-    }
-    void **orig = *reinterpret_cast<void ***>(fs);
-    size_t n = readable_slots(orig);
-    Redirect open = redirect<StreamHooks, VT_OPEN_RESULT, const char *,
-                             const char *, bool, CSLConstList>(
-        &VSIFilesystemHandler::Open, &StreamHooks::Open);
-    Redirect stat = redirect(&VSIFilesystemHandler::Stat, &StreamHooks::Stat);
-    if (open.slot >= n || stat.slot >= n) {
-        CPLDebug("VSITUNE", "%s not redirected (%zu slots)", kStreamPrefix,
-                 n);
-        return;
-    }
-    void **table = new void *[kPrefixWords + n];  // never freed, as g_table
-    std::memcpy(table, orig - kPrefixWords,
-                (kPrefixWords + n) * sizeof(void *));
-    table[kPrefixWords + open.slot] = open.code;
-    table[kPrefixWords + stat.slot] = stat.code;
-    g_stream_orig = orig;
-    g_stream_slot_open = open.slot;
-    g_stream_slot_stat = stat.slot;
-    *reinterpret_cast<void ***>(fs) = table + kPrefixWords;
+    std::string name = std::string(kStockPrefix) + path;
+    typedef void (Hooks::*PartialFn)(const char *);
+    (reinterpret_cast<Hooks *>(g_stock)->*pmf_at<PartialFn>(
+         g_orig[g_slot_partial]))(name.c_str());
+}
+
+char **stock_read_dir(const char *path, int max_files)
+{
+    if (g_stock == nullptr)
+        return nullptr;
+    std::string name = std::string(kStockPrefix) + path;
+    return g_stock->ReadDirEx(name.c_str(), max_files);
 }
 
 }  // namespace
@@ -746,6 +540,11 @@ extern "C" int vt__takeover_install(const VSIFilesystemPluginCallbacksStruct *cb
     }
     g_stock = stock;
     g_orig = *reinterpret_cast<void ***>(stock);
+    // handler.c reaches GDAL's own code only through these (stock.h),
+    // takeover or not: g_orig is the object's own table either way.
+    static const vt_stock_callbacks to_stock = {
+        stock_stat, stock_read_dir, stock_partial_clear};
+    vt__stock_set_callbacks(&to_stock);
     if (!takeover)
         return 0;
 
@@ -765,8 +564,10 @@ extern "C" int vt__takeover_install(const VSIFilesystemPluginCallbacksStruct *cb
                 (kPrefixWords + g_nslots) * sizeof(void *));
     *reinterpret_cast<void ***>(stock) = table_slots();
 
-    g_slot_partial = probe([] { VSICurlPartialClearCache(kStockPrefix); });
-    g_slot_clear = probe([] { VSICurlClearCache(); });
+    g_slot_partial = probe(table_slots(), g_orig, g_nslots,
+                           [] { VSICurlPartialClearCache(kStockPrefix); });
+    g_slot_clear =
+        probe(table_slots(), g_orig, g_nslots, [] { VSICurlClearCache(); });
 
     add(redirect<Hooks, VT_OPEN_RESULT, const char *, const char *, bool,
                  CSLConstList>(&VSIFilesystemHandler::Open, &Hooks::Open));
@@ -805,7 +606,7 @@ extern "C" int vt__takeover_install(const VSIFilesystemPluginCallbacksStruct *cb
     }
     for (size_t i = 0; i < g_nredirects; i++)
         table_slots()[g_redirects[i].slot] = g_redirects[i].code;
-    install_streaming();
+    install_streaming(stock_partial_clear);
     g_taken_over = true;
     CPLDebug("VSITUNE",
              "GDAL's /vsis3/ handler redirected (%zu slots, %zu hooks; "
@@ -813,38 +614,4 @@ extern "C" int vt__takeover_install(const VSIFilesystemPluginCallbacksStruct *cb
              g_nslots, g_nredirects, (ssize_t)g_slot_clear,
              (ssize_t)g_slot_partial);
     return 0;
-}
-
-extern "C" int vt__stock_stat(const char *path, VSIStatBufL *st, int flags)
-{
-    if (g_stock == nullptr) {
-        errno = ENOENT;
-        return -1;
-    }
-    std::string name = std::string(kStockPrefix) + path;
-    typedef int (VSIFilesystemHandler::*StatFn)(const char *, VSIStatBufL *,
-                                                int);
-    size_t slot = vslot(static_cast<StatFn>(&VSIFilesystemHandler::Stat));
-    // GDAL's own Stat, not the hook (the object may be redirected).
-    typedef int (Hooks::*HookStat)(const char *, VSIStatBufL *, int);
-    return (reinterpret_cast<Hooks *>(g_stock)->*pmf_at<HookStat>(
-               g_orig[slot]))(name.c_str(), st, flags);
-}
-
-extern "C" void vt__stock_partial_clear(const char *path)
-{
-    if (g_stock == nullptr || g_slot_partial == SIZE_MAX)
-        return;
-    std::string name = std::string(kStockPrefix) + path;
-    typedef void (Hooks::*PartialFn)(const char *);
-    (reinterpret_cast<Hooks *>(g_stock)->*pmf_at<PartialFn>(
-         g_orig[g_slot_partial]))(name.c_str());
-}
-
-extern "C" char **vt__stock_read_dir(const char *path, int max_files)
-{
-    if (g_stock == nullptr)
-        return nullptr;
-    std::string name = std::string(kStockPrefix) + path;
-    return g_stock->ReadDirEx(name.c_str(), max_files);
 }

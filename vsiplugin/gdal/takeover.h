@@ -29,23 +29,15 @@ extern "C" {
 #define VT_READER_PREFIX "/vsitune/"
 
 /* Install the reader on VT_READER_PREFIX from cb and, when takeover is set,
- * redirect GDAL's own /vsis3/ handler as described above. Idempotent.
+ * redirect GDAL's own /vsis3/ handler as described above. Whether or not,
+ * GDAL's own /vsis3/ code is registered for the VSI callbacks (stock.h:
+ * its Stat and ReadDirEx; its PartialClearCache when the takeover's probe
+ * found that slot, else a no-op). Idempotent.
  * Returns 0 on success, -1 with a CPLError when GDAL's own /vsis3/ handler
  * is not there (GDAL built without curl) or does not have the expected ABI;
  * /vsis3/ is then left untouched. */
 int vt__takeover_install(const VSIFilesystemPluginCallbacksStruct *cb,
                          int takeover);
-
-/* GDAL's own /vsis3/ code, for what vsitune does not answer itself. path is
- * "bucket/key" (no prefix). vt__stock_stat runs GDAL's own Stat (its HEAD,
- * its directory detection); vt__stock_read_dir its listing. */
-int vt__stock_stat(const char *path, VSIStatBufL *st, int flags);
-char **vt__stock_read_dir(const char *path, int max_files);
-
-/* GDAL's own PartialClearCache("/vsis3/" + path): what GDAL's handler caches
- * of names starting with path (file properties, listings, data) is dropped.
- * No-op when the takeover found no such slot. */
-void vt__stock_partial_clear(const char *path);
 
 /* 1 while the calling thread is inside GDAL's own code for a write, delete,
  * rename, Sync or copy: GDAL's stats of its own names then go to GDAL. */
