@@ -75,6 +75,10 @@ LAYERS = {
     "vsiplugin/shm/shmcache.c": 3, "vsiplugin/shm/shmcache.h": 3,
     "vsiplugin/shm/shmmeta.c": 3, "vsiplugin/shm/shmmeta.h": 3,
     "vsiplugin/shm/shmopts.c": 3, "vsiplugin/shm/shmopts.h": 3,
+    "vsiplugin/shm/shmofd.c": 3, "vsiplugin/shm/shmofd.h": 3,
+    "vsiplugin/shm/shmlayout.c": 3, "vsiplugin/shm/shmlock.c": 3,
+    "vsiplugin/shm/shmproc.c": 3,
+    "vsiplugin/shm/shmblocks.c": 3, "vsiplugin/shm/shmblocks.h": 3,
     "vsiplugin/shm/shmwatch/vsitune-shmwatch.c": 3,
     # 4 block cache
     "vsiplugin/cache/cache.c": 4, "vsiplugin/cache/cache.h": 4, "vsiplugin/cache/cache_int.h": 4,
@@ -142,10 +146,6 @@ KNOWN = {
         "handler.c asks GDAL's own handler (vt__stock_*) through takeover.cpp",
     ("vsiplugin/gdal/takeover.cpp", "vsiplugin/gdal/handler.c"):
         "the open's error and ReadDir news come back through handler.c (issue 19)",
-    ("vsiplugin/shm/shmseg.c", "vsiplugin/shm/shmcache.c"):
-        "creation initialises the block part (vt__shmcache_init) before linkat",
-    ("vsiplugin/shm/shmseg.c", "vsiplugin/shm/shmmeta.c"):
-        "creation initialises the metadata part (vt__shmmeta_init) before linkat",
 }
 
 SOURCE_RE = re.compile(r"\.(c|cpp|h)$")
