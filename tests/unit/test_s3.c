@@ -211,6 +211,47 @@ static void test_parse_error_garbage(void **state)
     }
 }
 
+/* S3's judge of its error answers (s3_transient.c): a 400 RequestTimeout
+ * is worth asking again; another code, another status, or a code past the
+ * scanned start is not. */
+static void test_answer_transient(void **state)
+{
+    static const char rt[] = "<?xml version=\"1.0\"?><Error><Code>"
+                             "RequestTimeout</Code><Message>Your socket "
+                             "connection ...</Message></Error>";
+    static const char bad[] = "<Error><Code>InvalidArgument</Code></Error>";
+    char late[5000];
+    (void)state;
+
+    assert_true(vt__s3_answer_transient(400, (const unsigned char *)rt,
+                                        sizeof(rt) - 1));
+    assert_false(vt__s3_answer_transient(400, (const unsigned char *)bad,
+                                         sizeof(bad) - 1));
+    assert_false(vt__s3_answer_transient(403, (const unsigned char *)rt,
+                                         sizeof(rt) - 1));
+    assert_false(vt__s3_answer_transient(400, NULL, 0));
+    assert_false(vt__s3_answer_transient(400, (const unsigned char *)rt, 10));
+    memset(late, ' ', sizeof(late));
+    memcpy(late + 4090, "<Code>RequestTimeout</Code>", 27);
+    assert_false(vt__s3_answer_transient(400, (const unsigned char *)late,
+                                         sizeof(late)));
+}
+
+/* Every S3 request carries S3's judge, so the engine retries a 400
+ * RequestTimeout as it always did. */
+static void test_build_sets_answer_judge(void **state)
+{
+    vt_s3_request r;
+    char err[256];
+    (void)state;
+
+    assert_int_equal(vt__s3_build_get("my-bucket", "k.tif", 0, 10, NULL, &r,
+                                      err, sizeof(err)),
+                     VT_OK);
+    assert_ptr_equal(r.req.answer_transient, vt__s3_answer_transient);
+    vt__s3_request_clear(&r);
+}
+
 static void test_build_virtual_host(void **state)
 {
     (void)state;
@@ -554,6 +595,8 @@ int main(void)
         cmocka_unit_test_setup(test_status_err, setup),
         cmocka_unit_test_setup(test_parse_error, setup),
         cmocka_unit_test_setup(test_parse_error_garbage, setup),
+        cmocka_unit_test_setup(test_answer_transient, setup),
+        cmocka_unit_test_setup(test_build_sets_answer_judge, setup),
         cmocka_unit_test_setup(test_build_virtual_host, setup),
         cmocka_unit_test_setup(test_build_path_style, setup),
         cmocka_unit_test_setup(test_build_headers, setup),

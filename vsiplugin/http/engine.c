@@ -2,9 +2,9 @@
  * lifecycle (lazy start, shutdown, fork) and options. The I/O thread itself
  * lives in engine_io.c; the pure decisions in engine_retry.c.
  *
- * State: g_eng, the one live engine, guarded by vt__eng_lock (the only lock
- * of the engine; never held while calling out, except for the non-blocking
- * curl_multi_wakeup). A caller builds one transfer per request, queues them
+ * State: g_eng, the one live engine, guarded by vt__eng_lock (defined in
+ * engine_state.c; the only lock of the engine; never held while calling
+ * out, except for the non-blocking curl_multi_wakeup). A caller builds one transfer per request, queues them
  * all under the lock, wakes the I/O thread and waits on its batch's
  * condition variable; the I/O thread fills the responses and signals.
  *
@@ -32,12 +32,6 @@
 #ifndef VT_VERSION
 #define VT_VERSION "dev"
 #endif
-
-pthread_mutex_t vt__eng_lock = PTHREAD_MUTEX_INITIALIZER;
-pthread_cond_t vt__eng_park_cv = PTHREAD_COND_INITIALIZER;
-pthread_cond_t vt__eng_resume_cv = PTHREAD_COND_INITIALIZER;
-_Atomic uint64_t vt__eng_st_requests, vt__eng_st_retries, vt__eng_st_bytes,
-    vt__eng_st_connections, vt__eng_st_in_flight, vt__eng_st_h2;
 
 static struct vt_engine *g_eng;           /* lock */
 static pthread_once_t g_hooks_once = PTHREAD_ONCE_INIT;

@@ -54,6 +54,15 @@ typedef struct vt_http_req {
                                     GDAL's CPLHTTPFetch (config.h,
                                     VT_CA_FETCH) */
     const char *cainfo;          /* lives as long as the request */
+    /* The service's judge of its error answers, set by the backend that
+     * builds the request (S3: vt__s3_answer_transient, backends/s3/), or
+     * NULL: 1 when an answer of status (not one the engine retries itself:
+     * 429, 500, 502, 503, 504) with this body (its first len bytes, any
+     * bytes, NULL when none) is worth sending the same request again, as
+     * S3's 400 RequestTimeout is. Called on the I/O thread with no lock
+     * held; must be pure. The engine knows no service's error words. */
+    int (*answer_transient)(long status, const unsigned char *body,
+                            size_t len);
 } vt_http_req;
 
 typedef struct vt_http_resp {

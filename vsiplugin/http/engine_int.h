@@ -1,5 +1,6 @@
-/* engine_int.h: what engine.c (submission, lifecycle) and engine_io.c (the
- * I/O thread) share. Not for other modules: they use engine.h.
+/* engine_int.h: what engine.c (submission, lifecycle), engine_io.c (the
+ * I/O thread, with engine_sock.c and engine_origin.c), engine_xfer.c and
+ * engine_state.c (the shared lock and counters) share. Not for other modules: they use engine.h.
  *
  * Locking: one mutex, vt__eng_lock, guards the submission queue, the flags
  * marked "lock" below and every batch's pending count. Fields marked "io"
@@ -141,6 +142,9 @@ struct vt_engine {
     size_t n_socks, cap_socks;
 };
 
+/* The shared state below is defined in engine_state.c, under both files
+ * that use it (engine.c, engine_io.c), so that calls between them go one
+ * way only: engine.c starts the I/O thread (vt__eng_io_main). */
 extern pthread_mutex_t vt__eng_lock;
 /* With vt__eng_lock: the I/O thread parked for fork() (or died at start),
  * and the fork is over. Process-wide, so no waiter ever sleeps on the
@@ -185,5 +189,30 @@ void vt__eng_judge_status(struct vt_eng_xfer *x, struct vt_eng_verdict *v);
 /* The I/O thread's body (engine_io.c). arg: the struct vt_engine, owned by
  * engine.c, which joins the thread and frees it. */
 void *vt__eng_io_main(void *arg);
+
+/* engine_sock.c, all on the I/O thread, no lock. curl's socket callbacks
+ * (clientp: the struct vt_eng_xfer for open and prereq, the struct
+ * vt_engine for close): every socket curl opens is listed in e->socks. */
+curl_socket_t vt__eng_open_socket(void *clientp, curlsocktype purpose,
+                                  struct curl_sockaddr *addr);
+int vt__eng_close_socket(void *clientp, curl_socket_t s);
+int vt__eng_on_prereq(void *clientp, char *primary_ip, char *local_ip,
+                      int primary_port, int local_port);
+/* Shut down the socket of the h2 connection x's attempt used (httpver:
+ * CURLINFO_HTTP_VERSION), so curl retires it. */
+void vt__eng_kill_connection(struct vt_engine *e, struct vt_eng_xfer *x,
+                             long httpver);
+
+/* engine_origin.c, all on the I/O thread, no lock. */
+/* The slot of url's origin, or NULL when none is remembered. */
+struct vt_eng_origin *vt__eng_origin_find(struct vt_engine *e, const char *url);
+/* Remember whether url's origin answered over h2. */
+void vt__eng_origin_learn(struct vt_engine *e, const char *url, int h2);
+/* 1 while url's origin or object recently ran out of retries (now:
+ * monotonic s). */
+int vt__eng_origin_failing(struct vt_engine *e, const char *url, double now);
+/* Remember (until > 0, monotonic s) or forget (0) that url's server and
+ * object fail. */
+void vt__eng_set_failing(struct vt_engine *e, const char *url, double until);
 
 #endif

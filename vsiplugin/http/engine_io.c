@@ -43,7 +43,13 @@
  * list. Without that cap curl 7.88 opens a new connection for every
  * transfer beyond the stream limit of the first (a connection still in its
  * TLS handshake is not "open enough" to wait on), up to the host limit:
- * 160 concurrent requests gave 16 connections where 1 serves them all. */
+ * 160 concurrent requests gave 16 connections where 1 serves them all.
+ *
+ * Beside this file, on the same thread: engine_sock.c (the sockets curl
+ * opens through us, and shutting down a stalled connection) and
+ * engine_origin.c (origins known to answer over h2, servers and objects
+ * that keep failing). The lock and counters it shares with engine.c live
+ * in engine_state.c; it never calls engine.c. */
 #include "http/engine_int.h"
 #include "http/engine_retry.h"
 
@@ -51,9 +57,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -233,192 +236,6 @@ static vt_err build_headers(struct vt_eng_xfer *x)
     return VT_OK;
 }
 
-/* Socket bookkeeping, so a stalled connection can be found and shut down.
- * curl 7.88 cannot say which connection a transfer used once it is done if
- * other streams still use it (CURLINFO_ACTIVESOCKET needs the transfer to
- * have released an idle connection). So curl opens its sockets through us
- * (we know them all), and each attempt records the local port of its
- * connection just before its request is sent. All on the I/O thread. */
-static curl_socket_t open_socket(void *clientp, curlsocktype purpose,
-                                 struct curl_sockaddr *addr)
-{
-    struct vt_eng_xfer *x = clientp;
-    struct vt_engine *e = x->eng;
-    curl_socket_t s;
-
-    (void)purpose;
-    /* curl 7.88 retries a stream the server refused (RST_STREAM
-     * REFUSED_STREAM) on a fresh connection by itself, up to 5 times per
-     * attempt: a server refusing every stream got 6 requests per attempt.
-     * One fresh connection per attempt is enough; a second one fails the
-     * attempt, and our own retry rules (budget, deadline) decide. */
-    if (++x->socks_opened > 2)
-        return CURL_SOCKET_BAD;
-    /* CLOEXEC: a program we exec must not inherit our connections. */
-    s = socket(addr->family, addr->socktype | SOCK_CLOEXEC, addr->protocol);
-    if (s == CURL_SOCKET_BAD)
-        return s;
-    if (e->n_socks == e->cap_socks) {
-        size_t cap = e->cap_socks ? e->cap_socks * 2 : 16;
-        curl_socket_t *n = realloc(e->socks, cap * sizeof(*n));
-        if (!n)
-            return s; /* works, just cannot be shut down by us */
-        e->socks = n;
-        e->cap_socks = cap;
-    }
-    e->socks[e->n_socks++] = s;
-    return s;
-}
-
-static int close_socket(void *clientp, curl_socket_t s)
-{
-    struct vt_engine *e = clientp;
-
-    for (size_t i = 0; i < e->n_socks; i++) {
-        if (e->socks[i] == s) {
-            e->socks[i] = e->socks[--e->n_socks];
-            break;
-        }
-    }
-    return close(s);
-}
-
-static int on_prereq(void *clientp, char *primary_ip, char *local_ip,
-                     int primary_port, int local_port)
-{
-    struct vt_eng_xfer *x = clientp;
-
-    (void)primary_ip;
-    (void)local_ip;
-    (void)primary_port;
-    /* curl sends an attempt's request again by itself on a refused h2
-     * stream or a dead reused connection. While the server or object is
-     * failing, an attempt is one request. */
-    if (++x->requests > 1 && x->single) {
-        x->resend_refused = 1;
-        return CURL_PREREQFUNC_ABORT;
-    }
-    x->local_port = local_port;
-    return CURL_PREREQFUNC_OK;
-}
-
-static int local_port_of(curl_socket_t s)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-
-    if (getsockname(s, (struct sockaddr *)&ss, &len) != 0)
-        return -1;
-    if (ss.ss_family == AF_INET)
-        return ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    if (ss.ss_family == AF_INET6)
-        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-    return -1;
-}
-
-/* The origin part of a URL ("https://host:port") into out; 0 if it does not
- * fit (then it is simply not remembered). */
-static int origin_of(const char *url, char *out, size_t cap)
-{
-    const char *p = strstr(url, "://");
-    size_t n;
-
-    if (!p)
-        return 0;
-    p += 3;
-    n = (size_t)(p - url) + strcspn(p, "/?#");
-    if (n >= cap)
-        return 0;
-    memcpy(out, url, n);
-    out[n] = '\0';
-    return 1;
-}
-
-static struct vt_eng_origin *origin_find(struct vt_engine *e, const char *url)
-{
-    char name[sizeof(e->origins[0].name)];
-
-    if (!origin_of(url, name, sizeof(name)))
-        return NULL;
-    for (size_t i = 0; i < sizeof(e->origins) / sizeof(e->origins[0]); i++)
-        if (strcmp(e->origins[i].name, name) == 0)
-            return &e->origins[i];
-    return NULL;
-}
-
-/* The slot of url's origin, taking the round-robin slot for a new one. */
-static struct vt_eng_origin *origin_add(struct vt_engine *e, const char *url)
-{
-    struct vt_eng_origin *o = origin_find(e, url);
-    size_t n = sizeof(e->origins) / sizeof(e->origins[0]);
-
-    if (o)
-        return o;
-    o = &e->origins[e->origin_next++ % n];
-    memset(o, 0, sizeof(*o));
-    if (!origin_of(url, o->name, sizeof(o->name)))
-        return NULL;
-    return o;
-}
-
-/* Remember whether url's origin answered over h2 (I/O thread). */
-static void origin_learn(struct vt_engine *e, const char *url, int h2)
-{
-    struct vt_eng_origin *o = h2 ? origin_add(e, url) : origin_find(e, url);
-
-    if (o)
-        o->h2 = h2;
-}
-
-/* The object a URL names: a hash of it up to its query. */
-static uint64_t object_id(const char *url)
-{
-    uint64_t h = 1469598103934665603ULL;
-
-    for (; *url && *url != '?' && *url != '#'; url++)
-        h = (h ^ (unsigned char)*url) * 1099511628211ULL;
-    return h;
-}
-
-static struct vt_eng_failing *object_failing_slot(struct vt_engine *e,
-                                                  uint64_t id)
-{
-    for (size_t i = 0; i < sizeof(e->failing) / sizeof(e->failing[0]); i++)
-        if (e->failing[i].until > 0 && e->failing[i].id == id)
-            return &e->failing[i];
-    return NULL;
-}
-
-/* 1 while another request to url's origin, or to the object url names,
- * recently ran out of retries. The object is remembered apart: a success
- * elsewhere on the server (a listing) says nothing about it, and S3 throttles
- * by key prefix (503 SlowDown). */
-static int origin_failing(struct vt_engine *e, const char *url, double now)
-{
-    struct vt_eng_origin *o = origin_find(e, url);
-    struct vt_eng_failing *f = object_failing_slot(e, object_id(url));
-
-    return (o && o->failing_until > now) || (f && f->until > now);
-}
-
-/* Remember (until > 0) or forget (0) that url's server and object fail. */
-static void set_failing(struct vt_engine *e, const char *url, double until)
-{
-    uint64_t id = object_id(url);
-    struct vt_eng_failing *f = object_failing_slot(e, id);
-    struct vt_eng_origin *o = until > 0 ? origin_add(e, url) : origin_find(e, url);
-    size_t n = sizeof(e->failing) / sizeof(e->failing[0]);
-
-    if (o)
-        o->failing_until = until;
-    if (!f && until > 0)
-        f = &e->failing[e->failing_next++ % n];
-    if (f) {
-        f->id = id;
-        f->until = until;
-    }
-}
-
 /* Receive buffer for a transfer: room for its whole body when that is known
  * (a stream whose data always fits never pauses the connection: see the top
  * of this file), in powers of two up to MAX_RECV_BUFFER. */
@@ -460,16 +277,16 @@ static CURLcode set_options(struct vt_engine *e, struct vt_eng_xfer *x)
     SET(CURLOPT_WRITEFUNCTION, vt__eng_on_write);
     SET(CURLOPT_WRITEDATA, (void *)x);
     SET(CURLOPT_ERRORBUFFER, x->errbuf);
-    SET(CURLOPT_OPENSOCKETFUNCTION, open_socket);
+    SET(CURLOPT_OPENSOCKETFUNCTION, vt__eng_open_socket);
     SET(CURLOPT_OPENSOCKETDATA, (void *)x);
-    SET(CURLOPT_CLOSESOCKETFUNCTION, close_socket);
+    SET(CURLOPT_CLOSESOCKETFUNCTION, vt__eng_close_socket);
     SET(CURLOPT_CLOSESOCKETDATA, (void *)e);
-    SET(CURLOPT_PREREQFUNCTION, on_prereq);
+    SET(CURLOPT_PREREQFUNCTION, vt__eng_on_prereq);
     SET(CURLOPT_PREREQDATA, (void *)x);
     if (x->bufsize != DEFAULT_RECV_BUFFER)
         SET(CURLOPT_BUFFERSIZE, x->bufsize); /* a fresh handle: allowed */
     if (o->http_version != CURL_HTTP_VERSION_1_1) {
-        const struct vt_eng_origin *org = origin_find(e, x->req->url);
+        const struct vt_eng_origin *org = vt__eng_origin_find(e, x->req->url);
         /* On an origin known to answer over h2, END_STREAM ends the
          * transfer, not Content-Length (see the top of this file). Never on
          * HTTP/1.1, where the body would then end only at close. */
@@ -530,11 +347,11 @@ static void start(struct vt_engine *e, struct vt_eng_xfer *x)
         x->deadline = x->opts.timeout_ms > 0
                           ? now + x->opts.timeout_ms / 1000.0 : 0;
         /* While its server is failing, a new request gets one attempt. */
-        if (origin_failing(e, x->req->url, now)) {
+        if (vt__eng_origin_failing(e, x->req->url, now)) {
             x->opts.max_retries = 0;
             x->single = 1;
         }
-    } else if (origin_failing(e, x->req->url, now)) {
+    } else if (vt__eng_origin_failing(e, x->req->url, now)) {
         /* A retry that waited while another request to the same server ran
          * out of retries: give up too (the last answer stands). */
         snprintf(x->resp->error, sizeof(x->resp->error),
@@ -592,25 +409,6 @@ static void start(struct vt_engine *e, struct vt_eng_xfer *x)
     atomic_fetch_add(&vt__eng_st_in_flight, 1);
 }
 
-/* Shut down the socket of the connection x's attempt used, so curl retires
- * it and fails (and we retry) whatever else was parked on it (see the top of
- * this file). Only when a response had started over h2 on it: curl already
- * closes an HTTP/1.1 connection after a timeout or an abort, and a request
- * that timed out before any answer may just be queued by a busy server. The
- * socket stays curl's: curl closes it when it drops the connection. */
-static void kill_connection(struct vt_engine *e, struct vt_eng_xfer *x,
-                            long httpver)
-{
-    if (httpver != CURL_HTTP_VERSION_2_0 || x->local_port <= 0)
-        return;
-    for (size_t i = 0; i < e->n_socks; i++) {
-        if (local_port_of(e->socks[i]) == x->local_port) {
-            shutdown(e->socks[i], SHUT_RDWR);
-            return;
-        }
-    }
-}
-
 static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
 {
     struct vt_eng_xfer *x;
@@ -634,7 +432,7 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
         atomic_fetch_add(&vt__eng_st_h2, 1);
     ver = httpver == CURL_HTTP_VERSION_2_0 ? 2 : 1;
     if (x->hdr_status > 0)
-        origin_learn(e, x->req->url, ver == 2);
+        vt__eng_origin_learn(e, x->req->url, ver == 2);
     on_attempt = atomic_load(&cb_attempt);
     if (on_attempt)
         on_attempt(x->req->method, x->has_req_range, x->hdr_status,
@@ -645,7 +443,7 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
     else
         vt__eng_judge_status(x, &v);
     if (v.kill_conn)
-        kill_connection(e, x, httpver);
+        vt__eng_kill_connection(e, x, httpver);
 
     active_del(e, x);
     curl_multi_remove_handle(e->multi, easy);
@@ -660,7 +458,7 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
         e->retry_tokens += x->tokens_spent > 0 ? x->tokens_spent : 1;
         if (e->retry_tokens > VT_RETRY_TOKENS)
             e->retry_tokens = VT_RETRY_TOKENS;
-        set_failing(e, x->req->url, 0);
+        vt__eng_set_failing(e, x->req->url, 0);
     } else if (v.transient) {
         char stop[160] = "";
         double now = now_s(), cost = v.err == VT_ETIMEDOUT
@@ -676,7 +474,7 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
         }
         if (x->attempts > x->opts.max_retries)
             snprintf(stop, sizeof(stop), "retries exhausted");
-        else if (origin_failing(e, x->req->url, now))
+        else if (vt__eng_origin_failing(e, x->req->url, now))
             snprintf(stop, sizeof(stop), "no retry: the server failed other "
                      "requests just now");
         else if (e->retry_tokens < cost)
@@ -703,7 +501,7 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
          * requests to it get one attempt each instead of each running its
          * own ladder. */
         if (x->attempts > 1 || x->opts.max_retries == 0)
-            set_failing(e, x->req->url, now + VT_HOST_FAILING_S);
+            vt__eng_set_failing(e, x->req->url, now + VT_HOST_FAILING_S);
         if (rc != CURLE_OK && x->hdr_status <= 0) {
             /* No answer: curl's words stand alone (GDAL's "CURL error:"
              * quotes them), what we did goes to the cause. */
@@ -882,3 +680,4 @@ out:
     e->n_socks = e->cap_socks = 0;
     return NULL;
 }
+

@@ -334,22 +334,6 @@ int vt__status_is_transient(long status)
            status == 504;
 }
 
-int vt__s3_code_is_transient(const unsigned char *body, size_t len)
-{
-    static const char *const codes[] = {"<Code>RequestTimeout</Code>"};
-    size_t scan = len < 4096 ? len : 4096;
-
-    if (!body)
-        return 0;
-    for (size_t c = 0; c < sizeof(codes) / sizeof(codes[0]); c++) {
-        size_t n = strlen(codes[c]);
-        for (size_t i = 0; i + n <= scan; i++)
-            if (body[i] == '<' && memcmp(body + i, codes[c], n) == 0)
-                return 1;
-    }
-    return 0;
-}
-
 int vt__net_words_transient(const char *words)
 {
     static const char *const blips[] = {"timed out", "Timeout was reached",

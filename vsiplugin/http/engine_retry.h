@@ -77,13 +77,6 @@ double vt__backoff_delay(double base, int attempt, double cap, double u01);
 /* 1 when an HTTP status is transient (429, 500, 502, 503, 504). */
 int vt__status_is_transient(long status);
 
-/* 1 when an S3 error body (the first len bytes of it; any bytes) carries a
- * Code that S3 documents as worth retrying the same request for although
- * its status is not 5xx: RequestTimeout (400: "Your socket connection to
- * the server was not read from or written to within the timeout period").
- * Only the start of the body is scanned (a code sits near its start). */
-int vt__s3_code_is_transient(const unsigned char *body, size_t len);
-
 /* 1 when curl's words for a failed connect or TLS handshake (its error
  * buffer) say it timed out or was reset: a blip worth another attempt, as
  * stock GDAL judges them. A refused or unreachable connection, or a TLS

@@ -325,7 +325,8 @@ void vt__eng_judge_status(struct vt_eng_xfer *x, struct vt_eng_verdict *v)
     v->err = VT_OK;
     v->transient = 0;
     if (vt__status_is_transient(st) ||
-        (st == 400 && vt__s3_code_is_transient(x->buf, x->len))) {
+        (st >= 400 && x->req->answer_transient &&
+         x->req->answer_transient(st, x->buf, x->len))) {
         v->err = VT_ETRANSIENT;
         v->transient = 1;
         snprintf(v->why, sizeof(v->why), "HTTP %ld", st);

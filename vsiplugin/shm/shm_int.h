@@ -1,5 +1,6 @@
-/* shm_int.h: the layout of the shared segment, for shmseg.c, shmcache.c and
- * shmmeta.c only.
+/* shm_int.h: the layout of the shared segment, for the files of shm/ only
+ * (shmseg.c, shmlayout.c, shmlock.c, shmproc.c, shmcache.c, shmblocks.c,
+ * shmmeta.c).
  *
  * One file in /dev/shm (VSITUNE_SHM_DIR) per user and pool, mapped by every
  * plugin process of that user: a header, the process table, the block
@@ -40,6 +41,7 @@
 #include <stdint.h>
 
 #include "cache/lirs.h"
+#include "shm/shmofd.h"
 
 #define VT_SHM_MAGIC 0x31304d4853545623ULL /* "#VTSHM01" */
 #define VT_SHM_VERSION 2u /* 2: check words, slot owners (shmcache.c) */
@@ -51,14 +53,18 @@
 #define VT_SHM_CHUNK (4u << 20)            /* data reserved this much at a time */
 #define VT_SHM_HIR_PCT 10                  /* LIRS: resident HIR share */
 
-/* OFD lock bytes: ATTACHED is read-locked by every attached process (the
- * last one out can write-lock it); PROC_BASE + k is write-locked by the
- * owner of process slot k. */
-#define VT_SHM_LOCK_ATTACHED 0
-#define VT_SHM_LOCK_PROC_BASE 1
-/* Write-locked by the segment's watcher (vsitune-shmwatch) while it waits
- * for the last attached process to go. */
-#define VT_SHM_LOCK_WATCHER 4095
+/* The OFD lock bytes (VT_SHM_LOCK_*) are in shmofd.h, shared with the
+ * watcher program. */
+
+/* The longest any lock of the segment (the robust mutexes, the OFD lock of
+ * attaching) is waited for: they guard microseconds of in-memory work, so
+ * a holder past this is stopped (SIGSTOP, a debugger, a frozen cgroup) or
+ * the segment is damaged, and this process goes on without it. */
+#define VT_SHM_LOCK_WAIT_MS 2000
+
+/* VSITUNE_SHM_INJECT=stop-*: the lock this process stops in (tests). */
+enum { VT_SHM_INJ_NONE = 0, VT_SHM_INJ_PROCS = 1, VT_SHM_INJ_BLOCKS = 2,
+       VT_SHM_INJ_META = 3 };
 
 enum { VT_SHM_PROC_FREE = 0, VT_SHM_PROC_LIVE = 1 };
 
@@ -213,10 +219,47 @@ struct vt_shm {
     } given_up[VT_SHM_GIVEN_UP]; /* fillers whose wait timed out */
 };
 
+/* Where each region of a segment of nslots data slots lives (shmlayout.c). */
+typedef struct vt_shm_layout {
+    uint32_t nprocs, ndesc, nbuckets, nslots, nmeta, nmeta_buckets;
+    uint64_t off_procs, off_desc, off_lirs, off_buckets, off_meta;
+    uint64_t off_meta_buckets, off_owner, off_data, total;
+} vt_shm_layout;
+
+struct vt_shm_opts;
+
+/* shmlayout.c: the most slots of bs bytes whose whole segment fits in
+ * budget, into *l; 0, or -1 when fewer than 16 fit. */
+int vt__shm_plan(vt_shm_layout *l, uint64_t budget, uint64_t bs);
+
+/* shmlayout.c: stamp a new segment's header (not its magic, not its
+ * locks) with l and the creator's options; name is the file's name. */
+void vt__shm_fill_header(vt_shm_hdr *h, const vt_shm_layout *l,
+                         const struct vt_shm_opts *o, const char *name);
+
+/* shmlayout.c: the geometry the header at h states, each field read once,
+ * if it is the layout this build makes for its slot count and block size
+ * in a file of file_size bytes: 0 and *g, else -1 and why. */
+int vt__shm_geom_of(const vt_shm_hdr *h, uint64_t file_size, vt_shm_geom *g,
+                    char *why, size_t whylen);
+
 /* Map the regions of s->base (s->size bytes) after checking the header's
  * counts and offsets against the layout they imply; fills s->g. 0, or -1
  * (why says what is wrong) when the header is not one this build made. */
 int vt__shm_bind(struct vt_shm *s, char *why, size_t whylen);
+
+/* shmlock.c: make *mu a robust process-shared mutex (segment creation);
+ * 0, or -1 when the system has none. */
+int vt__shm_mutex_init(pthread_mutex_t *mu);
+
+/* shmproc.c: read-lock "attached" and take a process slot; 0, or -1 when
+ * the name was removed under us (a last process leaving), no slot is free
+ * or the attach lock was held too long (then the segment is off). */
+int vt__shm_attach(struct vt_shm *s);
+
+/* shmproc.c: give up this process's slot, then remove the name if nobody
+ * else is attached. Keeps the mapping. */
+void vt__shm_leave(struct vt_shm *s);
 
 /* This process stops using the segment (a lock held too long, an
  * inconsistency found): every later call answers PRIVATE or does nothing.
@@ -230,7 +273,7 @@ int32_t vt__shm_index(struct vt_shm *s, int32_t v, uint32_t n,
                       const char *what);
 
 /* Fillers (process slot + epoch) this process gave up waiting for: not
- * waited for again for a while (shmseg.c GIVEN_UP_MS); their blocks are
+ * waited for again for a while (shmlock.c GIVEN_UP_MS); their blocks are
  * fetched by the reader itself. Process-local. */
 void vt__shm_give_up(struct vt_shm *s, uint32_t proc, uint32_t epoch);
 int vt__shm_given_up(struct vt_shm *s, uint32_t proc, uint32_t epoch);

@@ -79,7 +79,8 @@ void vt__shmc_abandon(vt_shm *s, const vt_shmc_ref *ref);
  * Returns 1 when a block was dropped. */
 int vt__shmc_drop(vt_shm *s, const uint8_t digest[32], uint64_t index);
 
-/* Segment creation (shmseg.c): empty index, free lists, LIRS. */
+/* Segment creation (shmseg.c; defined in shmblocks.c): empty index, free
+ * lists, LIRS. */
 void vt__shmcache_init(vt_shm *s);
 
 /* Rebuild the index, free lists and LIRS from the descriptors' states (the

@@ -287,6 +287,7 @@ static vt_err build_in(const char *method, const char *bucket,
                         : len > ERROR_BODY_MIN ? (size_t)len : ERROR_BODY_MIN;
     out->req.max_retries = -1;
     out->req.retry_delay = -1;
+    out->req.answer_transient = vt__s3_answer_transient; /* S3's words */
     /* The CA file stock GDAL verifies this request's server with: a GET or
      * HEAD stands for a /vsis3/ handle's read, one with a query for GDAL's
      * listing (config.h, "CA bundle"). */

@@ -56,6 +56,16 @@ vt_err vt__s3_list(const char *bucket, const char *prefix, int max_keys,
                    vt_http_resp *resp, char *errbuf, size_t errlen);
 
 
+/* The engine's judge of S3's error answers (s3_transient.c; set as
+ * vt_http_req.answer_transient on every S3 request): 1 when an answer of
+ * status with this body (the first len bytes of it; any bytes) carries a
+ * Code that S3 documents as worth retrying the same request for although
+ * its status is not 5xx: RequestTimeout (400: "Your socket connection to
+ * the server was not read from or written to within the timeout period").
+ * Only the start of the body is scanned (a code sits near its start). */
+int vt__s3_answer_transient(long status, const unsigned char *body,
+                            size_t len);
+
 /* Pull <Code> and <Message> out of an S3 error body (malloc'd, NULL when
  * absent). */
 void vt__s3_parse_error(const char *body, size_t len, char **code,

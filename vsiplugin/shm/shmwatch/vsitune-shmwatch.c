@@ -10,28 +10,17 @@
  * grants it, which is the moment no process is attached any more; then it
  * removes the name if it still names the same file, and exits. It holds an
  * exclusive lock on byte VT_SHM_LOCK_WATCHER while it waits, so there is one
- * watcher per segment. It maps nothing and links only libc.
+ * watcher per segment. It maps nothing and links only libc (and shmofd.c,
+ * the lock bytes' one home, which the plugin compiles too).
  *
  * usage: vsitune-shmwatch PATH DEV INO   (exit 0; 1 when not needed) */
 #define _GNU_SOURCE 1 /* F_OFD_SETLK */
 #include <fcntl.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "shm/shm_int.h" /* the lock bytes, as the plugin takes them */
-
-static int lock(int fd, int cmd, short type, off_t byte)
-{
-    struct flock fl;
-    memset(&fl, 0, sizeof fl);
-    fl.l_type = type;
-    fl.l_whence = SEEK_SET;
-    fl.l_start = byte;
-    fl.l_len = 1;
-    return fcntl(fd, cmd, &fl);
-}
+#include "shm/shmofd.h" /* the lock bytes and calls, as the plugin's */
 
 int main(int argc, char **argv)
 {
@@ -54,9 +43,9 @@ int main(int argc, char **argv)
         (unsigned long long)st.st_dev != strtoull(argv[2], NULL, 10) ||
         (unsigned long long)st.st_ino != strtoull(argv[3], NULL, 10))
         return 1;
-    if (lock(fd, F_OFD_SETLK, F_WRLCK, VT_SHM_LOCK_WATCHER) != 0)
+    if (vt__shm_ofd(fd, F_OFD_SETLK, F_WRLCK, VT_SHM_LOCK_WATCHER) != 0)
         return 1; /* another watcher has it */
-    if (lock(fd, F_OFD_SETLKW, F_WRLCK, VT_SHM_LOCK_ATTACHED) != 0)
+    if (vt__shm_ofd(fd, F_OFD_SETLKW, F_WRLCK, VT_SHM_LOCK_ATTACHED) != 0)
         return 1;
     if (stat(argv[1], &now) == 0 && now.st_dev == st.st_dev &&
         now.st_ino == st.st_ino)
