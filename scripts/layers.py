@@ -65,6 +65,7 @@ LAYERS = {
     "vsiplugin/gdal/streaming.c": 0, "vsiplugin/gdal/streaming.h": 0,
     # 1 options and parsers
     "vsiplugin/base/config.c": 1, "vsiplugin/base/config.h": 1,
+    "vsiplugin/base/options.c": 1,  # the table config.h declares
     "vsiplugin/auth/creds_parse.c": 1, "vsiplugin/auth/creds_parse.h": 1,
     "vsiplugin/auth/creds.h": 1,  # the credential type the parsers fill
     # 2 HTTP engine
