@@ -227,6 +227,67 @@ double vt__opt_num(const char *path, enum vt_opt id)
     return opt_get(path, id, vt__opts[id].min);
 }
 
+/* ---- booleans and enums ---------------------------------------------- */
+
+/* 1 for YES/TRUE/ON/1, 0 for NO/FALSE/OFF/0 (any case), -1 otherwise. */
+static int bool_word(const char *v)
+{
+    static const char *const words[2][4] = {{"NO", "FALSE", "OFF", "0"},
+                                            {"YES", "TRUE", "ON", "1"}};
+
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < 4; i++)
+            if (EQUAL(v, words[b][i]))
+                return b;
+    return -1;
+}
+
+/* The index of v in values (any case), -1 when it is not there. */
+static int value_index(const char *const *values, const char *v)
+{
+    for (int i = 0; values[i]; i++)
+        if (EQUAL(v, values[i]))
+            return i;
+    return -1;
+}
+
+int vt__opt_choice(const char *path, enum vt_opt id, int *set)
+{
+    const struct vt_opt_def *d = &vt__opts[id];
+    static const char *const bool_values[] = {"NO", "YES", NULL};
+    const char *const *values = d->kind == VT_OPT_ENUM ? d->values
+                                                       : bool_values;
+    char *v = vt__cfg_dup(d->per_path ? path : NULL, d->name);
+    int r, b, yes_no;
+
+    if (set)
+        *set = v != NULL;
+    if (v == NULL)
+        return (int)d->def;
+    /* A boolean is the enum NO, YES; an enum with both takes the words. */
+    yes_no = value_index(values, "YES") >= 0 && value_index(values, "NO") >= 0;
+    r = value_index(values, v);
+    b = bool_word(v);
+    if (r < 0 && yes_no && b >= 0)
+        r = value_index(values, b ? "YES" : "NO");
+    if (r < 0) {
+        r = (int)d->def;
+        if (first_warning(id, v)) {
+            char list[160] = "";
+            size_t n = 0;
+            for (int i = 0; values[i] && n < sizeof list; i++)
+                n += (size_t)snprintf(list + n, sizeof list - n, "%s%s",
+                                      i ? ", " : "", values[i]);
+            CPLError(CE_Warning, CPLE_IllegalArg,
+                     "vsitune: %s=%s is not one of %s%s; using %s", d->name,
+                     v, list, yes_no ? " (or TRUE, ON, 1, FALSE, OFF, 0)" : "",
+                     values[r]);
+        }
+    }
+    free(v);
+    return r;
+}
+
 uint64_t vt__cfg_cache_budget(void)
 {
     char *v = vt__cfg_dup(NULL, "VSITUNE_CACHE_SIZE");

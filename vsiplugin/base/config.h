@@ -41,6 +41,9 @@
 #define VT_MAX_SHARED_CACHE_SIZE ((uint64_t)1 << 44)      /* its range's top */
 #define VT_DEFAULT_SHARED_WAIT 10                  /* VSITUNE_SHARED_CACHE_WAIT, s */
 #define VT_DEFAULT_SHARED_META_TTL 30              /* VSITUNE_SHARED_METADATA_TTL, s */
+#define VT_DEFAULT_SHARED_CACHE 0     /* VSITUNE_SHARED_CACHE: tunerd turns it
+                                         on for plans of several processes
+                                         (it sizes it to the host's tier) */
 
 /* Every option the plugin reads, one row each in vt__opts (options.c:
  * name, kind, default, range or values, whether it is read for a path, the
@@ -139,7 +142,9 @@ char *vt__cfg_dup(const char *path, const char *name);
  * (CPL_AWS_CREDENTIALS_FILE="" means "no credentials file"). */
 char *vt__cfg_dup_raw(const char *path, const char *name);
 
-/* Boolean per CPLTestBool (YES/TRUE/ON/1); def when unset or empty. */
+/* Boolean per CPLTestBool, as GDAL reads its own options: NO/FALSE/OFF/0
+ * are false, any other value true; def when unset or empty. For GDAL's and
+ * AWS's booleans only: vsitune's own are read with vt__opt_choice. */
 int vt__cfg_bool(const char *path, const char *name, int def);
 
 /* Byte size or count: accepts plain integers and K/KB/M/MB/G/GB suffixes
@@ -164,6 +169,22 @@ uint64_t vt__opt_size_min(const char *path, enum vt_opt id, uint64_t min);
 /* The value of a VT_OPT_NUMBER option, as vt__opt_size ("is not a number
  * in [min, max]; using DEF"). Always finite and within the row's range. */
 double vt__opt_num(const char *path, enum vt_opt id);
+
+/* The values of VSITUNE_SIDECARS (vt__opt_choice), in its row's order. */
+enum vt_sidecars { VT_SIDECARS_AUTO, VT_SIDECARS_YES, VT_SIDECARS_NO };
+
+/* The value of one of vsitune's VT_OPT_BOOL (0 or 1) or VT_OPT_ENUM (the
+ * index of the value in the row's values) options for path (as
+ * vt__opt_size). A boolean takes YES/TRUE/ON/1 and NO/FALSE/OFF/0, an enum
+ * its values, any case; an enum with YES and NO values takes the boolean
+ * words for them too. Its default when unset or empty; its default and a
+ * CE_Warning naming the option and the accepted values ("vsitune:
+ * NAME=VALUE is not one of AUTO, YES, NO (or TRUE, ON, 1, FALSE, OFF, 0);
+ * using AUTO", once per option and value in the process) for any other
+ * value: where CPLTestBool would have taken it as YES. *set (may be NULL):
+ * 1 when the option is set, to any value. GDAL's own booleans keep
+ * CPLTestBool (vt__cfg_bool), as stock GDAL reads them. */
+int vt__opt_choice(const char *path, enum vt_opt id, int *set);
 
 /* Parse a decimal number: optional sign, digits with an optional fraction,
  * an optional exponent, blanks around; nothing else (no NaN, inf, hex, no

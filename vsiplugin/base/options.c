@@ -23,6 +23,7 @@
     {n, VT_OPT_ENUM, pp, d, 0, 0, vals, dd, doc}
 #define STR(n, pp, dd, doc) {n, VT_OPT_STRING, pp, 0, 0, 0, NULL, dd, doc}
 
+/* In enum vt_sidecars' order. */
 static const char *const sidecars_values[] = {"AUTO", "YES", "NO", NULL};
 static const char *const readdir_values[] = {"NO", "YES", "EMPTY_DIR", NULL};
 
@@ -95,10 +96,12 @@ const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
     /* ---- vsitune's booleans and enums */
     [VT_OPT_TAKEOVER] = BOOL("VSITUNE_TAKEOVER", 0, 1, "`YES`",
         "serve GDAL's /vsis3/ reads; read once, at registration"),
-    [VT_OPT_SIDECARS] = ENUM("VSITUNE_SIDECARS", 1, 0, sidecars_values,
+    [VT_OPT_SIDECARS] = ENUM("VSITUNE_SIDECARS", 1, VT_SIDECARS_AUTO,
+        sidecars_values,
         "`AUTO`", "who answers the sibling-files question: AUTO, GDAL "
         "(YES) or nobody (NO)"),
-    [VT_OPT_SHARED_CACHE] = BOOL("VSITUNE_SHARED_CACHE", 0, 0, "`NO`",
+    [VT_OPT_SHARED_CACHE] = BOOL("VSITUNE_SHARED_CACHE", 0,
+        VT_DEFAULT_SHARED_CACHE, "`NO`",
         "use the host-wide shared cache"),
     [VT_OPT_ACROSS_CREDENTIALS] = BOOL(
         "VSITUNE_SHARED_CACHE_ACROSS_CREDENTIALS", 1, 0, "`NO`",
