@@ -50,6 +50,7 @@ LAYERS = {
     "vsiplugin/base/error.c": 0, "vsiplugin/base/error.h": 0,
     "vsiplugin/base/xmlscan.c": 0, "vsiplugin/base/xmlscan.h": 0,
     "common/sizeparse.c": 0, "common/sizeparse.h": 0,
+    "common/defaults.h": 0,
     "vsiplugin/base/forksafe.c": 0, "vsiplugin/base/forksafe.h": 0,
     "vsiplugin/read/policy.c": 0, "vsiplugin/read/policy.h": 0,
     "vsiplugin/read/planner.c": 0, "vsiplugin/read/planner.h": 0,
@@ -127,8 +128,9 @@ LAYERS = {
     "tunerd/main.c": 6,
 }
 
-# The plugin's files tunerd compiles or includes (the facts both share).
-SHARED_WITH_TUNERD = {"vsiplugin/base/config.h"}
+# The plugin's files tunerd compiles or includes: none (the facts both share,
+# the options' defaults included, are in common/).
+SHARED_WITH_TUNERD = set()
 # common/ is the code both programs compile (layer 0 of each); it includes
 # only common/.
 

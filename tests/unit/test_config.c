@@ -22,6 +22,7 @@
 #include "base/config.h"
 #include "fuzz_bytes.h"
 #include "compat/gdal_release.h"
+#include "size_forms.h"
 
 static int teardown(void **state)
 {
@@ -273,6 +274,30 @@ static void test_numeric_options_accept_numbers(void **state)
     CPLPopErrorHandler();
 }
 
+/* The plugin reads VSITUNE_CACHE_SIZE as size_forms.h says (tunerd's
+ * test_tunerd_sizing.c holds a kept value to the same list): a form it
+ * takes is its value, with no warning; one it refuses is the default, with
+ * a warning. */
+static void test_size_forms_as_tunerd(void **state)
+{
+    (void)state;
+    CPLPushErrorHandler(record);
+    for (size_t i = 0; i < N_SIZE_FORMS; i++) {
+        int before = g_warnings;
+        uint64_t v;
+
+        CPLSetConfigOption("VSITUNE_CACHE_SIZE", size_forms[i].text);
+        v = vt__opt_size(NULL, VT_OPT_CACHE_SIZE);
+        if (v != (size_forms[i].ok ? size_forms[i].value : VT_DEFAULT_CACHE_SIZE) ||
+            (g_warnings > before) == size_forms[i].ok) {
+            print_error("\"%s\": the plugin read %llu\n", size_forms[i].text,
+                        (unsigned long long)v);
+            fail();
+        }
+    }
+    CPLPopErrorHandler();
+}
+
 /* ---- booleans and enums ------------------------------------------------ */
 
 /* vsitune's own booleans and enums: their words in any case, the boolean
@@ -505,6 +530,7 @@ int main(void)
         cmocka_unit_test_teardown(test_numeric_options_accept_numbers, teardown),
         cmocka_unit_test_teardown(test_number_parsers_on_garbage, teardown),
         cmocka_unit_test_teardown(test_choice_options, teardown),
+        cmocka_unit_test_teardown(test_size_forms_as_tunerd, teardown),
         cmocka_unit_test_teardown(test_ca_pick_per_release, teardown),
         cmocka_unit_test_teardown(test_ca_bundle_from_options, teardown),
     };

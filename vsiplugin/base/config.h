@@ -28,22 +28,9 @@
 
 #include "sizeparse.h" /* vt__parse_size: the size syntax, shared with tunerd */
 
-/* Defaults (documented in docs/configuration.md). */
-#define VT_DEFAULT_CACHE_SIZE (64u * 1024 * 1024)  /* VSITUNE_CACHE_SIZE */
-#define VT_DEFAULT_BLOCK_SIZE (64u * 1024)         /* VSITUNE_BLOCK_SIZE */
-#define VT_DEFAULT_HEADER_SIZE (64u * 1024)        /* VSITUNE_HEADER_SIZE */
-#define VT_DEFAULT_MERGE_GAP (64u * 1024)          /* VSITUNE_MERGE_GAP */
-#define VT_DEFAULT_MAX_REQUEST (16u * 1024 * 1024) /* VSITUNE_MAX_REQUEST_SIZE */
-#define VT_DEFAULT_READAHEAD_MAX (8u * 1024 * 1024)  /* VSITUNE_READAHEAD_MAX */
-#define VT_DEFAULT_META_TTL 300                    /* VSITUNE_METADATA_TTL, s */
-#define VT_DEFAULT_NEGATIVE_TTL 30                 /* VSITUNE_NEGATIVE_TTL, s */
-#define VT_DEFAULT_SHARED_CACHE_SIZE (256u * 1024 * 1024) /* VSITUNE_SHARED_CACHE_SIZE */
-#define VT_MAX_SHARED_CACHE_SIZE ((uint64_t)1 << 44)      /* its range's top */
-#define VT_DEFAULT_SHARED_WAIT 10                  /* VSITUNE_SHARED_CACHE_WAIT, s */
-#define VT_DEFAULT_SHARED_META_TTL 30              /* VSITUNE_SHARED_METADATA_TTL, s */
-#define VT_DEFAULT_SHARED_CACHE 0     /* VSITUNE_SHARED_CACHE: tunerd turns it
-                                         on for plans of several processes
-                                         (it sizes it to the host's tier) */
+/* The defaults and ranges tunerd shares (documented in
+ * docs/configuration.md): VT_DEFAULT_*, VT_MAX_*. */
+#include "defaults.h"
 
 /* Every option the plugin reads, one row each in vt__opts (options.c:
  * name, kind, default, range or values, whether it is read for a path, the

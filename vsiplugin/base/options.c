@@ -30,10 +30,10 @@ static const char *const readdir_values[] = {"NO", "YES", "EMPTY_DIR", NULL};
 const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
     /* ---- reads and the cache */
     [VT_OPT_CACHE_SIZE] = SIZE("VSITUNE_CACHE_SIZE", 0, VT_DEFAULT_CACHE_SIZE,
-        0, 1099511627776.0, "`64M`",
+        0, (double)VT_MAX_CACHE_SIZE, "`64M`",
         "the process's range-cache budget, bytes"),
     [VT_OPT_CURL_CACHE_SIZE] = SIZE("CPL_VSIL_CURL_CACHE_SIZE", 0,
-        VT_DEFAULT_CACHE_SIZE, 0, 1099511627776.0, "`64M`",
+        VT_DEFAULT_CACHE_SIZE, 0, (double)VT_MAX_CACHE_SIZE, "`64M`",
         "GDAL's cache budget, taken as vsitune's when VSITUNE_CACHE_SIZE is "
         "unset"),
     [VT_OPT_BLOCK_SIZE] = SIZE("VSITUNE_BLOCK_SIZE", 0, VT_DEFAULT_BLOCK_SIZE,
@@ -108,8 +108,8 @@ const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
         "share cached objects between credentials"),
     /* ---- strings */
     [VT_OPT_SHARED_CACHE_NAME] = STR("VSITUNE_SHARED_CACHE_NAME", 0,
-        "`default`", "the shared cache's pool name"),
-    [VT_OPT_SHM_DIR] = STR("VSITUNE_SHM_DIR", 0, "`/dev/shm`",
+        "`" VT_DEFAULT_SHM_POOL "`", "the shared cache's pool name"),
+    [VT_OPT_SHM_DIR] = STR("VSITUNE_SHM_DIR", 0, "`" VT_DEFAULT_SHM_DIR "`",
         "the directory of the shared segment"),
     [VT_OPT_STATS_DIR] = STR("VSITUNE_STATS_DIR", 0, "unset",
         "publish the counters to <dir>/vsitune-<pid>.json"),
