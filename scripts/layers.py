@@ -51,6 +51,7 @@ LAYERS = {
     "vsiplugin/base/xmlscan.c": 0, "vsiplugin/base/xmlscan.h": 0,
     "common/sizeparse.c": 0, "common/sizeparse.h": 0,
     "common/defaults.h": 0, "common/statsnames.h": 0,
+    "common/smallfile.c": 0, "common/smallfile.h": 0,
     "vsiplugin/base/forksafe.c": 0, "vsiplugin/base/forksafe.h": 0,
     "vsiplugin/read/policy.c": 0, "vsiplugin/read/policy.h": 0,
     "vsiplugin/read/planner.c": 0, "vsiplugin/read/planner.h": 0,
