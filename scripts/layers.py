@@ -53,6 +53,7 @@ LAYERS = {
     "common/defaults.h": 0, "common/statsnames.h": 0,
     "common/smallfile.c": 0, "common/smallfile.h": 0,
     "vsiplugin/base/forksafe.c": 0, "vsiplugin/base/forksafe.h": 0,
+    "vsiplugin/base/slots.c": 0, "vsiplugin/base/slots.h": 0,
     "vsiplugin/read/policy.c": 0, "vsiplugin/read/policy.h": 0,
     "vsiplugin/read/planner.c": 0, "vsiplugin/read/planner.h": 0,
     "vsiplugin/cache/lirs.c": 0, "vsiplugin/cache/lirs.h": 0,
