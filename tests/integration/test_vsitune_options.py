@@ -188,3 +188,19 @@ def test_across_credentials_not_a_value_is_no_and_warns(lab, gdal, small_cog):
     _said_once(cp.stderr, "VSITUNE_SHARED_CACHE_ACROSS_CREDENTIALS", "maybe",
                f"NO, YES {YES_NO}", "NO")
     assert kinds(lab.log()) == ["GET_RANGE"] * 2
+
+
+@pytest.mark.parametrize("name", ["GDAL_DISABLE_READDIR_ON_OPEN", "GDAL_HTTP_UNSAFESSL"])
+def test_gdal_boolean_not_a_value_as_stock(lab, gdal, small_cog, name):
+    # GDAL's own booleans keep GDAL's reading (CPLTestBool: "maybe" is YES), with no
+    # warning from vsitune: what stock GDAL prints and outputs, the plugin does.
+    out = {}
+    for vsitune in (False, True):
+        lab.reset()
+        cp, _ = gdal.run(["gdalinfo", s3path(small_cog)], vsitune=vsitune,
+                         extra={name: "maybe"})
+        warnings = [ln for ln in cp.stderr.splitlines()
+                    if ln.startswith(("Warning", "ERROR"))]
+        out[vsitune] = (cp.returncode, cp.stdout, warnings)
+    assert out[True] == out[False]
+    assert not any("vsitune:" in w for w in out[True][2])
