@@ -50,7 +50,10 @@ LAYERS = {
     "vsiplugin/base/error.c": 0, "vsiplugin/base/error.h": 0,
     "vsiplugin/base/xmlscan.c": 0, "vsiplugin/base/xmlscan.h": 0,
     "common/sizeparse.c": 0, "common/sizeparse.h": 0,
+    "common/defaults.h": 0, "common/statsnames.h": 0,
+    "common/smallfile.c": 0, "common/smallfile.h": 0,
     "vsiplugin/base/forksafe.c": 0, "vsiplugin/base/forksafe.h": 0,
+    "vsiplugin/base/slots.c": 0, "vsiplugin/base/slots.h": 0,
     "vsiplugin/read/policy.c": 0, "vsiplugin/read/policy.h": 0,
     "vsiplugin/read/planner.c": 0, "vsiplugin/read/planner.h": 0,
     "vsiplugin/cache/lirs.c": 0, "vsiplugin/cache/lirs.h": 0,
@@ -66,6 +69,7 @@ LAYERS = {
     "vsiplugin/gdal/stock.c": 0, "vsiplugin/gdal/stock.h": 0,
     # 1 options and parsers
     "vsiplugin/base/config.c": 1, "vsiplugin/base/config.h": 1,
+    "vsiplugin/base/options.c": 1,  # the table config.h declares
     "vsiplugin/auth/creds_parse.c": 1, "vsiplugin/auth/creds_parse.h": 1,
     "vsiplugin/auth/creds.h": 1,  # the credential type the parsers fill
     # 2 HTTP engine
@@ -136,8 +140,9 @@ LAYERS = {
     "tunerd/main.c": 6,
 }
 
-# The plugin's files tunerd compiles or includes (the facts both share).
-SHARED_WITH_TUNERD = {"vsiplugin/base/config.h"}
+# The plugin's files tunerd compiles or includes: none (the facts both share,
+# the options' defaults included, are in common/).
+SHARED_WITH_TUNERD = set()
 # common/ is the code both programs compile (layer 0 of each); it includes
 # only common/.
 

@@ -18,8 +18,9 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "base/config.h" /* the shared cache size's default and range */
+#include "defaults.h" /* the shared cache's defaults and range */
 #include "shmfit.h"
+#include "sizeparse.h"
 
 #include "cgroup.h"
 #include "errbuf.h"
@@ -168,7 +169,7 @@ static void detect_shm(vt_detect *d)
     char why[VT_DETECT_SRC_MAX - 64];
 
     if (!dir || !*dir)
-        dir = "/dev/shm";
+        dir = VT_DEFAULT_SHM_DIR;
     snprintf(d->shm_dir, sizeof d->shm_dir, "%s", dir);
     d->shared_asked_mb = (long)(asked >> 20);
     if (statvfs(dir, &v) != 0) {

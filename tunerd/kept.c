@@ -8,7 +8,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "defaults.h"
 #include "errbuf.h"
+#include "sizeparse.h"
 
 /* "N" then an optional unit; *unit_mult = 0 when none was given. */
 static int number_unit(const char *v, unsigned long long *n, uint64_t *mult)
@@ -66,13 +68,7 @@ int vt_kept_cachemax_mib(const char *v, long tier_mb, long *mib)
 
 int vt_kept_bytes(const char *v, uint64_t *bytes)
 {
-    unsigned long long n;
-    uint64_t mult;
-
-    if (number_unit(v, &n, &mult) != 0 || mult > 1024ULL * 1024 * 1024)
-        return -1;
-    *bytes = (uint64_t)n * (mult ? mult : 1);
-    return 0;
+    return vt__parse_size(v, bytes) == 0 && *bytes <= VT_MAX_CACHE_SIZE ? 0 : -1;
 }
 
 static int whole(const char *v, long lo, long hi, long *out)

@@ -17,8 +17,10 @@
  * without 'i'; GDAL >= 3.11). Returns 0, or -1 when it is none of these. */
 int vt_kept_cachemax_mib(const char *v, long tier_mb, long *mib);
 
-/* A byte size as the plugin and GDAL read VSITUNE_CACHE_SIZE and
- * CPL_VSIL_CURL_CACHE_SIZE: digits with an optional K, M or G (and B). */
+/* A byte size as the plugin reads VSITUNE_CACHE_SIZE and
+ * CPL_VSIL_CURL_CACHE_SIZE: the plugin's own parser (common/sizeparse.c:
+ * digits with an optional K, M or G, and B) and range (up to
+ * VT_MAX_CACHE_SIZE). Returns 0, or -1 for a value the plugin refuses. */
 int vt_kept_bytes(const char *v, uint64_t *bytes);
 
 /* Reads GDAL_CACHEMAX, the range cache variable, TUNERD_WORKERS and

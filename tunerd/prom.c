@@ -7,17 +7,34 @@
 #include "prom.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef uint64_t (*rec_get)(const vt_stats_rec *r);
 
-/* One family: its name, TYPE, HELP text and a counters file's value. */
+/* One family: its name, TYPE, HELP text and a counters file's value: the
+ * uint64_t at off in vt_stats_rec, or what get computes when it is set. */
 typedef struct fam {
     const char *name, *type, *help;
+    size_t off;
     rec_get get;
 } fam;
+
+/* A family's value: the record's field at off (AT), or computed (BY). */
+#define AT(member) offsetof(vt_stats_rec, member), NULL
+#define BY(fn) 0, fn
+
+static uint64_t value(const fam *fm, const vt_stats_rec *r)
+{
+    uint64_t v;
+
+    if (fm->get)
+        return fm->get(r);
+    memcpy(&v, (const char *)r + fm->off, sizeof v);
+    return v;
+}
 
 static void head(FILE *f, const char *name, const char *type, const char *help)
 {
@@ -32,96 +49,77 @@ static void per_rec(FILE *f, const vt_prom_in *in, const fam *fm)
         if (in->stats[i].ok)
             fprintf(f, "%s{pid=\"%llu\"} %llu\n", fm->name,
                     (unsigned long long)in->stats[i].rec.pid,
-                    (unsigned long long)fm->get(&in->stats[i].rec));
+                    (unsigned long long)value(fm, &in->stats[i].rec));
 }
 
-#define GETTER(fn, expr) static uint64_t fn(const vt_stats_rec *r) { return (expr); }
-GETTER(g_retries, r->engine.retries)
-GETTER(g_recv, r->engine.bytes_received)
-GETTER(g_conns, r->engine.connections)
-GETTER(g_in_flight, r->engine.in_flight)
-GETTER(g_h2, r->engine.h2_responses)
-GETTER(g_waits, r->cache.waits)
-GETTER(g_hits, r->cache.hits)
-GETTER(g_misses, r->cache.misses)
-GETTER(g_evictions, r->cache.evictions)
-GETTER(g_held, r->cache.retained_bytes)
-GETTER(g_peak, r->cache.peak_retained_bytes)
 /* A process on the shared cache keeps nothing privately (its own budget is 0):
  * what it may fill is the segment's room for blocks, which it shares. */
-GETTER(g_budget, r->shared.present && !r->cache.budget ? r->shared.data_bytes : r->cache.budget)
-GETTER(g_sh_size, r->shared.size)
-GETTER(g_sh_data, r->shared.data_bytes)
-GETTER(g_sh_used, r->shared.used_bytes)
-GETTER(g_sh_hits, r->shared.hits)
-GETTER(g_sh_waits, r->shared.waits)
-GETTER(g_sh_misses, r->shared.misses)
-GETTER(g_sh_evictions, r->shared.evictions)
-GETTER(g_sh_attached, r->shared.attached)
-GETTER(g_sh_objects, r->shared.objects)
-GETTER(g_time, r->time)
+static uint64_t g_budget(const vt_stats_rec *r)
+{
+    return r->shared.present && !r->cache.budget ? r->shared.data_bytes : r->cache.budget;
+}
 
 /* The families with one sample per readable counters file, in their order. */
 static const fam per_process[] = {
     {"vsitune_retries_total", "counter",
-     "Requests sent again after a transient failure.", g_retries},
+     "Requests sent again after a transient failure.", AT(engine.retries)},
     {"vsitune_received_bytes_total", "counter",
-     "Response body bytes received.", g_recv},
+     "Response body bytes received.", AT(engine.bytes_received)},
     {"vsitune_connections_opened_total", "counter",
-     "Connections opened (TCP, with TLS where used).", g_conns},
+     "Connections opened (TCP, with TLS where used).", AT(engine.connections)},
     {"vsitune_requests_in_flight", "gauge",
-     "Requests sent and not yet answered.", g_in_flight},
+     "Requests sent and not yet answered.", AT(engine.in_flight)},
     {"vsitune_h2_responses_total", "counter",
-     "Answers received over HTTP/2.", g_h2},
+     "Answers received over HTTP/2.", AT(engine.h2_responses)},
     {"vsitune_coalesced_waits_total", "counter",
      "Block reads that waited for another thread's request for the same bytes "
-     "instead of sending their own.", g_waits},
+     "instead of sending their own.", AT(cache.waits)},
     {"vsitune_cache_hits_total", "counter",
-     "Block reads served from the range cache.", g_hits},
+     "Block reads served from the range cache.", AT(cache.hits)},
     {"vsitune_cache_misses_total", "counter",
-     "Block reads that needed a request.", g_misses},
+     "Block reads that needed a request.", AT(cache.misses)},
     {"vsitune_cache_evictions_total", "counter",
-     "Blocks dropped from the range cache to stay within its budget.", g_evictions},
+     "Blocks dropped from the range cache to stay within its budget.", AT(cache.evictions)},
     {"vsitune_cache_held_bytes", "gauge",
-     "Bytes the range cache holds.", g_held},
+     "Bytes the range cache holds.", AT(cache.retained_bytes)},
     {"vsitune_cache_peak_held_bytes", "gauge",
-     "The most bytes the range cache has held.", g_peak},
+     "The most bytes the range cache has held.", AT(cache.peak_retained_bytes)},
     {"vsitune_cache_budget_bytes", "gauge",
      "The range cache's budget (VSITUNE_CACHE_SIZE); for a process on the shared "
      "cache, the shared segment's room for blocks, which it shares with the "
-     "other attached processes (do not add these up).", g_budget},
+     "other attached processes (do not add these up).", BY(g_budget)},
 };
 
 /* The last of the per-file families. */
 static const fam stamp = {"vsitune_counters_timestamp_seconds", "gauge",
-                          "When the process last wrote its counters (unix time).", g_time};
+                          "When the process last wrote its counters (unix time).", AT(time)};
 
 /* The shared-cache families, one sample per segment: those before the hit
  * ratio, then the rest. */
 static const fam seg_sizes[] = {
     {"vsitune_shared_cache_size_bytes", "gauge",
      "Size of the host's shared cache segment (VSITUNE_SHARED_CACHE_SIZE, "
-     "fitted to /dev/shm).", g_sh_size},
+     "fitted to /dev/shm).", AT(shared.size)},
     {"vsitune_shared_cache_block_bytes", "gauge",
-     "The segment's room for blocks (its size less the index).", g_sh_data},
+     "The segment's room for blocks (its size less the index).", AT(shared.data_bytes)},
     {"vsitune_shared_cache_used_bytes", "gauge",
-     "Bytes of blocks the shared cache holds.", g_sh_used},
+     "Bytes of blocks the shared cache holds.", AT(shared.used_bytes)},
     {"vsitune_shared_cache_hits_total", "counter",
-     "Block lookups served from the shared cache, all processes.", g_sh_hits},
+     "Block lookups served from the shared cache, all processes.", AT(shared.hits)},
     {"vsitune_shared_cache_waits_total", "counter",
      "Block lookups that waited for another process's fetch of the block.",
-     g_sh_waits},
+     AT(shared.waits)},
     {"vsitune_shared_cache_misses_total", "counter",
-     "Block lookups that needed a fetch, all processes.", g_sh_misses},
+     "Block lookups that needed a fetch, all processes.", AT(shared.misses)},
 };
 static const fam seg_rest[] = {
     {"vsitune_shared_cache_evictions_total", "counter",
      "Blocks dropped from the shared cache to stay within its size.",
-     g_sh_evictions},
+     AT(shared.evictions)},
     {"vsitune_shared_cache_attached_processes", "gauge",
-     "Processes attached to the segment.", g_sh_attached},
+     "Processes attached to the segment.", AT(shared.attached)},
     {"vsitune_shared_cache_objects", "gauge",
-     "Objects the segment knows.", g_sh_objects},
+     "Objects the segment knows.", AT(shared.objects)},
 };
 
 static void requests(FILE *f, const vt_prom_in *in)
@@ -205,7 +203,7 @@ static void shared_fam(FILE *f, const vt_stats_rec *const *segs, int n, const fa
     for (int i = 0; i < n; i++) {
         fprintf(f, "%s{segment=\"", fm->name);
         label_value(f, segs[i]->shared.path);
-        fprintf(f, "\"} %llu\n", (unsigned long long)fm->get(segs[i]));
+        fprintf(f, "\"} %llu\n", (unsigned long long)value(fm, segs[i]));
     }
 }
 

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "defaults.h" /* VT_DEFAULT_CACHE_SIZE: the range cache's cap */
 #include "platform.h"
 
 /* Coefficients (MB unless stated). See docs/tuning.md "The ledger". */
@@ -19,7 +20,8 @@
 #define VT_SIZE_CACHE_GRANULE_MB 32
 #define VT_SIZE_RANGE_PCT 5         /* range cache budget, % of the tier, divided */
 #define VT_SIZE_RANGE_GRANULE_MB 16
-#define VT_SIZE_RANGE_MAX_MB 64     /* the plugin's default VSITUNE_CACHE_SIZE */
+#define VT_SIZE_RANGE_MAX_MB ((long)(VT_DEFAULT_CACHE_SIZE >> 20)) /* the
+                                       plugin's default VSITUNE_CACHE_SIZE */
 #define VT_SIZE_HEADROOM_PCT 10
 #define VT_SIZE_HEADROOM_MIN_MB 32
 #define VT_SIZE_TILE_THREADS 4      /* the GIL plateau (seed 000) */

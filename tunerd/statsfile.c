@@ -17,13 +17,11 @@
 #define MAX_DEPTH 3
 #define KEY_MAX 32
 
-const char *const vt_http_kind_names[VT_HTTP_KINDS] = {
-    "get_range", "get", "head", "put", "post", "delete", "other"
-};
-const char *const vt_http_class_names[VT_HTTP_CLASSES] = { "2xx", "3xx", "4xx", "5xx", "none" };
-const char *const vt_lat_bound_text[VT_LAT_BOUNDS] = {
-    "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "30"
-};
+const char *const vt_http_kind_names[VT_HTTP_KINDS] = { VT_STATS_HTTP_KINDS };
+const char *const vt_http_class_names[VT_HTTP_CLASSES] = { VT_STATS_HTTP_CLASSES };
+#define BOUND_TEXT(i, s) #s,
+const char *const vt_lat_bound_text[VT_LAT_BOUNDS] = { VT_STATS_LAT_BOUNDS(BOUND_TEXT) };
+#undef BOUND_TEXT
 
 enum {
     S_TOP, S_CACHE, S_ENGINE, S_HTTP, S_K0, S_K1, S_K2, S_K3, S_K4, S_K5, S_K6,
@@ -60,6 +58,12 @@ enum { T_NUM, T_BOOL, T_STR };
 #define KIND(k) F(S_K0 + k, "2xx", http.n[k][0]), F(S_K0 + k, "3xx", http.n[k][1]), \
     F(S_K0 + k, "4xx", http.n[k][2]), F(S_K0 + k, "5xx", http.n[k][3]), \
     F(S_K0 + k, "none", http.n[k][4])
+/* The named fields of statsnames.h, each to its vt_stats_rec member. */
+#define CACHE_F(n) F(S_CACHE, #n, cache.n),
+#define ENGINE_F(n) F(S_ENGINE, #n, engine.n),
+#define AVOIDED_F(n) F(S_AVOIDED, #n, avoided.n),
+#define SHARED_F(n) F(S_SHARED, #n, shared.n),
+#define LAT_F(i, s) F(S_LAT, "le_" #s, latency.le[i]),
 static const struct field {
     int section;
     const char *name;
@@ -69,58 +73,21 @@ static const struct field {
 } fields[] = {
     F(S_TOP, "pid", pid),
     F(S_TOP, "time", time),
-    F(S_CACHE, "budget", cache.budget),
-    F(S_CACHE, "retained_bytes", cache.retained_bytes),
-    F(S_CACHE, "peak_retained_bytes", cache.peak_retained_bytes),
-    F(S_CACHE, "transient_bytes", cache.transient_bytes),
-    F(S_CACHE, "hits", cache.hits),
-    F(S_CACHE, "misses", cache.misses),
-    F(S_CACHE, "waits", cache.waits),
-    F(S_CACHE, "evictions", cache.evictions),
-    F(S_CACHE, "blocks", cache.blocks),
-    F(S_ENGINE, "requests", engine.requests),
-    F(S_ENGINE, "retries", engine.retries),
-    F(S_ENGINE, "bytes_received", engine.bytes_received),
-    F(S_ENGINE, "connections", engine.connections),
-    F(S_ENGINE, "in_flight", engine.in_flight),
-    F(S_ENGINE, "h2_responses", engine.h2_responses),
+    VT_STATS_CACHE(CACHE_F)
+    VT_STATS_ENGINE(ENGINE_F)
     KIND(0), KIND(1), KIND(2), KIND(3), KIND(4), KIND(5), KIND(6),
-    F(S_LAT, "le_0.005", latency.le[0]),
-    F(S_LAT, "le_0.01", latency.le[1]),
-    F(S_LAT, "le_0.025", latency.le[2]),
-    F(S_LAT, "le_0.05", latency.le[3]),
-    F(S_LAT, "le_0.1", latency.le[4]),
-    F(S_LAT, "le_0.25", latency.le[5]),
-    F(S_LAT, "le_0.5", latency.le[6]),
-    F(S_LAT, "le_1", latency.le[7]),
-    F(S_LAT, "le_2.5", latency.le[8]),
-    F(S_LAT, "le_5", latency.le[9]),
-    F(S_LAT, "le_10", latency.le[10]),
-    F(S_LAT, "le_30", latency.le[11]),
-    F(S_LAT, "le_inf", latency.le[12]),
+    VT_STATS_LAT_BOUNDS(LAT_F)
+    F(S_LAT, "le_inf", latency.le[VT_LAT_BOUNDS]),
     F(S_LAT, "sum_us", latency.sum_us),
     F(S_LAT, "count", latency.count),
-    F(S_AVOIDED, "lists", avoided.lists),
-    F(S_AVOIDED, "heads", avoided.heads),
+    VT_STATS_AVOIDED(AVOIDED_F)
     F(S_PROCESS, "ppid", process.ppid),
     FT(S_PROCESS, "forked", T_BOOL, 0, process.forked),
     FT(S_PROCESS, "oom_kills", T_NUM, 1, process.oom_kills),
     FT(S_PROCESS, "oom_file", T_STR, 1, process.oom_file),
     FT(S_TOP, "exited", T_BOOL, 1, exited),
     FT(S_SHARED, "path", T_STR, 0, shared.path),
-    F(S_SHARED, "size", shared.size),
-    F(S_SHARED, "data_bytes", shared.data_bytes),
-    F(S_SHARED, "used_bytes", shared.used_bytes),
-    F(S_SHARED, "reserved_bytes", shared.reserved_bytes),
-    F(S_SHARED, "attached", shared.attached),
-    F(S_SHARED, "objects", shared.objects),
-    F(S_SHARED, "hits", shared.hits),
-    F(S_SHARED, "misses", shared.misses),
-    F(S_SHARED, "waits", shared.waits),
-    F(S_SHARED, "wait_timeouts", shared.wait_timeouts),
-    F(S_SHARED, "evictions", shared.evictions),
-    F(S_SHARED, "takeovers", shared.takeovers),
-    F(S_SHARED, "repairs", shared.repairs),
+    VT_STATS_SHARED(SHARED_F)
 };
 #define N_FIELDS ((int)(sizeof fields / sizeof fields[0]))
 

@@ -25,9 +25,11 @@
 /* Request kinds and status classes of the "http" section, in the plugin's
  * order; and the latency histogram's upper bounds (seconds; the last bucket
  * is +Inf). */
-#define VT_HTTP_KINDS 7
-#define VT_HTTP_CLASSES 5
-#define VT_LAT_BOUNDS 12
+#include "statsnames.h" /* the document's names, shared with the plugin */
+
+#define VT_HTTP_KINDS VT_STATS_N_KINDS
+#define VT_HTTP_CLASSES VT_STATS_N_CLASSES
+#define VT_LAT_BOUNDS VT_STATS_N_BOUNDS
 extern const char *const vt_http_kind_names[VT_HTTP_KINDS];   /* "get_range", ... */
 extern const char *const vt_http_class_names[VT_HTTP_CLASSES]; /* "2xx" .. "none" */
 extern const char *const vt_lat_bound_text[VT_LAT_BOUNDS];     /* "0.005", ... "30" */

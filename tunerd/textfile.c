@@ -1,11 +1,10 @@
-/* textfile.c: the one bounded small-file reader of tunerd (textfile.h). */
+/* textfile.c: tunerd's bounded reader of the small text files it names
+ * itself (textfile.h); a file named by outside data goes through
+ * common/smallfile.c, which the plugin uses too. */
 #include "textfile.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 long vt__read_text(const char *path, char *buf, size_t cap)
 {
@@ -31,31 +30,4 @@ out:
     if (f)
         fclose(f);
     return rc;
-}
-
-long vt__read_regular(const char *path, char *buf, size_t cap)
-{
-    struct stat st;
-    ssize_t n;
-    int fd;
-
-    if (cap == 0) {
-        errno = EINVAL;
-        return -1;
-    }
-    buf[0] = '\0';
-    fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return -1;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        errno = EINVAL;
-        return -1;
-    }
-    n = read(fd, buf, cap - 1);
-    close(fd);
-    if (n < 0)
-        return -1;
-    buf[n] = '\0';
-    return (long)n;
 }

@@ -11,9 +11,8 @@
  * be opened or read. No allocation. */
 long vt__read_text(const char *path, char *buf, size_t cap);
 
-/* The same for a path named by data tunerd did not write (a counters file's
- * oom_file): opened O_NONBLOCK, read only when it is a regular file, so a
- * FIFO or a device there can never make tunerd wait. */
-long vt__read_regular(const char *path, char *buf, size_t cap);
+/* For a path named by data tunerd did not write (a counters file's
+ * oom_file): vt__read_regular, common/'s reader, which never blocks. */
+#include "smallfile.h"
 
 #endif

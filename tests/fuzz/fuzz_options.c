@@ -2,7 +2,8 @@
  * (config.c): vt__parse_num and vt__parse_size on any bytes, and every row
  * of the option table read with the input as its value: never a crash, a
  * parsed number always finite, every option's value within its row's range
- * (NaN, infinities, overflow and garbage give the default). */
+ * (NaN, infinities, overflow and garbage give the default); every boolean
+ * and enum row read with vt__opt_choice, its answer one of its values. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -35,11 +36,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const struct vt_opt_def *o = &vt__opts[id];
         double v;
 
+        if (o->kind == VT_OPT_STRING)
+            continue; /* read by name, as given */
         CPLSetConfigOption(o->name, s);
-        v = o->kind == VT_OPT_SIZE ? (double)vt__opt_size("b/k", id)
-                                   : vt__opt_num("b/k", id);
-        if (!(v >= o->min && v <= o->max))
-            abort();
+        if (o->kind == VT_OPT_BOOL || o->kind == VT_OPT_ENUM) {
+            int c = vt__opt_choice("b/k", id, NULL), n = 2;
+            if (o->kind == VT_OPT_ENUM)
+                for (n = 0; o->values[n]; n++)
+                    ;
+            if (c < 0 || c >= n)
+                abort();
+        } else {
+            v = o->kind == VT_OPT_SIZE ? (double)vt__opt_size("b/k", id)
+                                       : vt__opt_num("b/k", id);
+            if (!(v >= o->min && v <= o->max))
+                abort();
+        }
         CPLSetConfigOption(o->name, NULL);
     }
     free(s);

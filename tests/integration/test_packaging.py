@@ -346,10 +346,20 @@ def test_layer_script_refuses_a_build_with_another_libdir(built, tmp_path):
 
 # ---------------------------------------------------------------- container recipe
 
-def dockerfile_instructions():
-    """[(INSTRUCTION, args text, stage index)]: comments dropped, continuations joined."""
+def script_runs(script):
+    """The commands of a script a RUN runs (packaging/build-stage.sh, shared by both
+    recipes), one '&&' chain a line, as RUN argument texts: comments and `set`
+    dropped."""
+    return [ln.strip() for ln in script.read_text().splitlines()
+            if ln.strip() and not ln.lstrip().startswith("#") and not ln.startswith("set ")]
+
+
+def dockerfile_instructions(path=None):
+    """[(INSTRUCTION, args text, stage index)]: comments dropped, continuations joined;
+    a RUN of a shell script COPY'd from the repository into /src stands for the
+    script's commands (script_runs), each a RUN."""
     out, stage, buf = [], -1, ""
-    for raw in DOCKERFILE.read_text().splitlines():
+    for raw in (path or DOCKERFILE).read_text().splitlines():
         if not buf and (not raw.strip() or raw.lstrip().startswith("#")):
             continue
         if raw.rstrip().endswith("\\"):
@@ -361,9 +371,25 @@ def dockerfile_instructions():
         instr = instr.upper()
         if instr == "FROM":
             stage += 1
+        m = re.fullmatch(r"sh /src/(\S+\.sh)", rest.strip())
+        if instr == "RUN" and m:
+            copied = [a for i, a, s in out if i == "COPY" and s == stage
+                      and a.split()[0] == m.group(1)]
+            assert copied, f"RUN of {m.group(1)}, which the stage does not COPY"
+            out += [("RUN", cmd, stage) for cmd in script_runs(REPO / m.group(1))]
+            continue
         out.append((instr, rest.strip(), stage))
     assert not buf, "Dockerfile ends inside a continuation"
     return out
+
+
+def test_both_recipes_build_alike():
+    """The container recipe and the Lambda image build the same way: the same
+    build stage (one script, packaging/build-stage.sh, and the same sources)."""
+    lam = REPO / "packaging" / "lambda-image" / "Dockerfile"
+    build = [(i, a) for i, a, s in dockerfile_instructions() if s == 0]
+    assert build == [(i, a) for i, a, s in dockerfile_instructions(lam) if s == 0]
+    assert ("RUN", next(a for i, a in build if a.startswith("cmake "))) in build
 
 
 def setup_debs():

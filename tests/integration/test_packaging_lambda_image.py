@@ -242,6 +242,9 @@ def test_dockerfile_is_the_rootfs_that_was_run():
     and the ENTRYPOINT + CMD the test above ran."""
     text = (IMAGE / "Dockerfile").read_text()
     lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
+    # the build stage runs the recipes' shared script: its steps are the image's
+    assert "RUN sh /src/packaging/build-stage.sh" in lines
+    text += (REPO / "packaging" / "build-stage.sh").read_text()
     froms = [ln for ln in lines if ln.startswith("FROM ")]
     assert froms == ["FROM debian:bookworm-slim AS build", "FROM debian:bookworm-slim"]
     script = (IMAGE / "build-rootfs.sh").read_text()

@@ -22,6 +22,7 @@
 #include "base/config.h"
 #include "fuzz_bytes.h"
 #include "compat/gdal_release.h"
+#include "size_forms.h"
 
 static int teardown(void **state)
 {
@@ -188,6 +189,8 @@ static void test_every_numeric_option_rejects_non_numbers(void **state)
     for (int id = 0; id < VT_OPT_COUNT; id++) {
         const struct vt_opt_def *d = &vt__opts[id];
 
+        if (d->kind != VT_OPT_SIZE && d->kind != VT_OPT_NUMBER)
+            continue;
         /* The default is within the row's own range. */
         assert_true(d->def >= d->min && d->def <= d->max);
         assert_true(read_opt("b/k", id) == d->def);
@@ -268,6 +271,107 @@ static void test_numeric_options_accept_numbers(void **state)
     assert_int_equal(vt__parse_size("18446744073709551615", &n), 0);
     assert_int_equal(vt__parse_size("16777216T", &n), -1);
     assert_int_equal(vt__parse_size("17179869184G", &n), -1); /* 2^64 */
+    CPLPopErrorHandler();
+}
+
+/* The plugin reads VSITUNE_CACHE_SIZE as size_forms.h says (tunerd's
+ * test_tunerd_sizing.c holds a kept value to the same list): a form it
+ * takes is its value, with no warning; one it refuses is the default, with
+ * a warning. */
+static void test_size_forms_as_tunerd(void **state)
+{
+    (void)state;
+    CPLPushErrorHandler(record);
+    for (size_t i = 0; i < N_SIZE_FORMS; i++) {
+        int before = g_warnings;
+        uint64_t v;
+
+        CPLSetConfigOption("VSITUNE_CACHE_SIZE", size_forms[i].text);
+        v = vt__opt_size(NULL, VT_OPT_CACHE_SIZE);
+        if (v != (size_forms[i].ok ? size_forms[i].value : VT_DEFAULT_CACHE_SIZE) ||
+            (g_warnings > before) == size_forms[i].ok) {
+            print_error("\"%s\": the plugin read %llu\n", size_forms[i].text,
+                        (unsigned long long)v);
+            fail();
+        }
+    }
+    CPLPopErrorHandler();
+}
+
+/* ---- booleans and enums ------------------------------------------------ */
+
+/* vsitune's own booleans and enums: their words in any case, the boolean
+ * words for an enum's YES and NO; anything else (where CPLTestBool said
+ * YES) gives the default and one warning naming the option, the value and
+ * the accepted values; "" is unset. */
+static void test_choice_options(void **state)
+{
+    static const struct {
+        enum vt_opt id;
+        const char *value;
+        int want, warns;
+    } cases[] = {
+        {VT_OPT_SIDECARS, "auto", VT_SIDECARS_AUTO, 0},
+        {VT_OPT_SIDECARS, "YES", VT_SIDECARS_YES, 0},
+        {VT_OPT_SIDECARS, "on", VT_SIDECARS_YES, 0},
+        {VT_OPT_SIDECARS, "1", VT_SIDECARS_YES, 0},
+        {VT_OPT_SIDECARS, "No", VT_SIDECARS_NO, 0},
+        {VT_OPT_SIDECARS, "FALSE", VT_SIDECARS_NO, 0},
+        {VT_OPT_SIDECARS, "off", VT_SIDECARS_NO, 0},
+        {VT_OPT_SIDECARS, "0", VT_SIDECARS_NO, 0},
+        {VT_OPT_SIDECARS, "", VT_SIDECARS_AUTO, 0},
+        {VT_OPT_SIDECARS, "maybe", VT_SIDECARS_AUTO, 1},
+        {VT_OPT_SIDECARS, "Y", VT_SIDECARS_AUTO, 1},
+        {VT_OPT_SIDECARS, "AUTO ", VT_SIDECARS_AUTO, 1},
+        {VT_OPT_TAKEOVER, "no", 0, 0},
+        {VT_OPT_TAKEOVER, "maybe", 1, 1},
+        {VT_OPT_SHARED_CACHE, "true", 1, 0},
+        {VT_OPT_SHARED_CACHE, "maybe", 0, 1},
+        {VT_OPT_SHARED_CACHE, "2", 0, 1},
+        {VT_OPT_ACROSS_CREDENTIALS, "ON", 1, 0},
+        {VT_OPT_ACROSS_CREDENTIALS, "enabled", 0, 1},
+        {VT_OPT_ACROSS_CREDENTIALS, "auto", 0, 1},
+    };
+    (void)state;
+    CPLPushErrorHandler(record);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+        const struct vt_opt_def *d = &vt__opts[cases[i].id];
+        int before = g_warnings, set = -1;
+
+        CPLSetConfigOption(d->name, cases[i].value);
+        if (vt__opt_choice("b/k", cases[i].id, &set) != cases[i].want) {
+            print_error("%s=\"%s\"\n", d->name, cases[i].value);
+            fail();
+        }
+        assert_int_equal(set, *cases[i].value != '\0');
+        assert_int_equal(g_warnings - before, cases[i].warns);
+        if (cases[i].warns) {
+            char want[256];
+            snprintf(want, sizeof want, "vsitune: %s=%s is not one of ",
+                     d->name, cases[i].value);
+            assert_non_null(strstr(g_last, want));
+            assert_non_null(strstr(g_last, "YES"));
+            /* said once per value, not on every read */
+            (void)vt__opt_choice("b/k", cases[i].id, NULL);
+            assert_int_equal(g_warnings - before, 1);
+        }
+        CPLSetConfigOption(d->name, NULL);
+    }
+    CPLSetConfigOption("VSITUNE_SIDECARS", "maybe!");
+    (void)vt__opt_choice("b/k", VT_OPT_SIDECARS, NULL);
+    assert_string_equal(g_last, "vsitune: VSITUNE_SIDECARS=maybe! is not one "
+                        "of AUTO, YES, NO (or TRUE, ON, 1, FALSE, OFF, 0); "
+                        "using AUTO");
+    /* path-specific: for that path only */
+    VSISetPathSpecificOption("/vsis3/pb", "VSITUNE_SIDECARS", "NO");
+    assert_int_equal(vt__opt_choice("pb/k", VT_OPT_SIDECARS, NULL),
+                     VT_SIDECARS_NO);
+    CPLSetConfigOption("VSITUNE_SIDECARS", NULL);
+    assert_int_equal(vt__opt_choice("b/k", VT_OPT_SIDECARS, NULL),
+                     VT_SIDECARS_AUTO);
+    /* unset: the defaults */
+    assert_int_equal(vt__opt_choice(NULL, VT_OPT_TAKEOVER, NULL), 1);
+    assert_int_equal(vt__opt_choice(NULL, VT_OPT_SHARED_CACHE, NULL), 0);
     CPLPopErrorHandler();
 }
 
@@ -425,6 +529,8 @@ int main(void)
                                   teardown),
         cmocka_unit_test_teardown(test_numeric_options_accept_numbers, teardown),
         cmocka_unit_test_teardown(test_number_parsers_on_garbage, teardown),
+        cmocka_unit_test_teardown(test_choice_options, teardown),
+        cmocka_unit_test_teardown(test_size_forms_as_tunerd, teardown),
         cmocka_unit_test_teardown(test_ca_pick_per_release, teardown),
         cmocka_unit_test_teardown(test_ca_bundle_from_options, teardown),
     };

@@ -17,6 +17,7 @@
 #include "kept.h"
 #include "platform.h"
 #include "sizing.h"
+#include "size_forms.h"
 
 static const char *profiles_dir(void)
 {
@@ -481,6 +482,24 @@ static void test_kept(void **state)
     assert_int_equal(vt_kept_bytes("64%", &b), -1);
 }
 
+/* A kept VSITUNE_CACHE_SIZE is read as the plugin reads it: every form
+ * of size_forms.h (test_config.c holds the plugin to the same list). */
+static void test_kept_bytes_as_the_plugin(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < N_SIZE_FORMS; i++) {
+        uint64_t b = 0;
+        int r = vt_kept_bytes(size_forms[i].text, &b);
+        if ((r == 0) != size_forms[i].ok || (r == 0 && b != size_forms[i].value)) {
+            print_error("\"%s\": tunerd %s %llu, the plugin %s %llu\n", size_forms[i].text,
+                        r == 0 ? "takes" : "refuses", (unsigned long long)b,
+                        size_forms[i].ok ? "takes" : "refuses",
+                        (unsigned long long)size_forms[i].value);
+            fail();
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -494,6 +513,7 @@ int main(void)
         cmocka_unit_test(test_tiles),
         cmocka_unit_test(test_cachemax_bytes),
         cmocka_unit_test(test_kept),
+        cmocka_unit_test(test_kept_bytes_as_the_plugin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

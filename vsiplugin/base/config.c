@@ -1,5 +1,6 @@
-/* config.c: option lookup, global or for one object path; the table of
- * numeric options and their strict parsers; the CA-bundle choice under the
+/* config.c: option lookup, global or for one object path; the strict
+ * parsers and checks of the options in options.c's table; the CA-bundle
+ * choice under the
  * running GDAL release's rule (gdal_release.h) (see config.h). */
 #include "base/config.h"
 
@@ -157,66 +158,6 @@ int vt__parse_num(const char *s, double *out)
     return 0;
 }
 
-/* ---- the table ---------------------------------------------------------- */
-
-#define KIB 1024.0
-#define MIB (1024.0 * 1024.0)
-
-/* Defaults documented in docs/configuration.md; the engine's in
- * engine.c's words there too. */
-const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
-    [VT_OPT_CACHE_SIZE] = {"VSITUNE_CACHE_SIZE", VT_OPT_SIZE, 0,
-                           VT_DEFAULT_CACHE_SIZE, 0, 1099511627776.0},
-    [VT_OPT_CURL_CACHE_SIZE] = {"CPL_VSIL_CURL_CACHE_SIZE", VT_OPT_SIZE, 0,
-                                VT_DEFAULT_CACHE_SIZE, 0, 1099511627776.0},
-    [VT_OPT_BLOCK_SIZE] = {"VSITUNE_BLOCK_SIZE", VT_OPT_SIZE, 0,
-                           VT_DEFAULT_BLOCK_SIZE, 4096, 16 * MIB},
-    [VT_OPT_HEADER_SIZE] = {"VSITUNE_HEADER_SIZE", VT_OPT_SIZE, 1,
-                            VT_DEFAULT_HEADER_SIZE, KIB, 64 * MIB},
-    [VT_OPT_MERGE_GAP] = {"VSITUNE_MERGE_GAP", VT_OPT_SIZE, 1,
-                          VT_DEFAULT_MERGE_GAP, 0, 1024 * MIB},
-    [VT_OPT_MAX_REQUEST_SIZE] = {"VSITUNE_MAX_REQUEST_SIZE", VT_OPT_SIZE, 1,
-                                 VT_DEFAULT_MAX_REQUEST, 4096, 1024 * MIB},
-    [VT_OPT_READAHEAD_MAX] = {"VSITUNE_READAHEAD_MAX", VT_OPT_SIZE, 1,
-                              VT_DEFAULT_READAHEAD_MAX, 0, 1024 * MIB},
-    [VT_OPT_METADATA_TTL] = {"VSITUNE_METADATA_TTL", VT_OPT_SIZE, 1,
-                             VT_DEFAULT_META_TTL, 0, 1024 * MIB},
-    [VT_OPT_NEGATIVE_TTL] = {"VSITUNE_NEGATIVE_TTL", VT_OPT_SIZE, 1,
-                             VT_DEFAULT_NEGATIVE_TTL, 0, 1024 * MIB},
-    [VT_OPT_SHARED_METADATA_TTL] = {"VSITUNE_SHARED_METADATA_TTL", VT_OPT_SIZE,
-                                    1, VT_DEFAULT_SHARED_META_TTL, 0,
-                                    1024 * MIB},
-    [VT_OPT_SHARED_CACHE_SIZE] = {"VSITUNE_SHARED_CACHE_SIZE", VT_OPT_SIZE, 0,
-                                  VT_DEFAULT_SHARED_CACHE_SIZE, 0,
-                                  (double)VT_MAX_SHARED_CACHE_SIZE},
-    [VT_OPT_SHARED_CACHE_WAIT] = {"VSITUNE_SHARED_CACHE_WAIT", VT_OPT_SIZE, 0,
-                                  VT_DEFAULT_SHARED_WAIT, 0, 3600},
-    [VT_OPT_READDIR_LIMIT] = {"GDAL_READDIR_LIMIT_ON_OPEN", VT_OPT_SIZE, 1,
-                              1000, 1, 1024 * MIB},
-    /* The engine's, process-wide (read for every batch of requests). GDAL's
-     * own retry delay is 30 s; ours is the base of an exponential, jittered
-     * backoff, and a tile server cannot wait 30 s for a 503. A transfer
-     * averaging under 1 KiB/s over 10 s is abandoned (and retried): GDAL's
-     * 1 B/s lets a 10 B/s trickle run for ever. No retry starts later than
-     * VSITUNE_RETRY_WINDOW after a request's first attempt. */
-    [VT_OPT_MAX_RETRY] = {"GDAL_HTTP_MAX_RETRY", VT_OPT_NUMBER, 0, 3, 0, 100},
-    [VT_OPT_RETRY_DELAY] = {"GDAL_HTTP_RETRY_DELAY", VT_OPT_NUMBER, 0, 0.5, 0,
-                            60},
-    [VT_OPT_TIMEOUT] = {"GDAL_HTTP_TIMEOUT", VT_OPT_NUMBER, 0, 0, 0, 86400},
-    [VT_OPT_CONNECT_TIMEOUT] = {"GDAL_HTTP_CONNECTTIMEOUT", VT_OPT_NUMBER, 0,
-                                10, 0.001, 3600},
-    [VT_OPT_LOW_SPEED_TIME] = {"GDAL_HTTP_LOW_SPEED_TIME", VT_OPT_NUMBER, 0,
-                               10, 0, 86400},
-    [VT_OPT_LOW_SPEED_LIMIT] = {"GDAL_HTTP_LOW_SPEED_LIMIT", VT_OPT_NUMBER, 0,
-                                1024, 0, 1e9},
-    [VT_OPT_RETRY_WINDOW] = {"VSITUNE_RETRY_WINDOW", VT_OPT_NUMBER, 0, 30, 0,
-                             86400},
-    [VT_OPT_MAX_CONNECTIONS] = {"VSITUNE_MAX_CONNECTIONS", VT_OPT_NUMBER, 0,
-                                16, 1, 1024},
-    [VT_OPT_MAX_STREAMS] = {"VSITUNE_MAX_STREAMS", VT_OPT_NUMBER, 0, 100, 1,
-                            1000},
-};
-
 /* The last bad value warned about, per option, as a hash: a bad value is
  * said once, not on every request that reads it. Lock-free (callers may
  * hold their own lock, e.g. object.c's table lock around the cache budget);
@@ -284,6 +225,67 @@ uint64_t vt__opt_size_min(const char *path, enum vt_opt id, uint64_t min)
 double vt__opt_num(const char *path, enum vt_opt id)
 {
     return opt_get(path, id, vt__opts[id].min);
+}
+
+/* ---- booleans and enums ---------------------------------------------- */
+
+/* 1 for YES/TRUE/ON/1, 0 for NO/FALSE/OFF/0 (any case), -1 otherwise. */
+static int bool_word(const char *v)
+{
+    static const char *const words[2][4] = {{"NO", "FALSE", "OFF", "0"},
+                                            {"YES", "TRUE", "ON", "1"}};
+
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < 4; i++)
+            if (EQUAL(v, words[b][i]))
+                return b;
+    return -1;
+}
+
+/* The index of v in values (any case), -1 when it is not there. */
+static int value_index(const char *const *values, const char *v)
+{
+    for (int i = 0; values[i]; i++)
+        if (EQUAL(v, values[i]))
+            return i;
+    return -1;
+}
+
+int vt__opt_choice(const char *path, enum vt_opt id, int *set)
+{
+    const struct vt_opt_def *d = &vt__opts[id];
+    static const char *const bool_values[] = {"NO", "YES", NULL};
+    const char *const *values = d->kind == VT_OPT_ENUM ? d->values
+                                                       : bool_values;
+    char *v = vt__cfg_dup(d->per_path ? path : NULL, d->name);
+    int r, b, yes_no;
+
+    if (set)
+        *set = v != NULL;
+    if (v == NULL)
+        return (int)d->def;
+    /* A boolean is the enum NO, YES; an enum with both takes the words. */
+    yes_no = value_index(values, "YES") >= 0 && value_index(values, "NO") >= 0;
+    r = value_index(values, v);
+    b = bool_word(v);
+    if (r < 0 && yes_no && b >= 0)
+        r = value_index(values, b ? "YES" : "NO");
+    if (r < 0) {
+        r = (int)d->def;
+        if (first_warning(id, v)) {
+            char list[160] = "";
+            size_t n = 0;
+            for (int i = 0; values[i] && n < sizeof list; i++)
+                n += (size_t)snprintf(list + n, sizeof list - n, "%s%s",
+                                      i ? ", " : "", values[i]);
+            CPLError(CE_Warning, CPLE_IllegalArg,
+                     "vsitune: %s=%s is not one of %s%s; using %s", d->name,
+                     v, list, yes_no ? " (or TRUE, ON, 1, FALSE, OFF, 0)" : "",
+                     values[r]);
+        }
+    }
+    free(v);
+    return r;
 }
 
 uint64_t vt__cfg_cache_budget(void)

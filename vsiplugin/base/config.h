@@ -28,23 +28,17 @@
 
 #include "sizeparse.h" /* vt__parse_size: the size syntax, shared with tunerd */
 
-/* Defaults (documented in docs/configuration.md). */
-#define VT_DEFAULT_CACHE_SIZE (64u * 1024 * 1024)  /* VSITUNE_CACHE_SIZE */
-#define VT_DEFAULT_BLOCK_SIZE (64u * 1024)         /* VSITUNE_BLOCK_SIZE */
-#define VT_DEFAULT_HEADER_SIZE (64u * 1024)        /* VSITUNE_HEADER_SIZE */
-#define VT_DEFAULT_MERGE_GAP (64u * 1024)          /* VSITUNE_MERGE_GAP */
-#define VT_DEFAULT_MAX_REQUEST (16u * 1024 * 1024) /* VSITUNE_MAX_REQUEST_SIZE */
-#define VT_DEFAULT_READAHEAD_MAX (8u * 1024 * 1024)  /* VSITUNE_READAHEAD_MAX */
-#define VT_DEFAULT_META_TTL 300                    /* VSITUNE_METADATA_TTL, s */
-#define VT_DEFAULT_NEGATIVE_TTL 30                 /* VSITUNE_NEGATIVE_TTL, s */
-#define VT_DEFAULT_SHARED_CACHE_SIZE (256u * 1024 * 1024) /* VSITUNE_SHARED_CACHE_SIZE */
-#define VT_MAX_SHARED_CACHE_SIZE ((uint64_t)1 << 44)      /* its range's top */
-#define VT_DEFAULT_SHARED_WAIT 10                  /* VSITUNE_SHARED_CACHE_WAIT, s */
-#define VT_DEFAULT_SHARED_META_TTL 30              /* VSITUNE_SHARED_METADATA_TTL, s */
+/* The defaults and ranges tunerd shares (documented in
+ * docs/configuration.md): VT_DEFAULT_*, VT_MAX_*. */
+#include "defaults.h"
 
-/* Every numeric option, one row each in vt__opts (config.c: name, kind,
- * default, range, whether it is read for a path). Read them with
- * vt__opt_size / vt__opt_num, never by name. */
+/* Every option the plugin reads, one row each in vt__opts (options.c:
+ * name, kind, default, range or values, whether it is read for a path, the
+ * default as docs/configuration.md writes it, one doc line; test_options.c
+ * holds the docs to the table). The numeric ones are read with vt__opt_size
+ * / vt__opt_num, vsitune's own booleans and enums with vt__opt_choice, never
+ * by name; the rest (GDAL's and AWS's strings and booleans, parsed as GDAL
+ * parses them) are read by name where they are used. */
 enum vt_opt {
     VT_OPT_CACHE_SIZE,          /* VSITUNE_CACHE_SIZE */
     VT_OPT_CURL_CACHE_SIZE,     /* CPL_VSIL_CURL_CACHE_SIZE (GDAL's) */
@@ -68,14 +62,42 @@ enum vt_opt {
     VT_OPT_RETRY_WINDOW,        /* VSITUNE_RETRY_WINDOW */
     VT_OPT_MAX_CONNECTIONS,     /* VSITUNE_MAX_CONNECTIONS */
     VT_OPT_MAX_STREAMS,         /* VSITUNE_MAX_STREAMS */
+    /* vsitune's own booleans and enums (vt__opt_choice) */
+    VT_OPT_TAKEOVER,            /* VSITUNE_TAKEOVER */
+    VT_OPT_SIDECARS,            /* VSITUNE_SIDECARS */
+    VT_OPT_SHARED_CACHE,        /* VSITUNE_SHARED_CACHE */
+    VT_OPT_ACROSS_CREDENTIALS,  /* VSITUNE_SHARED_CACHE_ACROSS_CREDENTIALS */
+    /* read by name where used (strings; GDAL's and AWS's booleans) */
+    VT_OPT_SHARED_CACHE_NAME, VT_OPT_SHM_DIR, VT_OPT_STATS_DIR,
+    VT_OPT_STATS_FILE, VT_OPT_GDAL_SKIP, VT_OPT_OGR_SKIP,
+    VT_OPT_ALLOWED_EXTENSIONS, VT_OPT_ALLOWED_FILENAME, VT_OPT_DISABLE_READDIR,
+    VT_OPT_NON_CACHED, VT_OPT_S3_ENDPOINT, VT_OPT_HTTPS,
+    VT_OPT_VIRTUAL_HOSTING, VT_OPT_DEFAULT_REGION, VT_OPT_REGION,
+    VT_OPT_NO_SIGN_REQUEST, VT_OPT_ACCESS_KEY_ID, VT_OPT_SECRET_ACCESS_KEY,
+    VT_OPT_SESSION_TOKEN, VT_OPT_REQUEST_PAYER, VT_OPT_DEFAULT_PROFILE,
+    VT_OPT_PROFILE, VT_OPT_CREDENTIALS_FILE, VT_OPT_SHARED_CREDENTIALS_FILE,
+    VT_OPT_CONFIG_FILE, VT_OPT_HOME, VT_OPT_ROLE_ARN,
+    VT_OPT_WEB_IDENTITY_TOKEN_FILE, VT_OPT_ROLE_SESSION_NAME,
+    VT_OPT_WEB_IDENTITY_ENABLE, VT_OPT_STS_ROOT_URL,
+    VT_OPT_STS_REGIONAL_ENDPOINTS, VT_OPT_STS_ENDPOINT, VT_OPT_STS_REGION,
+    VT_OPT_CONTAINER_RELATIVE_URI, VT_OPT_CONTAINER_FULL_URI,
+    VT_OPT_CONTAINER_TOKEN, VT_OPT_CONTAINER_TOKEN_FILE, VT_OPT_EC2_ROOT_URL,
+    VT_OPT_IMDS_ENDPOINT, VT_OPT_AUTODETECT_EC2, VT_OPT_CHECK_HYPERVISOR_UUID,
+    VT_OPT_IMDS_DISABLED, VT_OPT_TIMESTAMP, VT_OPT_HTTP_HEADERS,
+    VT_OPT_HTTP_HEADER_FILE, VT_OPT_UNSAFESSL, VT_OPT_GDAL_CA_BUNDLE,
+    VT_OPT_CURL_CA_BUNDLE, VT_OPT_SSL_CERT_FILE, VT_OPT_USERAGENT,
+    VT_OPT_PROXY, VT_OPT_HTTP_VERSION, VT_OPT_CURL_VERBOSE,
     VT_OPT_COUNT
 };
 
 enum vt_opt_kind {
     VT_OPT_SIZE,   /* a whole number, K/KB/M/MB/G/GB suffixes (powers of
                       1024): bytes, counts, seconds (vt__parse_size) */
-    VT_OPT_NUMBER  /* a finite decimal number, fractions and exponents
+    VT_OPT_NUMBER, /* a finite decimal number, fractions and exponents
                       allowed (vt__parse_num); integer options truncate */
+    VT_OPT_BOOL,   /* YES/TRUE/ON/1 or NO/FALSE/OFF/0, any case */
+    VT_OPT_ENUM,   /* one of the row's values, any case */
+    VT_OPT_STRING  /* any text: a name, a path, a URL, a list */
 };
 
 struct vt_opt_def {
@@ -83,7 +105,13 @@ struct vt_opt_def {
     enum vt_opt_kind kind;
     int per_path;   /* 1: read for the request's path (path-specific
                        options first); 0: process-wide (path ignored) */
-    double def, min, max;   /* exact: every value is below 2^53 */
+    double def, min, max;   /* SIZE, NUMBER: exact (every value is below
+                               2^53); BOOL: def 0 or 1; ENUM: def is the
+                               index of the default in values */
+    const char *const *values; /* ENUM: the accepted values, NULL-ended */
+    const char *def_doc;    /* the default as docs/configuration.md's
+                               table writes it ("`64K`", "unset") */
+    const char *doc;        /* one line: what it does */
 };
 
 extern const struct vt_opt_def vt__opts[VT_OPT_COUNT];
@@ -101,7 +129,9 @@ char *vt__cfg_dup(const char *path, const char *name);
  * (CPL_AWS_CREDENTIALS_FILE="" means "no credentials file"). */
 char *vt__cfg_dup_raw(const char *path, const char *name);
 
-/* Boolean per CPLTestBool (YES/TRUE/ON/1); def when unset or empty. */
+/* Boolean per CPLTestBool, as GDAL reads its own options: NO/FALSE/OFF/0
+ * are false, any other value true; def when unset or empty. For GDAL's and
+ * AWS's booleans only: vsitune's own are read with vt__opt_choice. */
 int vt__cfg_bool(const char *path, const char *name, int def);
 
 /* Byte size or count: accepts plain integers and K/KB/M/MB/G/GB suffixes
@@ -126,6 +156,22 @@ uint64_t vt__opt_size_min(const char *path, enum vt_opt id, uint64_t min);
 /* The value of a VT_OPT_NUMBER option, as vt__opt_size ("is not a number
  * in [min, max]; using DEF"). Always finite and within the row's range. */
 double vt__opt_num(const char *path, enum vt_opt id);
+
+/* The values of VSITUNE_SIDECARS (vt__opt_choice), in its row's order. */
+enum vt_sidecars { VT_SIDECARS_AUTO, VT_SIDECARS_YES, VT_SIDECARS_NO };
+
+/* The value of one of vsitune's VT_OPT_BOOL (0 or 1) or VT_OPT_ENUM (the
+ * index of the value in the row's values) options for path (as
+ * vt__opt_size). A boolean takes YES/TRUE/ON/1 and NO/FALSE/OFF/0, an enum
+ * its values, any case; an enum with YES and NO values takes the boolean
+ * words for them too. Its default when unset or empty; its default and a
+ * CE_Warning naming the option and the accepted values ("vsitune:
+ * NAME=VALUE is not one of AUTO, YES, NO (or TRUE, ON, 1, FALSE, OFF, 0);
+ * using AUTO", once per option and value in the process) for any other
+ * value: where CPLTestBool would have taken it as YES. *set (may be NULL):
+ * 1 when the option is set, to any value. GDAL's own booleans keep
+ * CPLTestBool (vt__cfg_bool), as stock GDAL reads them. */
+int vt__opt_choice(const char *path, enum vt_opt id, int *set);
 
 /* Parse a decimal number: optional sign, digits with an optional fraction,
  * an optional exponent, blanks around; nothing else (no NaN, inf, hex, no

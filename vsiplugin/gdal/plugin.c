@@ -98,7 +98,7 @@ void GDALRegister_vsitune(void)
     /* the rules of this GDAL release, chosen once (gdal_release.h) */
     CPLDebug("VSITUNE", "GDAL %d: the rules of GDAL %s", runtime,
              vt__gdal_release()->name);
-    takeover = vt__cfg_bool(NULL, "VSITUNE_TAKEOVER", 1);
+    takeover = vt__opt_choice(NULL, VT_OPT_TAKEOVER, NULL);
     cb = VSIAllocFilesystemPluginCallbacksStruct();
     if (cb == NULL)
         return;

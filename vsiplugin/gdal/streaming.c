@@ -9,10 +9,12 @@
  * streaming handler then answers what it knew itself). */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/forksafe.h"
+#include "base/slots.h"
 #include "gdal/streaming.h"
 
 typedef struct stream_entry {
@@ -60,8 +62,9 @@ int vt__stream_any(void)
 
 void vt__stream_seen(const char *url, const char *path)
 {
-    stream_entry *e = NULL;
+    stream_entry *e;
     char *u, *p;
+    int evict;
     if (!url || !path)
         return;
     u = strdup(url);
@@ -69,14 +72,10 @@ void vt__stream_seen(const char *url, const char *path)
     lock();
     if (find(url) || !u || !p)
         goto out;
-    for (size_t i = 0; i < VT_STREAM_CAP && !e; i++)
-        if (!entries[i].url)
-            e = &entries[i];
-    if (!e) {
-        e = &entries[stream_next];
-        stream_next = (stream_next + 1) % VT_STREAM_CAP;
+    e = &entries[vt__slot_take(entries, sizeof entries[0], VT_STREAM_CAP,
+                               offsetof(stream_entry, url), &stream_next, &evict)];
+    if (evict)
         entry_clear(e);
-    }
     e->url = u;
     e->path = p;
     u = p = NULL; /* the entry owns them */

@@ -44,7 +44,7 @@ vt_shm *vt__shm_from_options(uint64_t block_size, long *wait_ms)
 
     memset(&o, 0, sizeof o);
     *wait_ms = 1000L * (long)vt__opt_size(NULL, VT_OPT_SHARED_CACHE_WAIT);
-    if (!vt__cfg_bool(NULL, "VSITUNE_SHARED_CACHE", VT_DEFAULT_SHARED_CACHE)) {
+    if (!vt__opt_choice(NULL, VT_OPT_SHARED_CACHE, NULL)) {
         snprintf(g_status, sizeof g_status, "off (VSITUNE_SHARED_CACHE)");
         return NULL;
     }

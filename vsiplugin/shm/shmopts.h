@@ -11,12 +11,8 @@
 
 #include <stdint.h>
 
-#include "base/config.h" /* the numeric defaults: VT_DEFAULT_SHARED_* */
+#include "base/config.h" /* the defaults: VT_DEFAULT_SHARED_* */
 #include "shm/shmseg.h"
-
-#define VT_DEFAULT_SHARED_CACHE 0     /* tunerd turns it on for plans of
-                                         several processes (it sizes it to
-                                         the host's tier): see configuration.md */
 
 /* Attach to the segment the options ask for (block_size: the process's
  * VSITUNE_BLOCK_SIZE, used only if this process creates it). NULL: use the

@@ -37,6 +37,7 @@
 
 #include "shm/shm_int.h"
 #include "shm/shmcache.h"
+#include "defaults.h" /* VT_DEFAULT_SHM_DIR, VT_DEFAULT_SHM_POOL */
 #include "shmfit.h"
 #include "shm/shmmeta.h"
 
@@ -368,8 +369,8 @@ static void inject_hold(void)
 
 vt_shm *vt__shm_open(const vt_shm_opts *o, char *why, size_t whylen)
 {
-    const char *dir = o->dir && *o->dir ? o->dir : "/dev/shm";
-    const char *pool = o->pool && *o->pool ? o->pool : "default";
+    const char *dir = o->dir && *o->dir ? o->dir : VT_DEFAULT_SHM_DIR;
+    const char *pool = o->pool && *o->pool ? o->pool : VT_DEFAULT_SHM_POOL;
     char path[256], bad[160];
     struct statvfs vfs;
     uint64_t size = 0;

@@ -29,6 +29,7 @@
 #include "base/forksafe.h"
 #include "stats/stats_fork.h"
 #include "stats/stats_oom.h"
+#include "statsnames.h" /* the document's names, shared with tunerd */
 
 /* Set by the exit dump: its document says "exited": true, which is how
  * `tunerd stats` tells a clean exit from a kill (OOM) or a crash. */
@@ -36,20 +37,31 @@ static atomic_int exiting;
 
 /* ---- requests by kind and status class, latency ------------------------ */
 
+/* In statsnames.h's order. */
 enum { K_GET_RANGE, K_GET, K_HEAD, K_PUT, K_POST, K_DELETE, K_OTHER, N_KINDS };
-static const char *const kind_names[N_KINDS] = {
-    "get_range", "get", "head", "put", "post", "delete", "other"
-};
-enum { N_CLASSES = 5 }; /* 2xx 3xx 4xx 5xx, and none (no status received) */
-static const char *const class_names[N_CLASSES] = { "2xx", "3xx", "4xx", "5xx", "none" };
+static const char *const kind_names[N_KINDS] = { VT_STATS_HTTP_KINDS };
+enum { N_CLASSES = VT_STATS_N_CLASSES }; /* 2xx 3xx 4xx 5xx, and none (no
+                                            status received) */
+static const char *const class_names[N_CLASSES] = { VT_STATS_HTTP_CLASSES };
+_Static_assert(N_KINDS == VT_STATS_N_KINDS, "a kind per name");
 
-/* Upper bounds in seconds; Prometheus's default buckets plus 30 s. */
-static const double lat_bounds[] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-                                     1, 2.5, 5, 10, 30 };
-static const char *const lat_names[] = { "le_0.005", "le_0.01", "le_0.025", "le_0.05",
-                                         "le_0.1", "le_0.25", "le_0.5", "le_1",
-                                         "le_2.5", "le_5", "le_10", "le_30" };
+/* Upper bounds in seconds, and their names (statsnames.h). */
+#define BOUND(i, s) s,
+#define BOUND_NAME(i, s) "le_" #s,
+static const double lat_bounds[] = { VT_STATS_LAT_BOUNDS(BOUND) };
+static const char *const lat_names[] = { VT_STATS_LAT_BOUNDS(BOUND_NAME) };
+#undef BOUND
+#undef BOUND_NAME
 #define N_BOUNDS (sizeof(lat_bounds) / sizeof(lat_bounds[0]))
+
+/* Field names of the sections written from a list of values. */
+#define NAME(n) #n,
+static const char *const cache_names[] = { VT_STATS_CACHE(NAME) };
+static const char *const shared_names[] = { VT_STATS_SHARED(NAME) };
+static const char *const engine_names[] = { VT_STATS_ENGINE(NAME) };
+static const char *const avoided_names[] = { VT_STATS_AVOIDED(NAME) };
+#undef NAME
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 static _Atomic uint64_t http_n[N_KINDS][N_CLASSES];
 static _Atomic uint64_t lat_n[N_BOUNDS + 1]; /* per bucket; the last is +Inf */
@@ -186,6 +198,14 @@ static void put(out *o, const char *fmt, ...)
         o->n += (size_t)w;
 }
 
+/* "name": v, ... for n names and values, comma-separated. */
+static void put_fields(out *o, const char *const *names, const uint64_t *v,
+                       size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        put(o, "%s\"%s\": %" PRIu64, i ? ", " : "", names[i], v[i]);
+}
+
 /* The host-wide shared cache this process uses, if any: the same figures
  * in every attached process's document (readers count it once, by path). */
 static void put_shared(out *o)
@@ -199,15 +219,15 @@ static void put_shared(out *o)
     for (p = in.path; *p; p++)
         if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
             return; /* not a plain string: leave the section out */
-    put(o, "\"shared\": {\"path\": \"%s\", \"size\": %" PRIu64 ", \"data_bytes\": %" PRIu64
-           ", \"used_bytes\": %" PRIu64 ", \"reserved_bytes\": %" PRIu64
-           ", \"attached\": %u, \"objects\": %u, \"hits\": %" PRIu64
-           ", \"misses\": %" PRIu64 ", \"waits\": %" PRIu64 ", \"wait_timeouts\": %" PRIu64
-           ", \"evictions\": %" PRIu64 ", \"takeovers\": %" PRIu64 ", \"repairs\": %" PRIu64
-           "}, ",
-        in.path, in.size, in.data_bytes, in.used_bytes, in.reserved_bytes,
-        in.procs_attached, in.objects, in.hits, in.misses, in.waits, in.wait_timeouts,
-        in.evictions, in.takeovers, in.repairs);
+    {
+        const uint64_t v[] = { in.size, in.data_bytes, in.used_bytes, in.reserved_bytes,
+                               in.procs_attached, in.objects, in.hits, in.misses, in.waits,
+                               in.wait_timeouts, in.evictions, in.takeovers, in.repairs };
+        _Static_assert(N_OF(v) == N_OF(shared_names), "shared: a value per name");
+        put(o, "\"shared\": {\"path\": \"%s\", ", in.path);
+        put_fields(o, shared_names, v, N_OF(v));
+        put(o, "}, ");
+    }
 }
 
 size_t vt__stats_json(char *buf, size_t len)
@@ -227,22 +247,26 @@ size_t vt__stats_json(char *buf, size_t len)
     vt__engine_get_stats(&es);
     if (!vt__cfg_gdal_path(NULL, prefix, sizeof(prefix)))
         snprintf(prefix, sizeof(prefix), "?");
-    put(&o, "{\"pid\": %ld, \"time\": %lld, \"prefix\": \"%s\", "
-            "\"cache\": {\"budget\": %zu, \"retained_bytes\": %zu, "
-            "\"peak_retained_bytes\": %zu, \"transient_bytes\": %zu, "
-            "\"hits\": %" PRIu64 ", \"misses\": %" PRIu64 ", \"waits\": %" PRIu64
-            ", \"evictions\": %" PRIu64 ", \"blocks\": %" PRIu64 "}, ",
-        (long)getpid(), (long long)time(NULL), prefix, cs.budget, cs.retained_bytes,
-        cs.peak_retained_bytes, cs.transient_bytes, minus(cs.hits, base.hits),
-        minus(cs.misses, base.misses), minus(cs.waits, base.waits),
-        minus(cs.evictions, base.evictions), cs.blocks);
+    put(&o, "{\"pid\": %ld, \"time\": %lld, \"prefix\": \"%s\", \"cache\": {",
+        (long)getpid(), (long long)time(NULL), prefix);
+    {
+        const uint64_t v[] = { cs.budget, cs.retained_bytes, cs.peak_retained_bytes,
+                               cs.transient_bytes, minus(cs.hits, base.hits),
+                               minus(cs.misses, base.misses), minus(cs.waits, base.waits),
+                               minus(cs.evictions, base.evictions), cs.blocks };
+        _Static_assert(N_OF(v) == N_OF(cache_names), "cache: a value per name");
+        put_fields(&o, cache_names, v, N_OF(v));
+    }
+    put(&o, "}, ");
     put_shared(&o);
-    put(&o, "\"engine\": {\"requests\": %" PRIu64 ", \"retries\": %" PRIu64
-            ", \"bytes_received\": %" PRIu64 ", \"connections\": %" PRIu64
-            ", \"in_flight\": %" PRIu64 ", \"h2_responses\": %" PRIu64 "}, ",
-        es.requests, es.retries, es.bytes_received, es.connections, es.in_flight,
-        es.h2_responses);
-    put(&o, "\"http\": {");
+    put(&o, "\"engine\": {");
+    {
+        const uint64_t v[] = { es.requests, es.retries, es.bytes_received, es.connections,
+                               es.in_flight, es.h2_responses };
+        _Static_assert(N_OF(v) == N_OF(engine_names), "engine: a value per name");
+        put_fields(&o, engine_names, v, N_OF(v));
+    }
+    put(&o, "}, \"http\": {");
     for (int k = 0; k < N_KINDS; k++) {
         put(&o, "%s\"%s\": {", k ? ", " : "", kind_names[k]);
         for (int c = 0; c < N_CLASSES; c++)
@@ -258,8 +282,14 @@ size_t vt__stats_json(char *buf, size_t len)
     cum += atomic_load(&lat_n[N_BOUNDS]);
     put(&o, "\"le_inf\": %" PRIu64 ", \"sum_us\": %" PRIu64 ", \"count\": %" PRIu64 "}, ",
         cum, atomic_load(&lat_sum_us), atomic_load(&lat_count));
-    put(&o, "\"avoided\": {\"lists\": %" PRIu64 ", \"heads\": %" PRIu64 "}, ",
-        atomic_load(&avoided_n[VT_AVOIDED_LIST]), atomic_load(&avoided_n[VT_AVOIDED_HEAD]));
+    put(&o, "\"avoided\": {");
+    {
+        const uint64_t v[] = { atomic_load(&avoided_n[VT_AVOIDED_LIST]),
+                               atomic_load(&avoided_n[VT_AVOIDED_HEAD]) };
+        _Static_assert(N_OF(v) == N_OF(avoided_names), "avoided: a value per name");
+        put_fields(&o, avoided_names, v, N_OF(v));
+    }
+    put(&o, "}, ");
     put(&o, "\"process\": {\"ppid\": %ld, \"forked\": %s",
         atomic_load(&forked) ? atomic_load(&fork_ppid) : (long)getppid(),
         atomic_load(&forked) ? "true" : "false");

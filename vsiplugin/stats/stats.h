@@ -13,7 +13,8 @@
  *   says "exited": true, so a reader can tell a clean exit from a kill;
  * - at exit, to the file named by VSITUNE_STATS_FILE.
  *
- * The document (the reader is tunerd/statsfile.c; keep both in step):
+ * The document (the reader is tunerd/statsfile.c; the names of both come
+ * from common/statsnames.h):
  *   {"pid", "time",
  *    "prefix"   the prefix vsitune serves ("/vsis3/" when it took GDAL's
  *               /vsis3/ over, else "/vsitune/"): which reader served it,

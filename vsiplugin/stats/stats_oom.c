@@ -1,34 +1,20 @@
 /* stats_oom.c: the cgroup oom_kill count (stats_oom.h).
  *
- * Plain file reads, no allocation. The file is found from /proc/self/cgroup:
- * "N:...memory...:/path" (v1) names the memory group under
+ * Plain file reads (common/smallfile.c), no allocation. The file is found
+ * from /proc/self/cgroup: "N:...memory...:/path" (v1) names the memory group under
  * /sys/fs/cgroup/memory, "0::/path" (v2) under /sys/fs/cgroup. A v1 memory
  * line wins (a hybrid host keeps its limits there). Inside a container the
  * mount may show only the container's own group while /proc/self/cgroup still
  * names the host's path: then the mount's top-level file is the group's. */
 #include "stats/stats_oom.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static long read_small(const char *path, char *buf, size_t cap)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    ssize_t n;
-
-    if (fd < 0)
-        return -1;
-    n = read(fd, buf, cap - 1);
-    close(fd);
-    if (n < 0)
-        return -1;
-    buf[n] = '\0';
-    return (long)n;
-}
+#include "smallfile.h" /* vt__read_regular: shared with tunerd */
 
 int vt__stats_oom_parse(const char *text, uint64_t *kills)
 {
@@ -60,7 +46,7 @@ static int try_file(const char *path, char *file, size_t cap)
     char text[1024];
     uint64_t k;
 
-    if (read_small(path, text, sizeof(text)) < 0 || vt__stats_oom_parse(text, &k) != 0 ||
+    if (vt__read_regular(path, text, sizeof(text)) < 0 || vt__stats_oom_parse(text, &k) != 0 ||
         strlen(path) >= cap || !plain(path))
         return -1;
     snprintf(file, cap, "%s", path);
@@ -133,13 +119,13 @@ int vt__stats_oom_read(char *file, size_t cap, uint64_t *kills)
     if (found_for != me) {
         char cg[4096];
         found[0] = '\0';
-        if (read_small("/proc/self/cgroup", cg, sizeof(cg)) > 0)
+        if (vt__read_regular("/proc/self/cgroup", cg, sizeof(cg)) > 0)
             (void)vt__stats_oom_find("/sys", cg, found, sizeof(found));
         found_for = me;
     }
     snprintf(path, sizeof(path), "%s", found);
     pthread_mutex_unlock(&mu);
-    if (!path[0] || strlen(path) >= cap || read_small(path, text, sizeof(text)) < 0 ||
+    if (!path[0] || strlen(path) >= cap || vt__read_regular(path, text, sizeof(text)) < 0 ||
         vt__stats_oom_parse(text, kills) != 0)
         return -1;
     snprintf(file, cap, "%s", path);

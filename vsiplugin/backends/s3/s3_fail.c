@@ -17,11 +17,13 @@
  * key of another server is another name, as in GDAL's cache (by URL). */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/forksafe.h"
+#include "base/slots.h"
 #include "backends/s3/s3.h"
 #include "backends/s3/s3_int.h"
 
@@ -78,14 +80,11 @@ int vt__s3_fail_note(const char *bucket, const char *key, long status,
         free(ep); /* the slot keeps its own copy */
         ep = NULL;
     } else {
-        for (size_t i = 0; i < FAIL_CAP && !slot; i++)
-            if (!fails[i].path)
-                slot = &fails[i];
-        if (!slot) {
-            slot = &fails[fail_next];
-            fail_next = (fail_next + 1) % FAIL_CAP;
+        int evict;
+        slot = &fails[vt__slot_take(fails, sizeof fails[0], FAIL_CAP,
+                                    offsetof(fail_entry, path), &fail_next, &evict)];
+        if (evict)
             entry_clear(slot);
-        }
         slot->path = strdup(path);
         if (!slot->path) { /* nothing remembered: the next one is a first */
             free(ep);

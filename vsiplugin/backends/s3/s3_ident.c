@@ -34,7 +34,7 @@ static int cred_identity(const char *path, char *out, size_t outlen)
     char err[256], *region = NULL;
     int rc = 0;
 
-    if (vt__cfg_bool(path, "VSITUNE_SHARED_CACHE_ACROSS_CREDENTIALS", 0)) {
+    if (vt__opt_choice(path, VT_OPT_ACROSS_CREDENTIALS, NULL)) {
         snprintf(out, outlen, "*");
         return 0;
     }

@@ -1,0 +1,32 @@
+/* defaults.h: the defaults and ranges of the options both programs read,
+ * in one place: the plugin reads them (base/config.h, options.c's table)
+ * and tunerd plans with them (`tunerd detect` shows what the shared cache
+ * would get, `tunerd profile` caps the range cache at the plugin's default,
+ * a kept VSITUNE_CACHE_SIZE is read within the plugin's range), so the two
+ * never disagree. docs/configuration.md documents them (test_options holds
+ * it to options.c's table, which takes its numbers from here). Pure. */
+#ifndef VT_DEFAULTS_H
+#define VT_DEFAULTS_H
+
+#include <stdint.h>
+
+#define VT_DEFAULT_CACHE_SIZE (64u * 1024 * 1024)  /* VSITUNE_CACHE_SIZE */
+#define VT_MAX_CACHE_SIZE ((uint64_t)1 << 40)      /* its range's top, 1 TiB */
+#define VT_DEFAULT_BLOCK_SIZE (64u * 1024)         /* VSITUNE_BLOCK_SIZE */
+#define VT_DEFAULT_HEADER_SIZE (64u * 1024)        /* VSITUNE_HEADER_SIZE */
+#define VT_DEFAULT_MERGE_GAP (64u * 1024)          /* VSITUNE_MERGE_GAP */
+#define VT_DEFAULT_MAX_REQUEST (16u * 1024 * 1024) /* VSITUNE_MAX_REQUEST_SIZE */
+#define VT_DEFAULT_READAHEAD_MAX (8u * 1024 * 1024)  /* VSITUNE_READAHEAD_MAX */
+#define VT_DEFAULT_META_TTL 300                    /* VSITUNE_METADATA_TTL, s */
+#define VT_DEFAULT_NEGATIVE_TTL 30                 /* VSITUNE_NEGATIVE_TTL, s */
+#define VT_DEFAULT_SHARED_CACHE 0     /* VSITUNE_SHARED_CACHE: tunerd turns it
+                                         on for plans of several processes
+                                         (it sizes it to the host's tier) */
+#define VT_DEFAULT_SHARED_CACHE_SIZE (256u * 1024 * 1024) /* VSITUNE_SHARED_CACHE_SIZE */
+#define VT_MAX_SHARED_CACHE_SIZE ((uint64_t)1 << 44)      /* its range's top */
+#define VT_DEFAULT_SHARED_WAIT 10                  /* VSITUNE_SHARED_CACHE_WAIT, s */
+#define VT_DEFAULT_SHARED_META_TTL 30              /* VSITUNE_SHARED_METADATA_TTL, s */
+#define VT_DEFAULT_SHM_DIR "/dev/shm"              /* VSITUNE_SHM_DIR */
+#define VT_DEFAULT_SHM_POOL "default"              /* VSITUNE_SHARED_CACHE_NAME */
+
+#endif
