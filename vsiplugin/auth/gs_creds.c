@@ -185,6 +185,23 @@ static char *form_enc(const char *s)
     return vt__uri_encode(s ? s : "", 0);
 }
 
+/* A refused grant's OAuth2 words ("error", "error_description") after
+ * what vt__creds_fetch said. */
+static void oauth_words(const vt_http_resp *r, char *err, size_t len)
+{
+    char *e = NULL, *d = NULL;
+    size_t n = strlen(err);
+    if (r->body) {
+        e = vt__json_get_string((const char *)r->body, r->body_len, "error");
+        d = vt__json_get_string((const char *)r->body, r->body_len,
+                                "error_description");
+    }
+    if (e && n < len)
+        snprintf(err + n, len - n, " %s%s%s", e, d ? ": " : "", d ? d : "");
+    free(e);
+    free(d);
+}
+
 static vt_err fetch_token(const struct grant *g, char **token, long *expires,
                           char *errbuf, size_t errlen)
 {
@@ -232,8 +249,10 @@ static vt_err fetch_token(const struct grant *g, char **token, long *expires,
     if (vt__creds_fetch(g->kind == G_GCE ? "GCE metadata" : "OAuth2 token",
                         g->kind == G_GCE ? "GET" : "POST", g->url,
                         g->kind == G_GCE ? gce : form, body, 0, 0, &resp, err,
-                        sizeof(err)))
+                        sizeof(err))) {
+        oauth_words(&resp, err, sizeof(err));
         goto out;
+    }
     if (vt__gs_parse_token((const char *)resp.body, resp.body_len, token,
                            expires) != VT_OK) {
         snprintf(err, sizeof(err), "%s answered without an access_token",
