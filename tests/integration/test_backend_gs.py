@@ -7,6 +7,8 @@ what the server saw (the lab's request log).
   local file's), a listing, each request verified by the front (GOOG1 recomputed, bearer
   issued by the grant named, JWT checked with the key pair's public half); one token
   grant serves every request of a process, and forget (VSICurlClearCache) fetches anew;
+  a token is fetched again once within 5 s of its expires_in (GDAL's GetBearer), through
+  a proxy in front of the lab's token endpoint that shortens expires_in;
 - stock GDAL 3.6 beside it (differential): the same range read and the same listing
   through /vsigs/ under the same environment reach the server with the same path, query,
   authorization kind and x-goog-user-project;
@@ -17,8 +19,12 @@ what the server saw (the lab's request log).
 """
 
 import hashlib
+import http.server
+import json
 import os
 import subprocess
+import threading
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -203,3 +209,53 @@ def test_access_identity(lab, s2):
     _, a, _ = probe(env, "ident", "lab/x")
     _, b, _ = probe(dict(env, GS_USER_PROJECT="other"), "ident", "lab/x")
     assert a[0].split("|")[0] == b[0].split("|")[0] and a != b
+
+
+class _ShortTokens(http.server.BaseHTTPRequestHandler):
+    """Forwards a token grant to the lab's endpoint and answers its JSON with
+    expires_in cut to `ttl` (the lab issues one-hour tokens)."""
+    upstream = None
+    ttl = 6
+    grants = 0
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        req = urllib.request.Request(type(self).upstream, data=body, method="POST",
+                                     headers={"Content-Type": self.headers.get("Content-Type", "")})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            doc = json.loads(r.read())
+        type(self).grants += 1
+        doc["expires_in"] = type(self).ttl
+        out = json.dumps(doc).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *a):
+        pass
+
+
+def test_token_refreshed_before_expiry(lab, s2):
+    """expires_in 6 s: the token is used while more than 5 s remain, so two reads at
+    once share one grant and a read 2 s later fetches a second one (GDAL's
+    `now < expiry - 5`); every data request carries a token the front accepts.
+    (Refresh-token grant: a service account's JWT names GO2A_AUD as its audience, which
+    the lab checks, so no proxy can stand in front of that one.)"""
+    env = lab.family_env("gcs-h1", "refresh_token")
+    _ShortTokens.upstream, _ShortTokens.grants = env["GOA2_AUTH_URL_TOKEN"], 0
+    srv = http.server.HTTPServer(("127.0.0.1", 0), _ShortTokens)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        env["GOA2_AUTH_URL_TOKEN"] = f"http://127.0.0.1:{srv.server_port}/token"
+        key = f"lab/{s2['key']}"
+        lab.reset()
+        rc, out, err = probe(env, "get", key, 0, 10, "get", key, 10, 10,
+                             "sleep", 2, "get", key, 20, 10)
+        assert rc == 0, (out, err)
+        assert _ShortTokens.grants == 2, out
+        assert [e["sig"] for e in data_requests(lab, "gcs-h1")] == ["ok"] * 3
+    finally:
+        srv.shutdown()
+        srv.server_close()

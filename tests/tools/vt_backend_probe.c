@@ -17,12 +17,14 @@
  *   build PATH OFF LEN "build URL" then "header LINE" each
  *   fail PATH          "fail err=E status=N where=W message=M"
  *   forget PREFIX      "forget" ("-": everything)
+ *   sleep SECONDS      "sleep" (to outlive a short-lived token)
  * A failed get/head/list prints "error err=E: <errbuf>" and the next
  * command runs; the exit status is 1 when any failed, 2 on bad usage. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "auth/sigv4.h"
 #include "backends/backend.h"
@@ -50,7 +52,8 @@ static int nargs(const char *cmd)
         const char *cmd;
         int n;
     } t[] = {{"get", 3},   {"head", 1},     {"list", 4},  {"ident", 1},
-             {"endpoint", 1}, {"build", 3}, {"fail", 1}, {"forget", 1}};
+             {"endpoint", 1}, {"build", 3}, {"fail", 1}, {"forget", 1},
+             {"sleep", 1}};
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
         if (!strcmp(cmd, t[i].cmd))
             return t[i].n;
@@ -138,6 +141,9 @@ static int run(const vt_backend *be, char **a)
                    f.message ? f.message : "-");
         else
             printf("fail none\n");
+    } else if (!strcmp(a[0], "sleep")) {
+        sleep((unsigned)atoi(a[1]));
+        printf("sleep\n");
     } else if (!strcmp(a[0], "forget")) {
         be->forget(strcmp(a[1], "-") ? a[1] : NULL);
         printf("forget\n");
