@@ -92,6 +92,7 @@ LAYERS = {
     "vsiplugin/backends/s3/s3.h": 6, "vsiplugin/backends/s3/s3_int.h": 6, "vsiplugin/backends/s3/s3_route.c": 6,
     "vsiplugin/backends/s3/s3_fail.c": 6, "vsiplugin/backends/s3/s3_hdr.c": 6, "vsiplugin/backends/s3/s3.c": 6,
     "vsiplugin/backends/breq.c": 6, "vsiplugin/backends/breq.h": 6,
+    "vsiplugin/backends/userhdr.c": 6, "vsiplugin/backends/userhdr.h": 6,
     "vsiplugin/backends/listxml.c": 6, "vsiplugin/backends/listxml.h": 6,
     "vsiplugin/backends/gs/gs_backend.c": 6, "vsiplugin/backends/gs/gs.c": 6,
     "vsiplugin/backends/gs/gs_int.h": 6,

@@ -24,6 +24,7 @@ import json
 import os
 import subprocess
 import threading
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -215,7 +216,7 @@ class _ShortTokens(http.server.BaseHTTPRequestHandler):
     """Forwards a token grant to the lab's endpoint and answers its JSON with
     expires_in cut to `ttl` (the lab issues one-hour tokens)."""
     upstream = None
-    ttl = 6
+    ttl = 20
     grants = 0
 
     def do_POST(self):
@@ -238,9 +239,10 @@ class _ShortTokens(http.server.BaseHTTPRequestHandler):
 
 
 def test_token_refreshed_before_expiry(lab, s2):
-    """expires_in 6 s: the token is used while more than 5 s remain, so two reads at
-    once share one grant and a read 2 s later fetches a second one (GDAL's
-    `now < expiry - 5`); every data request carries a token the front accepts.
+    """expires_in 20 s: the token is used while more than 5 s remain, so two reads at
+    once share one grant and a read 16 s later (past 15 s, short of 20 s) fetches a
+    second one (GDAL's `now < expiry - 5`); every data request carries a token the
+    front accepts. The sleep outlives the token; nothing is timed.
     (Refresh-token grant: a service account's JWT names GO2A_AUD as its audience, which
     the lab checks, so no proxy can stand in front of that one.)"""
     env = lab.family_env("gcs-h1", "refresh_token")
@@ -252,10 +254,52 @@ def test_token_refreshed_before_expiry(lab, s2):
         key = f"lab/{s2['key']}"
         lab.reset()
         rc, out, err = probe(env, "get", key, 0, 10, "get", key, 10, 10,
-                             "sleep", 2, "get", key, 20, 10)
+                             "sleep", 16, "get", key, 20, 10)
         assert rc == 0, (out, err)
         assert _ShortTokens.grants == 2, out
         assert [e["sig"] for e in data_requests(lab, "gcs-h1")] == ["ok"] * 3
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def _lab_token(lab):
+    o = lab.family("gcs")["oauth2"]
+    form = urllib.parse.urlencode({"refresh_token": o["refresh_token"], "client_id": o["client_id"],
+                                   "client_secret": o["client_secret"],
+                                   "grant_type": "refresh_token"}).encode()
+    with urllib.request.urlopen(urllib.request.Request(o["token_url"], data=form), timeout=30) as r:
+        return json.loads(r.read())["access_token"]
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS)
+def test_header_file_and_user_headers_as_stock(lab, s2, tmp_path, endpoint):
+    """GDAL_HTTP_HEADER_FILE holding an Authorization line is a credential of its own
+    (GDAL's chain, after the HMAC key): sent as is, with no x-goog-user-project; and
+    GDAL_HTTP_HEADERS' x-goog-* headers are signed in GOOG1. Stock GDAL beside it under
+    the same environment: the same path, authorization kind and x-goog-* headers."""
+    hf = tmp_path / "headers.txt"
+    hf.write_text(f"X-Goog-Meta-Probe: hf\nAuthorization: Bearer {_lab_token(lab)}\n")
+    base = {k: v for k, v in lab.family_env(endpoint, "hmac").items()
+            if not k.startswith("GS_")}
+    cases = [
+        (dict(base, GDAL_HTTP_HEADER_FILE=str(hf), GS_USER_PROJECT="billme"),
+         ("bearer", {"x-goog-meta-probe": "hf"})),
+        (dict(lab.family_env(endpoint, "hmac"), GS_USER_PROJECT="billme",
+              GDAL_HTTP_HEADERS="X-Goog-Meta-Probe: uh"),
+         ("goog1", {"x-goog-meta-probe": "uh", "x-goog-user-project": "billme"})),
+    ]
+    key, size = s2["key"], s2["size"]
+    off, n = size // 2 + 3, 300000
+    for env, (auth, xhdr) in cases:
+        lab.reset()
+        rc, out, err = probe(env, "get", f"lab/{key}", off, n)
+        assert rc == 0, (out, err)
+        assert out[0].startswith(f"get status=206 bytes={n} sha256={local(s2['path'], off, n)}")
+        ours = data_requests(lab, endpoint)
+        assert [(e["auth"], e["sig"], e["xhdr"]) for e in ours] == [(auth, "ok", xhdr)], ours
+        lab.reset()
+        assert stock_read(env, key, off, n) == str(n)
+        stock = [e for e in data_requests(lab, endpoint) if e["kind"] == "GET_RANGE"]
+        assert stock and all((e["path"], e["auth"], e["sig"], e["xhdr"]) ==
+                             (ours[0]["path"], auth, "ok", xhdr) for e in stock), stock

@@ -1,7 +1,8 @@
 /* test_gs.c: the GCS backend's requests without a server (backends/gs/):
  * the URL and headers GDAL 3.6's VSIGSHandleHelper sends, byte for byte,
  * with CPL_GS_TIMESTAMP fixing the Date (GOOG1 signatures computed
- * independently with Python's hmac/hashlib/base64), a bare bucket's
+ * independently with Python's hmac/hashlib/base64; the user's
+ * GDAL_HTTP_HEADERS first, their x-goog-* and Content-Type signed), a bare bucket's
  * trailing '/', the range and If-Match, no-sign with no Authorization and
  * no x-goog-user-project (as GDAL), path splitting, the endpoint option
  * read under /vsigs/, status mapping and a failure's description. */
@@ -64,6 +65,28 @@ static void test_goog1_request(void **state)
     assert_string_equal(r.url, "http://h:1/lab/dir/a%20b.bin");
     assert_string_equal(r.req.method, "GET");
     assert_int_equal(r.req.expect_len, 1000);
+    expect_headers(&r, want);
+    vt__backend_gs.req_clear(&r);
+}
+
+/* The user's headers come first and sign as GDAL signs them: x-goog-*
+ * sorted with x-goog-user-project, Content-Type in its line. */
+static void test_user_headers_signed(void **state)
+{
+    vt_backend_req r;
+    char err[256];
+    const char *want[] = {
+        "x-goog-meta-z: 1", "Content-Type: text/plain", "Date: " DATE,
+        "Authorization: GOOG1 KEY:JLQa8K5+BgSVavu1Ysklp+jbrWU=",
+        "x-goog-user-project: proj", NULL};
+    (void)state;
+    CPLSetConfigOption("GS_USER_PROJECT", "proj");
+    CPLSetConfigOption("GDAL_HTTP_HEADERS",
+                       "x-goog-meta-z: 1\r\nContent-Type: text/plain");
+    assert_int_equal(vt__backend_gs.build_get("lab", "k", 0, 0, NULL, &r, err,
+                                              sizeof err),
+                     VT_OK);
+    CPLSetConfigOption("GDAL_HTTP_HEADERS", NULL);
     expect_headers(&r, want);
     vt__backend_gs.req_clear(&r);
 }
@@ -156,6 +179,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_goog1_request, setup),
+        cmocka_unit_test_setup(test_user_headers_signed, setup),
         cmocka_unit_test_setup(test_bucket_gets_slash, setup),
         cmocka_unit_test_setup(test_nosign_and_path_options, setup),
         cmocka_unit_test_setup(test_no_credentials, setup),

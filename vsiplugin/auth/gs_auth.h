@@ -6,6 +6,8 @@
  * GDAL's chain, first match wins, options read for "/vsigs/<path>":
  *   1. GS_NO_SIGN_REQUEST=YES: nothing signed;
  *   2. GS_SECRET_ACCESS_KEY (+ GS_ACCESS_KEY_ID, else an error): GOOG1 HMAC;
+ *   2b. GDAL_HTTP_HEADER_FILE with an "Authorization:" line: sent as is
+ *      (a file that cannot be read: GDAL's "Cannot read %s", and on);
  *   3. GS_OAUTH2_REFRESH_TOKEN (+ GS_OAUTH2_CLIENT_ID/_SECRET, both or
  *      none): bearer tokens from GOA2_AUTH_URL_TOKEN;
  *   4. GOOGLE_APPLICATION_CREDENTIALS: a JSON file, "service_account"
@@ -31,7 +33,12 @@
 
 #include "base/error.h"
 
-enum vt_gs_mode { VT_GS_NOSIGN, VT_GS_HMAC, VT_GS_BEARER };
+enum vt_gs_mode {
+    VT_GS_NOSIGN,
+    VT_GS_HMAC,
+    VT_GS_BEARER,
+    VT_GS_HEADER_FILE /* GDAL_HTTP_HEADER_FILE holds the Authorization */
+};
 
 typedef struct vt_gs_creds {
     enum vt_gs_mode mode;

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include <cpl_conv.h>
+#include <cpl_error.h>
 #include <cpl_string.h>
 #include <cpl_vsi.h>
 
@@ -508,6 +509,50 @@ static int maybe_gce(void)
     return !strncasecmp(line, "Google Compute Engine", 21);
 }
 
+/* GDAL_HTTP_HEADER_FILE naming a readable file with an "Authorization:"
+ * line (case-insensitive, at a line's start): 1 and out filled (the line
+ * keys the identity). GDAL refuses names of network file systems there. */
+static int header_file(const char *path, vt_gs_creds *out)
+{
+    static const char *const net[] = {"/vsicurl/", "/vsicurl?", "/vsis3/",
+                                      "/vsigs/",   "/vsiaz/",   "/vsioss/",
+                                      "/vsiswift/", NULL};
+    char *f = vt__gs_opt(path, "GDAL_HTTP_HEADER_FILE"), *txt = NULL;
+    size_t n = 0;
+    int found = 0;
+
+    if (!f)
+        return 0;
+    for (size_t i = 0; net[i]; i++)
+        if (strstr(f, net[i]))
+            goto out;
+    txt = vt__creds_read_file(f, VT_CREDS_SHARED_CAP, &n);
+    if (!txt) {
+        CPLError(CE_Failure, CPLE_FileIO, "Cannot read %s", f);
+        goto out;
+    }
+    for (const char *l = txt; l && l < txt + n;) {
+        const char *e = l + strcspn(l, "\r\n");
+        if (!strncasecmp(l, "Authorization:", 14)) {
+            char *line = strndup(l, (size_t)(e - l));
+            found = 1;
+            out->mode = VT_GS_HEADER_FILE;
+            out->source = "GDAL_HTTP_HEADER_FILE";
+            if (!line || vt__ident_signer(f, line, NULL, "gs-header-file",
+                                          out->identity,
+                                          sizeof(out->identity)))
+                out->identity[0] = '\0';
+            vt__creds_free_secret(line);
+            break;
+        }
+        l = *e ? e + 1 : NULL;
+    }
+out:
+    vt__creds_free_secret(txt);
+    free(f);
+    return found;
+}
+
 static vt_err chain(const char *path, vt_gs_creds *out, char *errbuf,
                     size_t errlen)
 {
@@ -530,6 +575,8 @@ static vt_err chain(const char *path, vt_gs_creds *out, char *errbuf,
         }
         return hmac(w, v, "GS_SECRET_ACCESS_KEY", out);
     }
+    if (header_file(path, out))
+        return out->identity[0] ? VT_OK : VT_ENOMEM;
     if ((v = vt__gs_opt(path, "GS_OAUTH2_REFRESH_TOKEN"))) {
         char *id = vt__gs_opt(path, "GS_OAUTH2_CLIENT_ID");
         char *sec = vt__gs_opt(path, "GS_OAUTH2_CLIENT_SECRET");

@@ -3,10 +3,13 @@
  * Why: the same URL and headers GDAL's VSIGSHandleHelper sends for a read
  * of the same object: CPL_GS_ENDPOINT + the encoded "bucket/key" (a bare
  * bucket gets a trailing '/'), then, by the credentials gs_auth.h finds,
- * nothing (GS_NO_SIGN_REQUEST), "Authorization: Bearer <token>" or Date +
+ * the user's headers (GDAL_HTTP_HEADER_FILE, GDAL_HTTP_HEADERS: userhdr.h),
+ * nothing more (GS_NO_SIGN_REQUEST, or a header file holding the
+ * Authorization), "Authorization: Bearer <token>" or Date +
  * "Authorization: GOOG1 <id>:<HMAC-SHA1>" over the canonical resource,
  * and x-goog-user-project when GS_USER_PROJECT is set (signed in GOOG1 as
- * an x-goog-* header). The last failure of this thread is kept (copied)
+ * an x-goog-* header, with the user's x-goog-* ones, Content-MD5 and
+ * Content-Type). The last failure of this thread is kept (copied)
  * for the GDAL face's wording of a failed open. No lock. */
 #include "backends/gs/gs_int.h"
 
@@ -15,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <cpl_error.h>
@@ -22,6 +26,7 @@
 #include "auth/gs_auth.h"
 #include "auth/sigv4.h"
 #include "backends/breq.h"
+#include "backends/userhdr.h"
 #include "base/xmlscan.h"
 #include "compat/gdal_error.h"
 
@@ -108,7 +113,9 @@ vt_err vt__gs_build(const char *method, const char *bucket, const char *key,
 {
     vt_gs_creds cr;
     vt_err err;
-    size_t n = 0, l;
+    size_t n = 0, l, nuser = 0, nsign = 0;
+    char **user = NULL;
+    const char **sign = NULL, *md5 = NULL, *ctype = NULL;
     char *path = NULL, *ep = NULL, *enc = NULL, *resource = NULL,
          *project = NULL, *date = NULL, *auth = NULL, range[64];
 
@@ -140,11 +147,32 @@ vt_err vt__gs_build(const char *method, const char *bucket, const char *key,
     }
     ep = vt__gs_endpoint_for(path);
     enc = vt__uri_encode(path, 1);
-    out->headers = calloc(GS_MAX_HEADERS + 1, sizeof(char *));
-    if (!ep || !enc || !out->headers) {
+    user = vt__user_headers(path);
+    while (user && user[nuser])
+        nuser++;
+    out->headers = calloc(nuser + GS_MAX_HEADERS + 1, sizeof(char *));
+    sign = calloc(nuser + 2, sizeof(char *));
+    if (!ep || !enc || !out->headers || !sign) {
         err = VT_ENOMEM;
         goto out;
     }
+    /* The user's headers first, as GDAL puts them; their x-goog-* ones,
+     * Content-MD5 and Content-Type go into GOOG1's string to sign. */
+    for (size_t i = 0; i < nuser; i++) {
+        const char *h = user[i];
+        if (!strncasecmp(h, "x-goog-", 7))
+            sign[nsign++] = h;
+        else if (!strncasecmp(h, "content-md5:", 12))
+            md5 = h + 12;
+        else if (!strncasecmp(h, "content-type:", 13))
+            ctype = h + 13;
+        out->headers[n++] = user[i];
+        user[i] = NULL;
+    }
+    while (md5 && (*md5 == ' ' || *md5 == '\t'))
+        md5++;
+    while (ctype && (*ctype == ' ' || *ctype == '\t'))
+        ctype++;
     /* GDAL: endpoint + encoded "bucket/key"; a bare bucket ends in '/' */
     l = strlen(ep) + strlen(enc) + (query ? strlen(query) : 0) + 4;
     out->url = malloc(l);
@@ -165,12 +193,11 @@ vt_err vt__gs_build(const char *method, const char *bucket, const char *key,
         err = vt__breq_add(out, &n, "If-Match", etag);
     if (!err && cr.mode == VT_GS_HMAC) {
         char up[512];
-        const char *xg[2] = {NULL, NULL};
         if (project && (size_t)snprintf(up, sizeof(up), "x-goog-user-project: %s",
                                         project) < sizeof(up))
-            xg[0] = up;
+            sign[nsign++] = up;
         date = date_for(path);
-        auth = date ? vt__gs_goog1(method, NULL, NULL, date, xg, resource,
+        auth = date ? vt__gs_goog1(method, md5, ctype, date, sign, resource,
                                    cr.access_key, cr.secret, NULL)
                     : NULL;
         err = auth ? vt__breq_add(out, &n, "Date", date) : VT_ENOMEM;
@@ -180,7 +207,7 @@ vt_err vt__gs_build(const char *method, const char *bucket, const char *key,
         err = has_break(cr.bearer) ? VT_ECREDS
                                    : bearer_header(out, &n, cr.bearer);
     }
-    if (!err && project && cr.mode != VT_GS_NOSIGN)
+    if (!err && project && cr.mode != VT_GS_NOSIGN && cr.mode != VT_GS_HEADER_FILE)
         err = vt__breq_add(out, &n, "x-goog-user-project", project);
     if (err)
         goto out;
@@ -193,6 +220,8 @@ out:
                      vt_strerror(err));
     }
     vt__gs_creds_clear(&cr);
+    vt__user_headers_free(user);
+    free(sign);
     free(path);
     free(ep);
     free(enc);
