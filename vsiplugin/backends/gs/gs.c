@@ -32,7 +32,7 @@
 
 #define GS_DEFAULT_ENDPOINT "https://storage.googleapis.com/"
 #define GS_MAX_HEADERS 8
-#define FAIL_BODY_CAP (64 * 1024)
+#define FAIL_BODY_CAP 4096 /* an XML error body; longer ones cut */
 
 vt_err vt__gs_split(const char *path, char **bucket, char **key)
 {
@@ -303,19 +303,13 @@ struct gs_fail {
     char transport[256], cause[160], message[1024], where[1300], url[1600];
 };
 
-static __thread struct gs_fail *t_fail;
+static _Thread_local struct gs_fail t_fail;
 
 static void note_failure(const char *bucket, const char *key, vt_err err,
                          const vt_http_resp *r, const char *url,
                          const char *msg)
 {
-    struct gs_fail *f = t_fail;
-    if (!f) {
-        f = t_fail = calloc(1, sizeof(*f));
-        if (!f)
-            return;
-    }
-    memset(f, 0, offsetof(struct gs_fail, body));
+    struct gs_fail *f = &t_fail;
     f->set = 1;
     f->err = err;
     f->status = r ? r->status : 0;
@@ -338,8 +332,8 @@ static void note_failure(const char *bucket, const char *key, vt_err err,
 int vt__gs_last_failure(const char *bucket, const char *key,
                         struct vt_gdal_fail *out)
 {
-    struct gs_fail *f = t_fail;
-    if (!f || !f->set || strcmp(f->bucket, bucket) || strcmp(f->key, key))
+    const struct gs_fail *f = &t_fail;
+    if (!f->set || strcmp(f->bucket, bucket) || strcmp(f->key, key))
         return 0;
     memset(out, 0, sizeof(*out));
     out->err = f->err;
@@ -376,9 +370,9 @@ vt_err vt__gs_perform(const char *method, const char *bucket,
     if (err != VT_OK) {
         vt__gs_describe(errbuf, errlen, bucket, key, resp, err);
         note_failure(bucket, key, err, resp, rq.url, NULL);
-    } else if (t_fail && t_fail->set && !strcmp(t_fail->bucket, bucket) &&
-               !strcmp(t_fail->key, key)) {
-        t_fail->set = 0;
+    } else if (t_fail.set && !strcmp(t_fail.bucket, bucket) &&
+               !strcmp(t_fail.key, key)) {
+        t_fail.set = 0;
     }
     vt__breq_clear(&rq);
     return err;
