@@ -303,3 +303,36 @@ def test_header_file_and_user_headers_as_stock(lab, s2, tmp_path, endpoint):
         stock = [e for e in data_requests(lab, endpoint) if e["kind"] == "GET_RANGE"]
         assert stock and all((e["path"], e["auth"], e["sig"], e["xhdr"]) ==
                              (ours[0]["path"], auth, "ok", xhdr) for e in stock), stock
+
+
+def _stock_open_error(env, path):
+    script = ("from osgeo import gdal; gdal.VSIErrorReset(); "
+              "f = gdal.VSIFOpenExL('%s', 'rb', True); "
+              "print(f is not None); print(gdal.VSIGetLastErrorNo()); print(gdal.VSIGetLastErrorMsg())"
+              % path)
+    out = subprocess.run([PY, "-c", script], env=lab_client.gdal_env(env), capture_output=True,
+                         text=True, timeout=60).stdout.splitlines()
+    return out[0] == "True", int(out[1]), out[2] if len(out) > 2 else ""
+
+
+def test_failure_worded_as_stock(lab, s2):
+    """A refused open: stock GDAL's /vsigs/ words it by the status alone (its GCS helper
+    does not read GCS's XML error), VSIE_HttpError "HTTP response code: 403"; the
+    table's last failure, worded by compat/gdal_error.h as the GDAL face will, gives the
+    same class and words. A missing object: the failure the face gets is a bodiless 404
+    (stock's words for it are printed: GDAL 3.6 sets no VSI error there)."""
+    env = lab.family_env("gcs-h1", "nosign")
+    key = f"lab/{s2['key']}"
+    opened, no, msg = _stock_open_error(env, "/vsigs/" + key)
+    assert not opened
+    rc, out, _ = probe(env, "get", key, 0, 16384, "fail", key)
+    assert out[1].startswith("fail err=access denied status=403 ")
+    assert out[2] == f"report vsie={no} {msg}", (out, no, msg)
+    assert (no, msg) == (2, "HTTP response code: 403")
+
+    env = lab.family_env("gcs-h1", "hmac")
+    opened, no, msg = _stock_open_error(env, "/vsigs/lab/no-such-object.tif")
+    print("stock /vsigs/ 404:", opened, no, repr(msg))
+    rc, out, _ = probe(env, "head", "lab/no-such-object.tif", "fail", "lab/no-such-object.tif")
+    assert not opened
+    assert out[1] == "fail err=not found status=404 where=gs://lab/no-such-object.tif message=-"

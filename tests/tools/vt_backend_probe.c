@@ -15,7 +15,8 @@
  *   ident PATH         "ident <identity with '\n' as '|'>"
  *   endpoint PATH      "endpoint URL"
  *   build PATH OFF LEN "build URL" then "header LINE" each
- *   fail PATH          "fail err=E status=N where=W message=M"
+ *   fail PATH          "fail err=E status=N where=W message=M" and
+ *                      "report vsie=N GDAL's words" (vt__gdal_error_for_open)
  *   forget PREFIX      "forget" ("-": everything)
  *   sleep SECONDS      "sleep" (to outlive a short-lived token)
  * A failed get/head/list prints "error err=E: <errbuf>" and the next
@@ -135,11 +136,14 @@ static int run(const vt_backend *be, char **a)
         vt_gdal_fail f;
         if (split(be, a[1], &c, &k))
             return 1;
-        if (be->last_failure(c, k, &f))
+        if (be->last_failure(c, k, &f)) {
+            vt_gdal_report g;
             printf("fail err=%s status=%ld where=%s message=%s\n",
                    vt_strerror(f.err), f.status, f.where,
                    f.message ? f.message : "-");
-        else
+            vt__gdal_error_for_open(&f, &g);
+            printf("report vsie=%d %s\n", g.vsie, g.message);
+        } else
             printf("fail none\n");
     } else if (!strcmp(a[0], "sleep")) {
         sleep((unsigned)atoi(a[1]));
