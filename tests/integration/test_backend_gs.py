@@ -338,3 +338,57 @@ def test_failure_worded_as_stock(lab, s2):
     rc, out, _ = probe(env, "head", "lab/no-such-object.tif", "fail", "lab/no-such-object.tif")
     assert not opened
     assert out[1] == "fail err=not found status=404 where=gs://lab/no-such-object.tif message=-"
+
+
+@pytest.mark.parametrize("source", ["authorized_user", "private_key", "private_key_file",
+                                    "boto_refresh", "boto_hmac"])
+def test_other_credential_sources(lab, s2, tmp_path, source):
+    """The chain's other sources, made from the lab's credentials: an authorized_user JSON
+    (refresh grant), GS_OAUTH2_PRIVATE_KEY / _FILE + GS_OAUTH2_CLIENT_EMAIL (the service
+    account's key, JWT grant), the boto file's refresh token with [OAuth2] client, and its
+    HMAC pair. The table's read and stock GDAL's under the same environment both verify
+    at the front with the same kind of authorization and grant."""
+    info = lab.family("gcs")
+    o = info["oauth2"]
+    sa = json.loads(Path(info["service_account_file"]).read_text())
+    base = {k: v for k, v in lab.family_env("gcs-h1", "hmac").items() if not k.startswith("GS_")}
+    if source == "authorized_user":
+        f = tmp_path / "au.json"
+        f.write_text(json.dumps({"type": "authorized_user", "client_id": o["client_id"],
+                                 "client_secret": o["client_secret"],
+                                 "refresh_token": o["refresh_token"]}))
+        env = dict(base, GOOGLE_APPLICATION_CREDENTIALS=str(f), GOA2_AUTH_URL_TOKEN=o["token_url"])
+        want = ("bearer", "refresh_token")
+    elif source.startswith("private_key"):
+        env = dict(base, GS_OAUTH2_CLIENT_EMAIL=sa["client_email"], GO2A_AUD=o["token_url"])
+        if source == "private_key":
+            env["GS_OAUTH2_PRIVATE_KEY"] = sa["private_key"]
+        else:
+            f = tmp_path / "key.pem"
+            f.write_text(sa["private_key"])
+            env["GS_OAUTH2_PRIVATE_KEY_FILE"] = str(f)
+        want = ("bearer", "service_account")
+    else:
+        f = tmp_path / "boto"
+        if source == "boto_refresh":
+            f.write_text(f"[Credentials]\ngs_oauth2_refresh_token = {o['refresh_token']}\n"
+                         f"[OAuth2]\nclient_id = {o['client_id']}\n"
+                         f"client_secret = {o['client_secret']}\n")
+            want = ("bearer", "refresh_token")
+        else:
+            f.write_text(f"[Credentials]\ngs_access_key_id = {info['hmac']['access_key_id']}\n"
+                         f"gs_secret_access_key = {info['hmac']['secret']}\n")
+            want = ("goog1", info["hmac"]["access_key_id"])
+        env = dict(base, CPL_GS_CREDENTIALS_FILE=str(f), GOA2_AUTH_URL_TOKEN=o["token_url"])
+    key, size = s2["key"], s2["size"]
+    off, n = size - 2**20, 2**20
+    lab.reset()
+    rc, out, err = probe(env, "get", f"lab/{key}", off, n)
+    assert rc == 0, (out, err)
+    assert out[0].startswith(f"get status=206 bytes={n} sha256={local(s2['path'], off, n)}")
+    assert [(e["auth"], e["akid"], e["sig"]) for e in data_requests(lab, "gcs-h1")] == \
+        [want + ("ok",)], lab.log()
+    lab.reset()
+    assert stock_read(env, key, off, n) == str(n)
+    stock = [e for e in data_requests(lab, "gcs-h1") if e["kind"] == "GET_RANGE"]
+    assert stock and all((e["auth"], e["akid"], e["sig"]) == want + ("ok",) for e in stock), stock
