@@ -3,7 +3,8 @@
  * independently (Python's hmac/hashlib/base64 over the string to sign
  * GDAL 3.6 builds), the RFC 822 date, the service account's JWT (decoded
  * and its RS256 signature verified with the public half of a key made
- * here), the boto file's line rules, token answers, and the options chain
+ * here), the boto file's line rules, token answers (and both parsers on
+ * garbage), and the options chain
  * for the modes that need no server (no-sign, HMAC, boto HMAC, the errors
  * GDAL words, path-specific options under /vsigs/). Token grants are
  * tested against the lab (tests/integration/test_backend_gs.py). */
@@ -24,6 +25,7 @@
 #include <openssl/pem.h>
 
 #include "auth/gs_auth.h"
+#include "fuzz_bytes.h"
 
 #define SECRET "vsitune+Lab/GCS/Secret0123456789abcdefEX"
 
@@ -161,6 +163,36 @@ static void test_token_answer(void **state)
     assert_null(t);
 }
 
+/* The parsers of outside input (a boto file, a token endpoint's answer)
+ * on garbage made of their own fragments: bounded by the length given
+ * (buffers of exactly that size, so ASan sees any overread), no crash. */
+static void test_parsers_on_garbage(void **state)
+{
+    static const char *const frags[] = {
+        "[Credentials]", "[OAuth2]", "\n", "\r\n", "=", ":", " ",
+        "gs_access_key_id", "gs_secret_access_key", "gs_oauth2_refresh_token",
+        "client_id", "client_secret", "{", "}", "\"access_token\"",
+        "\"expires_in\"", "\"", "\\u00", "99999999999999999999", ","};
+    uint32_t seed = 20;
+    (void)state;
+    for (int i = 0; i < 20000; i++) {
+        size_t n;
+        char *b = fuzz_bytes(&seed, 200, frags, sizeof(frags) / sizeof(frags[0]),
+                             &n);
+        struct vt_gs_boto bt;
+        char *t = NULL;
+        long e;
+        vt__gs_boto_parse(b, n, &bt);
+        vt__gs_boto_clear(&bt);
+        if (vt__gs_parse_token(b, n, &t, &e) == VT_OK) {
+            assert_non_null(t);
+            assert_true(e >= 0);
+        }
+        free(t);
+        free(b);
+    }
+}
+
 static const char *const chain_opts[] = {
     "GS_NO_SIGN_REQUEST", "GS_SECRET_ACCESS_KEY", "GS_ACCESS_KEY_ID",
     "GS_OAUTH2_REFRESH_TOKEN", "GS_OAUTH2_CLIENT_ID", "GS_OAUTH2_CLIENT_SECRET",
@@ -265,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_jwt),
         cmocka_unit_test(test_boto),
         cmocka_unit_test(test_token_answer),
+        cmocka_unit_test(test_parsers_on_garbage),
         cmocka_unit_test_setup(test_chain, chain_setup),
         cmocka_unit_test_setup(test_boto_file, chain_setup),
     };
