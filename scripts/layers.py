@@ -90,6 +90,8 @@ LAYERS = {
     "vsiplugin/backends/s3/s3list.c": 6, "vsiplugin/backends/s3/s3list.h": 6,
     "vsiplugin/backends/s3/s3.h": 6, "vsiplugin/backends/s3/s3_int.h": 6, "vsiplugin/backends/s3/s3_route.c": 6,
     "vsiplugin/backends/s3/s3_fail.c": 6, "vsiplugin/backends/s3/s3_hdr.c": 6, "vsiplugin/backends/s3/s3.c": 6,
+    "vsiplugin/backends/curl/curl_int.h": 6, "vsiplugin/backends/curl/curl_url.c": 6,
+    "vsiplugin/backends/curl/curl_redirect.c": 6, "vsiplugin/backends/curl/curl_backend.c": 6,
     # 7 counters
     "vsiplugin/stats/stats.c": 7, "vsiplugin/stats/stats.h": 7,
     # 8 read path
