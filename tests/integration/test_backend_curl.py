@@ -236,12 +236,34 @@ def test_headers_from_options(lab):
     name = "?url=" + urllib.parse.quote(url, safe="") + "&cookie=d%3D2&referer=http://r/&useragent=ua"
     (b,) = probe(lab, "h1", ["build", name, "0", "0"], {"GDAL_HTTP_COOKIE": "c=1"})
     assert b["headers"] == ["User-Agent: ua", "Referer: http://r/", "Cookie: d=2"], b
+    # GDAL_HTTP_AUTH=BEARER exists from GDAL 3.9 (3.6 ignores it with a warning)
+    from osgeo import gdal as _gdal
+    (b,) = probe(lab, "h1", ["build", url, "0", "0"],
+                 {"GDAL_HTTP_AUTH": "BEARER", "GDAL_HTTP_BEARER": "tok"})
+    bearer = int(_gdal.VersionInfo("VERSION_NUM")) >= 3090000
+    assert b["headers"] == (["Authorization: Bearer tok"] if bearer else []), b
     # what the engine cannot apply per request: refused, naming it
     for extra, name in (({"GDAL_HTTPS_PROXY": "http://p:1"}, url),
                         ({"GDAL_HTTP_AUTH": "NTLM", "GDAL_HTTP_USERPWD": "a:b"}, url),
                         ({}, "?url=" + urllib.parse.quote(url, safe="") + "&proxy=http://p:1")):
         (b,) = probe(lab, "h1", ["build", name, "0", "16384"], extra)
         assert b["err"] == VT_EINVAL and "not applied" in b["errbuf"], b
+
+
+def test_netrc_leaves_the_name_to_gdal(lab, tmp_path):
+    """curl (GDAL_HTTP_NETRC on by default) would send a .netrc's credentials for the
+    host; the engine does not read netrc files, so build refuses such a URL (GDAL serves
+    it); another host's entry, or GDAL_HTTP_NETRC=NO, changes nothing."""
+    url = "http://127.0.0.1:9/x.tif"
+    (tmp_path / ".netrc").write_text("machine other.example login a password b\n")
+    (b,) = probe(lab, "h1", ["build", url, "0", "16384"], {"HOME": str(tmp_path)})
+    assert b["err"] == 0, b
+    (tmp_path / ".netrc").write_text("machine 127.0.0.1 login a password b\n")
+    (b,) = probe(lab, "h1", ["build", url, "0", "16384"], {"HOME": str(tmp_path)})
+    assert b["err"] == VT_EINVAL and "GDAL_HTTP_NETRC" in b["errbuf"], b
+    (b,) = probe(lab, "h1", ["build", url, "0", "16384"],
+                 {"HOME": str(tmp_path), "GDAL_HTTP_NETRC": "NO"})
+    assert b["err"] == 0, b
 
 
 def test_names_and_identity(lab):

@@ -155,6 +155,25 @@ static void test_range_ignored(void **state)
     assert_int_equal(vt__curl_range_ignored(16384, 0, &r), 0); /* no Range */
 }
 
+static void test_netrc(void **state)
+{
+    static const char t1[] =
+        "# comment machine 127.0.0.1\n"
+        "machine urs.earthdata.nasa.gov login u password p\n"
+        "macdef init\nmachine 10.0.0.1\n\n"
+        "machine Other.Example\tlogin x password y\n";
+    static const char t2[] = "machine a login b\ndefault login anon password x\n";
+    (void)state;
+    assert_true(vt__curl_netrc_has(t1, strlen(t1), "urs.earthdata.nasa.gov"));
+    assert_true(vt__curl_netrc_has(t1, strlen(t1), "other.example"));
+    assert_false(vt__curl_netrc_has(t1, strlen(t1), "127.0.0.1"));  /* a comment */
+    assert_false(vt__curl_netrc_has(t1, strlen(t1), "10.0.0.1"));   /* a macro */
+    assert_false(vt__curl_netrc_has(t1, strlen(t1), "login"));
+    assert_true(vt__curl_netrc_has(t2, strlen(t2), "anything"));    /* default */
+    assert_false(vt__curl_netrc_has(t2, 10, "anything"));           /* cut */
+    assert_false(vt__curl_netrc_has("", 0, "h"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -165,6 +184,7 @@ int main(void)
         cmocka_unit_test(test_origin),
         cmocka_unit_test(test_redact),
         cmocka_unit_test(test_range_ignored),
+        cmocka_unit_test(test_netrc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

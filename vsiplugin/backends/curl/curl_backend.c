@@ -20,8 +20,9 @@
  *     If-Match; max_retry, retry_delay, timeout, connecttimeout into the
  *     engine's request;
  *   - what the engine cannot do per request yet (proxies but
- *     GDAL_HTTP_PROXY, other HTTP auth schemes, the name's header_file,
- *     unsafessl, speed limits): build_get refuses (VT_EINVAL naming the
+ *     GDAL_HTTP_PROXY, other HTTP auth schemes, netrc credentials for the
+ *     host, the name's header_file, unsafessl, speed limits): build_get
+ *     refuses (VT_EINVAL naming the
  *     option), so such a name stays GDAL's rather than being read another
  *     way;
  *   - a server that ignores Range: GDAL's test and words ("Range
@@ -274,6 +275,58 @@ static const char *unapplied_option(void)
     return NULL;
 }
 
+#define NETRC_CAP (256 * 1024)
+
+/* 1 when curl, with GDAL_HTTP_NETRC on (GDAL's default), would find
+ * credentials for url's host in the netrc file (GDAL_HTTP_NETRC_FILE from
+ * GDAL 3.7, else $HOME/.netrc) and send them: the engine does not read
+ * netrc files, so such a name is left to GDAL. Reads the file (at most
+ * NETRC_CAP bytes) when there is one. */
+static int netrc_applies(const char *url)
+{
+    char *file = NULL, host[512], *text = NULL;
+    const char *home, *s, *e;
+    int found = 0;
+    size_t n;
+    FILE *fp = NULL;
+
+    if (!vt__cfg_bool(NULL, "GDAL_HTTP_NETRC", 1))
+        return 0;
+    if (vt__gdal_release_running() >= 3070000)
+        file = vt__cfg_dup(NULL, "GDAL_HTTP_NETRC_FILE");
+    home = getenv("HOME");
+    if (!file && home && asprintf(&file, "%s/.netrc", home) < 0)
+        file = NULL;
+    if (file)
+        fp = fopen(file, "rb");
+    s = strstr(url, "://");
+    if (!fp || !s)
+        goto out;
+    s += 3;
+    e = s + strcspn(s, "/?#");
+    if (memchr(s, '@', (size_t)(e - s)))
+        s = (const char *)memchr(s, '@', (size_t)(e - s)) + 1;
+    n = (size_t)(e - s);
+    if (n && *s == '[') /* [v6]:port: the brackets' content */
+        n = strcspn(s, "]") > n ? n : strcspn(s, "]") + 1;
+    else if (memchr(s, ':', n))
+        n = (size_t)((const char *)memchr(s, ':', n) - s);
+    if (!n || n >= sizeof host)
+        goto out;
+    snprintf(host, sizeof host, "%.*s", (int)n, s);
+    text = malloc(NETRC_CAP);
+    if (!text)
+        goto out;
+    n = fread(text, 1, NETRC_CAP, fp);
+    found = vt__curl_netrc_has(text, n, host);
+out:
+    if (fp)
+        fclose(fp);
+    free(text);
+    free(file);
+    return found;
+}
+
 /* Build a GET of url for target t (url: t's own or a redirect's target). */
 static vt_err build_for(const struct vt_curl_target *t, const char *url,
                         uint64_t off, uint64_t len, const char *etag,
@@ -291,6 +344,8 @@ static vt_err build_for(const struct vt_curl_target *t, const char *url,
     }
     if (!unapplied)
         unapplied = unapplied_option();
+    if (!unapplied && netrc_applies(url))
+        unapplied = "GDAL_HTTP_NETRC";
     if (!unapplied)
         auth = auth_value(&unapplied);
     if (unapplied) {

@@ -67,6 +67,13 @@ void vt__curl_redact(const char *url, char *out, size_t len);
  * not supported by this server!"), else 0. Pure. */
 int vt__curl_range_ignored(uint64_t off, uint64_t len, const vt_http_resp *r);
 
+/* 1 when a .netrc text (len bytes) gives credentials for host (its
+ * "machine HOST" entry, host compared case-insensitively, or a "default"
+ * entry), as curl would use them with GDAL_HTTP_NETRC on (GDAL's
+ * default). Tokens are separated by blanks and newlines; "#" starts a
+ * comment line; a macdef's body (up to an empty line) is skipped. Pure. */
+int vt__curl_netrc_has(const char *text, size_t len, const char *host);
+
 /* ---- redirects (curl_redirect.c) ------------------------------------- */
 
 /* 1 when url is signed the way GDAL 3.6 recognises an S3-like signed URL

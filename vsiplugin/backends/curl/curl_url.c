@@ -297,3 +297,58 @@ int vt__curl_range_ignored(uint64_t off, uint64_t len, const vt_http_resp *r)
     return r->has_total && r->total_size / 10 >= len &&
            r->total_size > 10 * len;
 }
+
+/* The next blank-separated token of [*p, e) into tok (cut at cap), or 0 at
+ * the end. A '#' at the start of a line skips the line. */
+static int next_token(const char **p, const char *e, char *tok, size_t cap)
+{
+    const char *s = *p;
+    size_t n = 0;
+
+    for (;;) {
+        while (s < e && (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n'))
+            s++;
+        if (s < e && *s == '#' && (s == *p || s[-1] == '\n')) {
+            while (s < e && *s != '\n')
+                s++;
+            continue;
+        }
+        break;
+    }
+    if (s >= e)
+        return 0;
+    while (s < e && !(*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')) {
+        if (n + 1 < cap)
+            tok[n++] = *s;
+        s++;
+    }
+    tok[n] = '\0';
+    *p = s;
+    return 1;
+}
+
+int vt__curl_netrc_has(const char *text, size_t len, const char *host)
+{
+    const char *p = text, *e = text + len;
+    char tok[256];
+
+    while (next_token(&p, e, tok, sizeof tok)) {
+        if (!strcmp(tok, "default"))
+            return 1;
+        if (!strcmp(tok, "machine")) {
+            if (!next_token(&p, e, tok, sizeof tok))
+                return 0;
+            if (!strcasecmp(tok, host))
+                return 1;
+        } else if (!strcmp(tok, "macdef")) {
+            /* its name, then lines up to an empty one */
+            const char *blank = NULL;
+            for (const char *q = p; q + 1 < e && !blank; q++)
+                if (q[0] == '\n' && (q[1] == '\n' ||
+                                     (q[1] == '\r' && q + 2 < e && q[2] == '\n')))
+                    blank = q + 1;
+            p = blank ? blank : e;
+        }
+    }
+    return 0;
+}
