@@ -55,10 +55,12 @@ def probe(lab, ep, args, extra=None):
 
 
 def stock_errors(lab, ep, url):
-    """Stock GDAL (plugin not loaded): gdalinfo of the URL, its CPLError lines as
-    [class, number, first line] (gdalinfo's own "failed - unable to open" follows)."""
+    """Stock GDAL (plugin not loaded): gdalinfo of the URL (or of a whole /vsicurl name),
+    its CPLError lines as [class, number, first line] (gdalinfo's own "failed - unable to
+    open" follows)."""
     env = lab_client.gdal_env(_ca_env(lab, ep))
-    cp, _ = lab_client.run_tool(["gdalinfo", "/vsicurl/" + url], env)
+    name = url if url.startswith("/vsicurl") else "/vsicurl/" + url
+    cp, _ = lab_client.run_tool(["gdalinfo", name], env)
     assert cp.returncode != 0, cp.stdout[:300]
     return [[c, n, m.split("\n")[0]] for c, n, m in parity.parse_errors(cp.stderr)]
 
@@ -178,12 +180,16 @@ def _assert_redacted(o, secret):
 
 @pytest.mark.parametrize("ep", ("h1", "h2"))
 def test_missing_object_words(lab, public_small, ep):
+    """A 404, stock measured beside: stock opens a plain URL with a HEAD (no body: the
+    status alone). (A "/vsicurl?url=" name stock 3.6 opens without asking for errors:
+    "does not exist in the file system", the GDAL face's wording, not the backend's.)"""
     url = lab.object_url("public", "curl/no-such.tif", ep)
+    name = "/vsicurl/" + url
     (o,) = probe(lab, ep, ["get", url, "0:16384"])
     assert o["err"] == VT_ENOTFOUND and o["status"] == 404
     assert [e["method"] for e in _mine(lab, ep)] == ["GET"]
-    assert_stock_words(o, stock_errors(lab, ep, url))
-    assert o["fail"]["message"] == "HTTP response code: 404"
+    assert_stock_words(o, stock_errors(lab, ep, name))
+    assert o["fail"]["message"].startswith("HTTP response code: 404")
 
 
 @pytest.mark.parametrize("ep", ("h1", "h2"))
