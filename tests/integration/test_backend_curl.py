@@ -286,3 +286,34 @@ def test_names_and_identity(lab):
     assert "pw1" not in a["ident"] and "alice" not in a["ident"]
     (m,) = probe(lab, "h1", ["split", "?use_head=no"])
     assert m["err"] == VT_EINVAL
+
+
+@pytest.mark.parametrize("ep", ("h1", "h2"))
+def test_remembered_redirect_target(lab, small_cog, ep):
+    """A redirect to a presigned URL, taught as the engine will teach it (probe_curl.c):
+    the reads go straight to the target while it is valid (GDAL's
+    CPL_VSIL_CURL_USE_S3_REDIRECT); with the option off, to the redirect; a target the
+    server refuses (expired early) sends the read back to the redirect once."""
+    key = small_cog["key"]
+    frm = lab.web_url("lab", key, "redirect=302", ep)
+    target = lab.presign("lab", key, endpoint=ep, expires=3600)
+    out = probe(lab, ep, ["curl-note", frm, target, "0", "get", frm, "0:16384", "1000000:4096"])
+    assert out[0] == {"op": "curl-note", "kept": 1}
+    assert [o["err"] for o in out[1:]] == [0, 0], out
+    assert out[2]["sha256"] == sha(small_cog["path"], 1000000, 4096)
+    log = _mine(lab, ep)
+    assert [(e["auth"], e["route"], e["sig"]) for e in log] == [("presigned", None, "ok")] * 2, log
+
+    lab.reset()
+    out = probe(lab, ep, ["curl-note", frm, target, "0", "get", frm, "0:16384"],
+                {"CPL_VSIL_CURL_USE_S3_REDIRECT": "NO"})
+    assert out[1]["err"] == VT_EREDIRECT, out
+    assert [(e["route"], e["status"]) for e in _mine(lab, ep)] == [("redirect=302", 302)]
+
+    lab.reset()
+    stale = lab.presign("lab", key, endpoint=ep, expires=3600, signed_at=int(time.time()) - 7200)
+    out = probe(lab, ep, ["curl-note", frm, stale, "7100", "get", frm, "0:16384"])
+    assert out[0]["kept"] == 1 and out[1]["err"] == VT_EREDIRECT, out
+    log = _mine(lab, ep)
+    assert [(e["sig"], e["status"]) for e in log] == [("expired", 403), (log[1]["sig"], 302)], log
+    assert log[1]["route"] == "redirect=302"

@@ -9,6 +9,8 @@
  *   vt_backend_probe --backend NAME build PATH OFF LEN [ETAG]
  *   vt_backend_probe --backend NAME get PATH OFF:LEN[:ETAG] ...
  *   vt_backend_probe --backend NAME forget PREFIX get PATH OFF:LEN ...
+ *   vt_backend_probe --backend curl curl-note URL TARGET AGO get PATH ...
+ *     (probe_curl.c: a redirect of URL to TARGET, as if seen AGO s ago)
  *
  * PATH is the object's path as the backend's GDAL prefix is followed by it
  * ("bucket/key"; for /vsicurl/ the URL). Each operation prints one JSON
@@ -27,6 +29,9 @@
 #include "backends/backend.h"
 #include "compat/gdal_error.h"
 #include "http/engine.h"
+
+/* Steps of one backend only (probe_<svc>.c). */
+int vt__probe_curl_note(const char *url, const char *target, const char *ago);
 
 /* The backends, by name: one line each. */
 static const struct {
@@ -207,6 +212,11 @@ int main(int argc, char **argv)
     if (!be)
         return usage();
     i = 3;
+    if (!strcmp(argv[i], "curl-note") && be == &vt__backend_curl &&
+        argc > i + 4) {
+        vt__probe_curl_note(argv[i + 1], argv[i + 2], argv[i + 3]);
+        i += 4;
+    }
     if (!strcmp(argv[i], "forget") && argc > i + 2) {
         be->forget(argv[i + 1]);
         i += 2;
