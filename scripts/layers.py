@@ -108,6 +108,8 @@ LAYERS = {
     "vsiplugin/backends/listxml.c": 6, "vsiplugin/backends/listxml.h": 6,
     "vsiplugin/backends/gs/gs_backend.c": 6, "vsiplugin/backends/gs/gs.c": 6,
     "vsiplugin/backends/gs/gs_int.h": 6,
+    "vsiplugin/backends/curl/curl_int.h": 6, "vsiplugin/backends/curl/curl_url.c": 6,
+    "vsiplugin/backends/curl/curl_redirect.c": 6, "vsiplugin/backends/curl/curl_backend.c": 6,
     # 7 counters
     "vsiplugin/stats/stats.c": 7, "vsiplugin/stats/stats.h": 7,
     # 8 read path

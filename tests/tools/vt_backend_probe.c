@@ -38,6 +38,7 @@ static const struct {
 } backends[] = {
     {"s3", &vt__backend_s3},
     {"gs", &vt__backend_gs},
+    {"curl", &vt__backend_curl},
 };
 
 static int usage(void)
