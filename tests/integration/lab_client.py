@@ -181,6 +181,49 @@ class Lab:
     def object_url(self, bucket, key, endpoint="h1"):
         return f"{self.endpoint_url(endpoint)}/{bucket}/{urllib.parse.quote(key, safe='/~')}"
 
+    def web_url(self, bucket, key, options, endpoint="h1", query=None):
+        """URL of bucket/key behind the lab's /_web/<options>/ behaviours (tests/lab/lib/
+        webroutes.js: norange, nohead=405|403, noetag, nolm, token, redirect=302|307, ttl=N)."""
+        url = f"{self.endpoint_url(endpoint)}/_web/{options}/{bucket}/{urllib.parse.quote(key, safe='/~')}"
+        return url + ("?" + urllib.parse.urlencode(query) if query else "")
+
+    def presign(self, bucket, key, endpoint="h1", method="GET", expires=3600, signed_at=None,
+                route=None, akid=None):
+        """A presigned S3 URL (query-string SigV4) made by the lab with AWS's own signer.
+        signed_at (unix time) in the past with a short `expires` gives an expired URL;
+        route: a /_web/ option list the URL goes through (the signature covers it)."""
+        body = {"bucket": bucket, "key": key, "endpoint": endpoint, "method": method,
+                "expires": expires}
+        for k, v in (("signed_at", signed_at), ("route", route), ("akid", akid)):
+            if v is not None:
+                body[k] = v
+        return self._call("POST", "/presign", body=body)["url"]
+
+    def family(self, name):
+        """Start backend family `name` if it is not running yet ("gcs": the GCS XML-API
+        front, lib/gcs.js; "az": Azurite, lib/azure.js); returns its info: endpoints
+        (gcs-h1/gcs-h2, az-h1/az-h2, each with `env` and `envs` per authentication
+        mode), credentials. Refreshes self.info (lab.json)."""
+        out = self._call("POST", "/family", body={"name": name})
+        self.info = self._call("GET", "/info")
+        return out
+
+    def family_env(self, endpoint, auth=None, delay_ms=None):
+        """GDAL's environment for a family endpoint (e.g. "gcs-h2") and an
+        authentication mode (gcs: hmac, refresh_token, service_account, gce, nosign;
+        az: shared_key, sas, connection_string, nosign)."""
+        fam = endpoint.split("-")[0]
+        info = self.family(fam) if fam not in (self.info.get("families") or {}) \
+            else self.info["families"][fam]
+        ep = info["endpoints"][endpoint]
+        if delay_ms is not None:
+            self.set_delay(delay_ms, endpoint)
+        return dict(ep["envs"][auth] if auth else ep["env"])
+
+    def token(self):
+        """A new token the lab accepts as ?token= on /_web/<...token...>/ URLs."""
+        return self._call("POST", "/token")["token"]
+
     def reset(self):
         """Clear the request log, connection counts and faults; restore the start delay."""
         self._call("POST", "/reset")
@@ -238,17 +281,25 @@ class Lab:
         self._call("DELETE", "/faults")
         self._call("DELETE", "/pfaults")
 
-    def put_object(self, bucket, key, data):
+    def put_object(self, bucket, key, data, family=None):
         """Store an object straight into s3rver (not logged). data: bytes, or a
-        path (str/Path) to a local file. Returns {"etag": ..., "size": ...}."""
+        path (str/Path) to a local file. Returns {"etag": ..., "size": ...}.
+        family="az": into Azurite's container `bucket` instead (starts the family)."""
+        q = {"bucket": bucket, "key": key}
+        if family:
+            q["family"] = family
+            if family not in (self.info.get("families") or {}):
+                self.family(family)  # started here, so that stop() knows its processes
         if isinstance(data, (str, Path)):
-            return self._call("PUT", "/object",
-                              query={"bucket": bucket, "key": key, "path": str(Path(data).resolve())},
+            return self._call("PUT", "/object", query=dict(q, path=str(Path(data).resolve())),
                               data=b"")
-        return self._call("PUT", "/object", query={"bucket": bucket, "key": key}, data=bytes(data))
+        return self._call("PUT", "/object", query=q, data=bytes(data))
 
-    def delete_object(self, bucket, key):
-        return self._call("DELETE", "/object", query={"bucket": bucket, "key": key})
+    def delete_object(self, bucket, key, family=None):
+        q = {"bucket": bucket, "key": key}
+        if family:
+            q["family"] = family
+        return self._call("DELETE", "/object", query=q)
 
     def create_bucket(self, name, region=None):
         """Create bucket `name` homed in `region` (default: the lab's us-east-1).
@@ -288,7 +339,9 @@ def _alive(pid):
 # -- running GDAL against the lab ---------------------------------------------
 # Variables that would change how GDAL reads /vsis3/: cleared from the caller's
 # environment so a run sees the lab's settings and nothing else.
-_SCRUB_PREFIXES = ("AWS_", "GDAL_", "CPL_", "VSI_", "CURL_", "SSL_CERT_")
+_SCRUB_PREFIXES = ("AWS_", "GDAL_", "CPL_", "VSI_", "CURL_", "SSL_CERT_",
+                   # /vsigs/ and /vsiaz/ settings (the lab's families set their own)
+                   "GS_", "GOOGLE_", "GOA2_", "GO2A_", "AZURE_")
 
 
 def build_dir():

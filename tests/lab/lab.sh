@@ -3,6 +3,8 @@
 #
 #   tests/lab/lab.sh start [--delay-ms N]   start in $VT_LAB_DIR (default <repo>/.lab)
 #   tests/lab/lab.sh env [h1|h2|h1tls]      print export lines: eval "$(tests/lab/lab.sh env h2)"
+#   tests/lab/lab.sh env gcs-h1|gcs-h2|az-h1|az-h2 [MODE]   the same for /vsigs/ or /vsiaz/
+#                                           (starts the family; MODE: lib/gcs.js, lib/azure.js)
 #   tests/lab/lab.sh status                 endpoints, connection counts, request counts
 #   tests/lab/lab.sh log                    the request log (JSON)
 #   tests/lab/lab.sh stop
@@ -38,9 +40,25 @@ case "$cmd" in
     ;;
   env)
     ep=${1:-h1}
-    case "$ep" in h1|h2|h1tls) ;; *) echo "lab.sh: unknown endpoint '$ep' (h1, h2, h1tls)" >&2; exit 2;; esac
-    running || die "no lab running in $DIR (lab.sh start)"
-    cat "$DIR/env-$ep.sh"
+    case "$ep" in
+      h1|h2|h1tls) running || die "no lab running in $DIR (lab.sh start)"; cat "$DIR/env-$ep.sh";;
+      gcs-h1|gcs-h2|az-h1|az-h2)
+        running || die "no lab running in $DIR (lab.sh start)"
+        "$PY" - "$(field "d['control']['url']")" "$ep" "${2:-}" <<'PYEOF'
+import json, shlex, sys, urllib.request
+url, ep, mode = sys.argv[1:4]
+req = urllib.request.Request(url + "/family", data=json.dumps({"name": ep.split("-")[0]}).encode(),
+                             method="POST", headers={"Content-Type": "application/json"})
+envs = json.load(urllib.request.urlopen(req, timeout=60))["endpoints"][ep]["envs"]
+if mode and mode not in envs:
+    sys.exit(f"lab.sh: unknown mode '{mode}' for {ep} ({', '.join(envs)})")
+print(f"# vsitune lab endpoint {ep}, {mode or next(iter(envs))}")
+for k, v in envs[mode or next(iter(envs))].items():
+    print(f"export {k}={shlex.quote(v)}")
+PYEOF
+        ;;
+      *) echo "lab.sh: unknown endpoint '$ep' (h1, h2, h1tls, gcs-h1, gcs-h2, az-h1, az-h2)" >&2; exit 2;;
+    esac
     ;;
   status)
     running || die "no lab running in $DIR"
@@ -70,7 +88,7 @@ PYEOF
     echo "lab stopped"
     ;;
   *)
-    echo "usage: $0 start [--delay-ms N] | env [h1|h2|h1tls] | status | log | stop" >&2
+    echo "usage: $0 start [--delay-ms N] | env [h1|h2|h1tls|gcs-h1|gcs-h2|az-h1|az-h2 [MODE]] | status | log | stop" >&2
     exit 2
     ;;
 esac

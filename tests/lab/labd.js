@@ -31,6 +31,12 @@ const { TlsFront, makeCertificate } = require('./lib/tlsfront');
 const { createControlServer } = require('./lib/control');
 const { cacheMetadata } = require('./lib/s3store');
 const { FaultProxy } = require('./lib/faultproxy');
+const { presignUrl } = require('./lib/presign');
+const { GcsFamily } = require('./lib/gcs');
+const { AzureFamily } = require('./lib/azure');
+
+// Backend families started on first use (startFamily): their data endpoints.
+const FAMILY_ENDPOINTS = { gcs: ['gcs-h1', 'gcs-h2'], az: ['az-h1', 'az-h2'] };
 
 const REGION = 'us-east-1';
 const BUCKETS = ['lab', 'public'];
@@ -67,6 +73,12 @@ function encodeKey(key) {
   return key.split('/').map(encodeURIComponent).join('/');
 }
 
+// AWS's URI encoding (uppercase hex, unreserved characters never encoded), '/' kept.
+function awsEncodeKey(key) {
+  return key.split('/').map((seg) => encodeURIComponent(seg).replace(/[!'()*]/g,
+    (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase())).join('/');
+}
+
 class Lab {
   constructor(opts) {
     this.opts = opts;
@@ -82,6 +94,108 @@ class Lab {
     this.s3rver = null;
     this.dataDir = null;
     this.stopping = false;
+    // Tokens for /_web/<...token...>/ URLs (lib/webroutes.js), issued by POST /token.
+    this.tokens = new Set();
+  }
+
+  // A presigned URL (lib/presign.js) for bucket/key through `endpoint`, signed with
+  // the static key unless `akid` names a registered one. `route`: a /_web/ option
+  // list to put in front of the path (its URL is then what is signed); `host`: the
+  // Host the client will send (default 127.0.0.1:<endpoint port>); `signedAt`: unix
+  // time of the signature (default now; an old one with a short `expires` makes an
+  // expired URL).
+  presign({ bucket, key, endpoint = 'h1', method = 'GET', expires = 3600, signedAt = null,
+    route = null, host = null, akid = STATIC_AKID }) {
+    const ep = ENDPOINTS.find((e) => e.name === endpoint);
+    const port = ep ? this.proxies[endpoint].port : this.fpPorts && this.fpPorts[endpoint];
+    if (!port) throw new Error(`unknown endpoint '${endpoint}'`);
+    const cred = this.lookupCredential(akid);
+    if (!cred) throw new Error(`unknown access key '${akid}'`);
+    const tls = ep ? ep.tls : endpoint === 'fp2';
+    return presignUrl({ method, scheme: tls ? 'https' : 'http', host: host || `127.0.0.1:${port}`,
+      path: (route ? `/_web/${route}` : '') + `/${awsEncodeKey(bucket)}/${awsEncodeKey(key)}`,
+      akid, secret: cred.secret, token: cred.token, region: this.bucketRegion(bucket), expires,
+      signingDate: signedAt ? new Date(signedAt * 1000) : new Date() });
+  }
+
+  // The backend family object (lib/gcs.js, lib/azure.js) serving `endpoint`, or
+  // null for the S3 endpoints.
+  familyOf(endpoint) {
+    if (endpoint.startsWith('gcs-')) return this.gcs;
+    if (endpoint.startsWith('az-')) return this.azure;
+    return null;
+  }
+
+  // Start a backend family on first use (lab start stays fast); resolves to its info.
+  startFamily(name) {
+    if (!this.familyStarts) this.familyStarts = {};
+    if (!this.familyStarts[name]) {
+      const start = { gcs: () => this.startGcs(), az: () => this.startAzure() }[name];
+      if (!start) throw new Error(`unknown backend family '${name}' (known: gcs, az)`);
+      this.familyStarts[name] = start().then(() => { this.writeFiles(); return this.familyInfo(name); });
+      this.familyStarts[name].catch(() => { delete this.familyStarts[name]; });
+    }
+    return this.familyStarts[name];
+  }
+
+  // A listener of the verifier for `name`, behind an nghttpx front when `alpn`, behind
+  // a delay proxy (logged, counted, delayed like h1/h2/h1tls). Resolves to the proxy.
+  async addEndpoint(name, alpn) {
+    const vport = await this.verifier.listen(name);
+    let target = vport;
+    if (alpn) {
+      const front = new TlsFront(name, alpn, vport, this.tls, this.dir);
+      this.fronts[name] = front;
+      target = await front.start();
+    }
+    const proxy = new DelayProxy(name, { host: '127.0.0.1', port: target }, this.opts.delayMs);
+    await proxy.listen('127.0.0.1', 0);
+    this.proxies[name] = Object.assign(proxy, { verifierPort: vport, frontPort: alpn ? target : null,
+      https: !!alpn, alpnList: alpn ? alpn.split(',') : ['http/1.1'] });
+    return proxy;
+  }
+
+  async startGcs() {
+    const gcs = new GcsFamily(this);
+    const auth = await this.addEndpoint('gcs-auth', null);
+    gcs.setAuthPort(auth.port);
+    this.gcs = gcs;
+    await this.addEndpoint('gcs-h1', null);
+    await this.addEndpoint('gcs-h2', 'h2,http/1.1');
+  }
+
+  async startAzure() {
+    const az = new AzureFamily(this);
+    this.azureStarting = az; // stopped by killChildren even if start fails
+    await az.start();
+    this.azure = az;
+    await this.addEndpoint('az-h1', null);
+    await this.addEndpoint('az-h2', 'h2,http/1.1');
+  }
+
+  // A started family's endpoints (each with `env`, the first mode's, and `envs` per
+  // authentication mode) and credentials; null when not started.
+  familyInfo(name) {
+    const fam = { gcs: this.gcs, az: this.azure }[name];
+    if (!fam || !FAMILY_ENDPOINTS[name].every((ep) => this.proxies[ep])) return null;
+    const endpoints = {};
+    for (const ep of FAMILY_ENDPOINTS[name]) {
+      const p = this.proxies[ep];
+      const envs = fam.envs(`${p.https ? 'https' : 'http'}://127.0.0.1:${p.port}`, p.https,
+        this.tls.cert);
+      endpoints[ep] = { port: p.port, host: '127.0.0.1', https: p.https, alpn: p.alpnList,
+        verifier_port: p.verifierPort, front_port: p.frontPort, env: Object.values(envs)[0], envs };
+    }
+    if (name === 'gcs') {
+      endpoints['gcs-auth'] = { port: this.proxies['gcs-auth'].port, host: '127.0.0.1', https: false };
+    }
+    return Object.assign({ endpoints }, fam.info());
+  }
+
+  issueToken() {
+    const t = require('crypto').randomBytes(18).toString('base64url');
+    this.tokens.add(t);
+    return t;
   }
 
   lookupCredential(akid) { return this.credentials.get(akid); }
@@ -120,18 +234,7 @@ class Lab {
 
     this.tls = makeCertificate(this.dir);
     this.verifier = new Verifier(this);
-    for (const ep of ENDPOINTS) {
-      const vport = await this.verifier.listen(ep.name);
-      let target = vport;
-      if (ep.tls) {
-        const front = new TlsFront(ep.name, ep.alpn, vport, this.tls, this.dir);
-        this.fronts[ep.name] = front;
-        target = await front.start();
-      }
-      const proxy = new DelayProxy(ep.name, { host: '127.0.0.1', port: target }, this.opts.delayMs);
-      await proxy.listen('127.0.0.1', 0);
-      this.proxies[ep.name] = Object.assign(proxy, { verifierPort: vport, frontPort: ep.tls ? target : null });
-    }
+    for (const ep of ENDPOINTS) await this.addEndpoint(ep.name, ep.tls ? ep.alpn : null);
 
     // The fault proxy (lib/faultproxy.js): fp1 (HTTP/1.1) and fp2 (h2 over TLS),
     // each in front of its own verifier listener, so the log names them.
@@ -204,7 +307,10 @@ class Lab {
       s3rver: { port: this.s3rver.port, data_dir: this.dataDir },
       delay_ms: this.opts.delayMs,
       endpoints,
-      pids: [process.pid].concat(Object.values(this.fronts).map((f) => f.pid()).filter(Boolean)),
+      families: Object.fromEntries(Object.keys(FAMILY_ENDPOINTS).map((f) => [f, this.familyInfo(f)])
+        .filter((e) => e[1])),
+      pids: [process.pid].concat(Object.values(this.fronts).map((f) => f.pid()),
+        this.azure ? [this.azure.pid()] : []).filter(Boolean),
     };
   }
 
@@ -246,11 +352,24 @@ class Lab {
   }
 
   // PUT straight to s3rver (no verifier, not logged); resolves { etag, size }.
-  putObject(bucket, key, body, length) {
+  // With family 'az': to Azurite's container `bucket` (file: a local path, else body).
+  async putObject(bucket, key, body, length, family, file) {
+    if (family === 'az') {
+      if (!this.azure) await this.startFamily('az');
+      if (file) {
+        body.destroy(); // the control API's stream of the same file, unused here
+        return this.azure.putObject(bucket, key, file, null);
+      }
+      const chunks = [];
+      for await (const c of body) chunks.push(c);
+      return this.azure.putObject(bucket, key, null, Buffer.concat(chunks));
+    }
+    if (family) throw new Error(`objects of family '${family}' are s3rver's (use no family)`);
     return this.s3call('PUT', bucket, key, body, length);
   }
 
-  deleteObject(bucket, key) {
+  deleteObject(bucket, key, family) {
+    if (family === 'az') return this.azure.deleteObject(bucket, key);
     return this.s3call('DELETE', bucket, key, null, 0);
   }
 
@@ -279,6 +398,7 @@ class Lab {
   // Synchronous part of the teardown, safe from process.on('exit').
   killChildren() {
     for (const f of Object.values(this.fronts)) f.stop();
+    if (this.azureStarting) this.azureStarting.stop();
     if (this.dataDir) {
       try { fs.rmSync(this.dataDir, { recursive: true, force: true }); } catch (e) { /* best effort */ }
       this.dataDir = null;

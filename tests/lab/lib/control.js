@@ -15,10 +15,15 @@
 //   POST   /pfault {"kind": K, "count": N, "method": M, "key": S, "request_kind": K,
 //                   "endpoint": "fp1"|"fp2", "value": V, "from_byte": N}   (lib/faultproxy.js)
 //   DELETE /pfaults
-//   PUT    /object?bucket=B&key=K[&path=/abs/file]   body = object bytes (unless path)
-//   DELETE /object?bucket=B&key=K
+//   PUT    /object?bucket=B&key=K[&path=/abs/file][&family=az]   body = object bytes
+//                                     (unless path); family az: into Azurite's container B
+//   DELETE /object?bucket=B&key=K[&family=az]
 //   POST   /bucket {"name": B[, "region": R]}   create a bucket (signatures must use R)
 //   POST   /credentials {"akid": A, "secret": S, "token": T[, "expires_at": unix]}
+//   POST   /presign {"bucket": B, "key": K[, "endpoint": E, "method": M, "expires": S,
+//                    "signed_at": unix, "route": "norange,...", "akid": A]}  -> {"url": U}
+//   POST   /token                     -> {"token": T} for /_web/<...token...>/ URLs
+//   POST   /family {"name": "gcs"|"az"}  start a backend family (once) -> its info
 //   POST   /shutdown
 // Errors answer {"error": "..."} with 400/404/500.
 
@@ -95,13 +100,13 @@ function createControlServer(lab) {
         length = Number(req.headers['content-length']);
         if (!Number.isFinite(length)) throw new BadRequest('PUT /object needs a Content-Length');
       }
-      return lab.putObject(bucket, key, body, length);
+      return lab.putObject(bucket, key, body, length, url.searchParams.get('family'), file);
     },
     'DELETE /object': async (req, url) => {
       const bucket = url.searchParams.get('bucket');
       const key = url.searchParams.get('key');
       if (!bucket || !key) throw new BadRequest('DELETE /object needs bucket and key');
-      return lab.deleteObject(bucket, key);
+      return lab.deleteObject(bucket, key, url.searchParams.get('family'));
     },
     'POST /bucket': async (req) => {
       const b = await readJson(req);
@@ -119,6 +124,24 @@ function createControlServer(lab) {
       lab.addCredential(String(b.akid), String(b.secret), b.token ? String(b.token) : null,
         b.expires_at ? Number(b.expires_at) : null);
       return { ok: true };
+    },
+    'POST /presign': async (req) => {
+      const b = await readJson(req);
+      if (!b.bucket || !b.key) throw new BadRequest('presign needs "bucket" and "key"');
+      try {
+        return { url: await lab.presign({ bucket: String(b.bucket), key: String(b.key),
+          endpoint: b.endpoint || 'h1', method: b.method || 'GET',
+          expires: b.expires === undefined ? 3600 : Number(b.expires),
+          signedAt: b.signed_at ? Number(b.signed_at) : null, route: b.route || null,
+          akid: b.akid || undefined }) };
+      } catch (e) {
+        throw new BadRequest(e.message || String(e));
+      }
+    },
+    'POST /token': async () => ({ token: lab.issueToken() }),
+    'POST /family': async (req) => {
+      const b = await readJson(req);
+      try { return await lab.startFamily(String(b.name)); } catch (e) { throw new BadRequest(e.message); }
     },
     'POST /shutdown': async () => { setImmediate(() => lab.shutdown(0)); return { ok: true }; },
   };

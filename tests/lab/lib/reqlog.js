@@ -53,7 +53,7 @@ class RequestLog {
       endpoint: null, method: null, path: null, query: '', range: null, if_match: null,
       bucket: null, key: null, kind: 'OTHER', sig: null, akid: null, user_agent: null,
       status: 0, bytes_sent: 0, error: null, fault: null, done: false, dur_ms: null,
-      amz: null, xhdr: null, req_length: null,
+      amz: null, xhdr: null, req_length: null, route: null, auth: null,
     }, fields);
     if (this.entries.length >= MAX_ENTRIES) {
       this.entries.shift();

@@ -119,4 +119,4 @@ class TlsFront {
   }
 }
 
-module.exports = { TlsFront, makeCertificate, freePort };
+module.exports = { TlsFront, makeCertificate, freePort, canConnect };

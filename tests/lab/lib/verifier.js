@@ -15,8 +15,11 @@ const crypto = require('crypto');
 const { verify } = require('./sigcheck');
 const { kindOf } = require('./reqlog');
 const { STATUS_FAULTS } = require('./faults');
+const { verifyPresigned, isPresigned, SIGNING_PARAMS } = require('./presign');
+const { parseWebRoute, stripAuthQuery, queryToken, htmlIndex } = require('./webroutes');
 
 const PUBLIC_BUCKET = 'public';
+const TOKEN_PARAM = new Set(['token']);
 // Pause between the last body bytes and a reset/close fault (see act() in relay).
 const CUT_GRACE_MS = 20;
 // Request headers never forwarded to s3rver.
@@ -24,6 +27,9 @@ const DROP = new Set(['authorization', 'x-amz-security-token', 'if-match', 'conn
   'x-lab-proxy-fault',
   'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'via',
   'x-forwarded-for', 'x-forwarded-proto', 'forwarded', 'host']);
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding',
+  'upgrade', 'te']);
 
 function xmlEscape(s) {
   return String(s).replace(/[<>&'"]/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;',
@@ -135,15 +141,21 @@ class Verifier {
     const q = url.indexOf('?');
     const rawPath = q < 0 ? url : url.slice(0, q);
     const rawQuery = q < 0 ? '' : url.slice(q + 1);
-    const decoded = decodePath(rawPath);
+    // A backend family of its own (gcs.js, azure.js) or the S3 endpoints.
+    const family = this.lab.familyOf(endpoint);
+    const web = family ? null : parseWebRoute(rawPath);
+    const decoded = family && family.decode ? family.decode(rawPath)
+      : decodePath(web && !web.error ? web.rest : rawPath);
     const [bucket, key] = decoded || [null, null];
-    const range = req.headers.range || null;
+    // (x-ms-range: Azure's alternative to Range)
+    const range = req.headers.range || req.headers['x-ms-range'] || null;
     const entry = this.lab.log.begin({
       endpoint, method: req.method, path: rawPath, query: rawQuery, range,
       if_match: req.headers['if-match'] || null, bucket, key,
       kind: kindOf(req.method, key, !!range), user_agent: req.headers['user-agent'] || null,
       amz: amzHeaders(req.headers), xhdr: xHeaders(req.headers),
       req_length: req.headers['content-length'] || null,
+      route: web ? web.name : null,
     });
     const t0 = process.hrtime.bigint();
     res._labBytes = 0;
@@ -157,69 +169,132 @@ class Verifier {
       this.lab.log.complete(entry);
     });
 
-    if (!decoded) {
+    if (!decoded || (web && web.error)) {
       entry.sig = 'bad';
-      entry.error = 'InvalidURI';
-      return sendError(req, res, 400, 'InvalidURI', 'Could not parse the specified URI.', rawPath);
+      entry.error = web && web.error ? 'InvalidArgument' : 'InvalidURI';
+      return sendError(req, res, 400, entry.error,
+        web && web.error ? web.error : 'Could not parse the specified URI.', rawPath);
     }
 
+    if (family && family.serves(endpoint)) return family.serve(endpoint, req, res, entry, rawPath, rawQuery);
+
     // 1. authentication
-    if (req.headers.authorization) {
-      const v = await verify({ method: req.method, rawPath, rawQuery, headers: req.headers },
-        (akid) => this.lab.lookupCredential(akid), this.lab.bucketRegion(bucket));
-      entry.sig = v.verdict;
-      entry.akid = v.akid;
-      if (v.verdict !== 'ok') {
-        entry.error = v.code;
-        return sendError(req, res, v.status, v.code, v.message, rawPath, v.extraHeaders, v.region);
-      }
-    } else if (/[?&]X-Amz-(Algorithm|Signature)=/i.test('?' + rawQuery)) {
-      entry.sig = 'bad';
-      entry.error = 'AccessDenied';
-      return sendError(req, res, 403, 'AccessDenied',
-        'The lab does not verify presigned (query-string) signatures.', rawPath);
-    } else {
-      entry.sig = 'anonymous';
-      if (bucket !== PUBLIC_BUCKET || (req.method !== 'GET' && req.method !== 'HEAD')) {
-        entry.error = 'AccessDenied';
-        return sendError(req, res, 403, 'AccessDenied', 'Access Denied', rawPath);
-      }
+    if (family) {
+      if (!family.authenticate(req, res, entry, rawPath, bucket)) return;
+    } else if (!(await this.authenticate(req, res, entry, rawPath, rawQuery, bucket, web))) {
+      return;
+    }
+    const opts = web ? web.opts : null;
+    if (opts && opts.nohead && req.method === 'HEAD') {
+      entry.error = opts.nohead === 405 ? 'MethodNotAllowed' : 'AccessDenied';
+      return sendError(req, res, opts.nohead, entry.error, 'HEAD is refused here', rawPath,
+        opts.nohead === 405 ? { allow: 'GET' } : {});
+    }
+    if (opts && opts.index && req.method === 'GET' && (key === '' || key.endsWith('/'))) {
+      const page = Buffer.from(await htmlIndex(this.lab.s3rver, bucket, key, rawPath));
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': page.length });
+      res._labBytes += page.length;
+      return res.end(page);
+    }
+    if (opts && opts.redirect && (req.method === 'GET' || req.method === 'HEAD')) {
+      const location = await this.lab.presign({ bucket, key, endpoint, host: req.headers.host,
+        expires: opts.ttl });
+      req.resume();
+      res.writeHead(opts.redirect, { location, 'content-length': 0 });
+      return res.end();
     }
 
     // 2. faults
     const fault = this.lab.faults.take(req.method, key, entry.kind, endpoint);
-    if (fault) {
-      entry.fault = fault.kind;
-      const sf = STATUS_FAULTS[fault.kind];
-      if (sf) {
-        entry.error = sf.code;
-        const extra = fault.kind === 'throttle' ? { 'retry-after': String(fault.seconds) } : {};
-        return sendError(req, res, sf.status, sf.code, sf.message, rawPath, extra);
-      }
-    }
+    if (this.statusFault(req, res, entry, fault, rawPath)) return undefined;
 
     // 3. proxy to s3rver
-    return this.forward(req, res, rawPath, rawQuery, entry, fault);
+    const fwdPath = web ? web.rest : rawPath;
+    const fwdQuery = entry.auth === 'presigned' ? stripAuthQuery(rawQuery, SIGNING_PARAMS)
+      : entry.auth === 'token' ? stripAuthQuery(rawQuery, TOKEN_PARAM) : rawQuery;
+    return this.forward(req, res, fwdPath, fwdQuery, entry, fault, opts);
   }
 
-  forward(req, res, rawPath, rawQuery, entry, fault) {
+  // Answer a status fault (503, 500, 429, 403, 404) if `fault` is one; true when answered.
+  // A body fault is only recorded here (relay() applies it).
+  statusFault(req, res, entry, fault, rawPath) {
+    if (!fault) return false;
+    entry.fault = fault.kind;
+    const sf = STATUS_FAULTS[fault.kind];
+    if (!sf) return false;
+    entry.error = sf.code;
+    const extra = fault.kind === 'throttle' ? { 'retry-after': String(fault.seconds) } : {};
+    sendError(req, res, sf.status, sf.code, sf.message, rawPath, extra);
+    return true;
+  }
+
+  // For backend families whose server checks credentials itself (azure.js): faults,
+  // then `upstream` ({ host, port }) with every end-to-end header, Host included.
+  passOn(req, res, entry, fault, rawPath, rawQuery, upstream) {
+    if (this.statusFault(req, res, entry, fault, rawPath)) return undefined;
+    return this.forward(req, res, rawPath, rawQuery, entry, fault, null, upstream);
+  }
+
+  // Check who is asking; answers the error itself and resolves false when refused.
+  // Order: a SigV4 header, a presigned query, a /_web/ token, else anonymous
+  // (reads of bucket `public`, and /_web/ redirects, which anyone may follow).
+  async authenticate(req, res, entry, rawPath, rawQuery, bucket, web) {
+    const refuse = (v) => {
+      entry.error = v.code;
+      sendError(req, res, v.status, v.code, v.message, rawPath, v.extraHeaders, v.region);
+      return false;
+    };
+    let v = null;
+    if (req.headers.authorization) {
+      entry.auth = 'sigv4';
+      v = await verify({ method: req.method, rawPath, rawQuery, headers: req.headers },
+        (akid) => this.lab.lookupCredential(akid), this.lab.bucketRegion(bucket));
+    } else if (isPresigned(rawQuery)) {
+      entry.auth = 'presigned';
+      v = await verifyPresigned({ method: req.method, rawPath, rawQuery, headers: req.headers },
+        (akid) => this.lab.lookupCredential(akid), this.lab.bucketRegion(bucket));
+    } else if (web && web.opts.token) {
+      entry.auth = 'token';
+      const ok = this.lab.tokens.has(queryToken(rawQuery));
+      v = ok ? { verdict: 'ok' } : { verdict: 'bad', status: 403, code: 'AuthenticationFailed',
+        message: 'Server failed to authenticate the request: missing or unknown token.' };
+    } else {
+      entry.auth = 'anonymous';
+      entry.sig = 'anonymous';
+      const read = req.method === 'GET' || req.method === 'HEAD';
+      // A redirector hands anyone the signed URL; the target checks it.
+      if (!read || (bucket !== PUBLIC_BUCKET && !(web && web.opts.redirect))) {
+        return refuse({ status: 403, code: 'AccessDenied', message: 'Access Denied' });
+      }
+      return true;
+    }
+    entry.sig = v.verdict;
+    entry.akid = v.akid || null;
+    return v.verdict === 'ok' ? true : refuse(v);
+  }
+
+  // To s3rver without the credentials, or to `upstream` with them (passOn).
+  forward(req, res, rawPath, rawQuery, entry, fault, opts, upstream) {
+    const to = upstream || this.lab.s3rver;
     const headers = {};
     for (const [k, v] of Object.entries(req.headers)) {
-      if (!DROP.has(k)) headers[k] = v;
+      if (!(upstream ? HOP_BY_HOP : DROP).has(k)) headers[k] = v;
     }
-    headers.host = `127.0.0.1:${this.lab.s3rver.port}`;
+    if (opts && opts.norange) delete headers.range;
+    if (!upstream) headers.host = `127.0.0.1:${this.lab.s3rver.port}`;
     // The path and query bytes exactly as received.
     const path = rawPath + (rawQuery ? '?' + rawQuery : '');
     return new Promise((resolve) => {
-      const up = http.request({ host: this.lab.s3rver.host, port: this.lab.s3rver.port,
+      const up = http.request({ host: to.host, port: to.port,
         method: req.method, path, headers, agent: this.agent }, (ures) => {
-        this.relay(req, res, ures, entry, fault);
+        this.relay(req, res, ures, entry, fault, opts);
         resolve();
       });
       up.on('error', (err) => {
         if (!res.headersSent) {
           entry.error = 'InternalError';
-          sendError(req, res, 502, 'InternalError', 'lab: s3rver unreachable: ' + err.message, rawPath);
+          sendError(req, res, 502, 'InternalError', 'lab: upstream unreachable: ' + err.message, rawPath);
         } else {
           res.destroy();
         }
@@ -230,7 +305,7 @@ class Verifier {
     });
   }
 
-  relay(req, res, ures, entry, fault) {
+  relay(req, res, ures, entry, fault, opts) {
     const ifMatch = req.headers['if-match'];
     if (ifMatch && (ures.statusCode === 200 || ures.statusCode === 206)) {
       const want = ifMatch.split(',').map((s) => stripQuotes(s.trim()));
@@ -245,6 +320,8 @@ class Verifier {
     delete headers.connection;
     delete headers['keep-alive'];
     delete headers['transfer-encoding'];
+    if (opts && opts.noetag) delete headers.etag;
+    if (opts && opts.nolm) delete headers['last-modified'];
     res.writeHead(ures.statusCode, headers);
 
     const length = Number(ures.headers['content-length']);
