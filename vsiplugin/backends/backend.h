@@ -134,5 +134,6 @@ typedef struct vt_backend {
 
 /* The backends, one per service. */
 extern const vt_backend vt__backend_s3;
+extern const vt_backend vt__backend_az;
 
 #endif
