@@ -91,6 +91,7 @@ LAYERS = {
     "vsiplugin/backends/s3/s3list.c": 6, "vsiplugin/backends/s3/s3list.h": 6,
     "vsiplugin/backends/s3/s3.h": 6, "vsiplugin/backends/s3/s3_int.h": 6, "vsiplugin/backends/s3/s3_route.c": 6,
     "vsiplugin/backends/s3/s3_fail.c": 6, "vsiplugin/backends/s3/s3_hdr.c": 6, "vsiplugin/backends/s3/s3.c": 6,
+    "vsiplugin/backends/userhdr.c": 6, "vsiplugin/backends/userhdr.h": 6,
     "vsiplugin/backends/az/az.c": 6, "vsiplugin/backends/az/az_int.h": 6,
     "vsiplugin/backends/az/az_list.c": 6,
     # 7 counters

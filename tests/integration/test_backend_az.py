@@ -164,12 +164,15 @@ def test_same_requests_as_stock(lab, objs, mode):
     """Stock GDAL 3.6 reads the object (its open lists the directory, or sends a HEAD when
     the listing is refused, then a ranged GET); the backend sends the same requests for
     the same range and directory: the same path, query, Range, and x-ms-* headers byte for
-    byte under one CPL_AZURE_TIMESTAMP, and Azurite's verdict is the same."""
+    byte under one CPL_AZURE_TIMESTAMP (GDAL_HTTP_HEADERS' too), and Azurite's verdict is the
+    same."""
     o = objs["small"]
     c = _container(mode)
     path = f"{c}/{o['key']}"
     stamp = email.utils.formatdate(time.time(), usegmt=True)
-    env = _env(lab, "az-h1", mode, CPL_AZURE_TIMESTAMP=stamp)
+    # the user's headers ride along (GDAL 3.6 sends them on /vsiaz/; x-ms-* ones signed)
+    env = _env(lab, "az-h1", mode, CPL_AZURE_TIMESTAMP=stamp,
+               GDAL_HTTP_HEADERS="x-ms-foo: bar,X-Other: baz")
     lab.reset()
     assert _stock_read(env, path, 100000, 1000) == "1000"
     stock = lab.log()
@@ -190,6 +193,7 @@ def test_same_requests_as_stock(lab, objs, mode):
     key = lambda e: (e["kind"], e["method"], e["path"], e["query"], e["range"],  # noqa: E731
                      e["xhdr"], e["auth"], e["sig"], e["status"], e["error"])
     assert [key(e) for e in mine] == [key(e) for e in stock]
+    assert all(e["xhdr"]["x-ms-foo"] == "bar" and e["xhdr"]["x-other"] == "baz" for e in mine)
 
 
 def _stock_open_error(env, path):

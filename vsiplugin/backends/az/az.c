@@ -4,7 +4,7 @@
  * Why: the read path asks for objects and byte ranges; this file turns
  * them into the very requests stock GDAL 3.6 sends for the same options
  * (measured on the lab's Azurite with CPL_CURL_VERBOSE): the URL
- * <endpoint>/<container>/<blob>[?<SAS>], x-ms-date, and with a shared key
+ * <endpoint>/<container>/<blob>[?<SAS>], the user's headers, x-ms-date, and with a shared key
  * x-ms-version and a Shared Key Authorization (auth/az_sign.c) signed over
  * Range and If-Match, with a bearer token the token and x-ms-version; and
  * it keeps the last failure in the words GDAL 3.6 gives it (Azure's error
@@ -24,6 +24,7 @@
 #include "auth/sigv4.h"
 #include "backends/az/az_int.h"
 #include "backends/backend.h"
+#include "backends/userhdr.h"
 #include "base/config.h"
 #include "base/xmlscan.h"
 #include "compat/gdal_error.h"
@@ -110,11 +111,11 @@ static void az_req_clear(vt_backend_req *r)
 }
 
 /* Append the header "name: value" (value: the parts a and b joined). */
-static vt_err push(char **h, size_t *n, const char *name, const char *a,
-                   const char *b)
+static vt_err push(char **h, size_t *n, size_t cap, const char *name,
+                   const char *a, const char *b)
 {
     size_t l = strlen(name) + strlen(a) + (b ? strlen(b) : 0) + 4;
-    if (*n >= AZ_MAX_HEADERS)
+    if (*n >= cap)
         return VT_EINVAL;
     h[*n] = malloc(l);
     if (!h[*n])
@@ -146,7 +147,8 @@ static vt_err build(const char *method, const char *container,
     char *path = opt_path(container, key), *ec = NULL, *ek = NULL;
     char *res = NULL, *sts = NULL, range[64], date[40], sig[64];
     char *fixed_date = NULL;
-    size_t n = 0, ul, rl;
+    char **user = NULL;
+    size_t n = 0, nuser = 0, cap = 0, ul, rl;
     vt_err err;
 
     memset(out, 0, sizeof(*out));
@@ -159,7 +161,13 @@ static vt_err build(const char *method, const char *container,
         free(path);
         return err;
     }
-    out->headers = calloc(AZ_MAX_HEADERS + 1, sizeof(char *));
+    /* the user's headers first, as GDAL 3.6 sends them on /vsiaz/ (its
+     * x-ms-* ones are then signed with the rest) */
+    user = vt__user_headers(path);
+    while (user && user[nuser])
+        nuser++;
+    cap = nuser + AZ_MAX_HEADERS;
+    out->headers = calloc(cap + 1, sizeof(char *));
     ec = vt__uri_encode(container, 0);
     ek = vt__uri_encode(key, 1);
     if (!out->headers || !ec || !ek) {
@@ -176,19 +184,23 @@ static vt_err build(const char *method, const char *container,
     snprintf(out->url, ul, "%s/%s%s%s%s%s%s%s", c.endpoint, ec, *key ? "/" : "",
              ek, query || c.sas ? "?" : "", query ? query : "",
              query && c.sas ? "&" : "", c.sas ? c.sas : "");
+    for (size_t i = 0; i < nuser; i++) {
+        out->headers[n++] = user[i];
+        user[i] = NULL;
+    }
     if (len) {
         snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, off,
                  off + len - 1);
-        err = push(out->headers, &n, "Range", range, NULL);
+        err = push(out->headers, &n, cap, "Range", range, NULL);
     }
     if (!err && etag)
-        err = push(out->headers, &n, "If-Match", etag, NULL);
+        err = push(out->headers, &n, cap, "If-Match", etag, NULL);
     if (err)
         goto out;
     if (c.token) {
-        err = push(out->headers, &n, "Authorization", "Bearer ", c.token);
+        err = push(out->headers, &n, cap, "Authorization", "Bearer ", c.token);
         if (!err)
-            err = push(out->headers, &n, "x-ms-version", VT_AZ_MS_VERSION,
+            err = push(out->headers, &n, cap, "x-ms-version", VT_AZ_MS_VERSION,
                        NULL);
         goto out;
     }
@@ -199,10 +211,10 @@ static vt_err build(const char *method, const char *container,
         snprintf(date, sizeof(date), "%s", fixed_date);
     else
         vt__az_rfc1123((long long)time(NULL), date);
-    err = push(out->headers, &n, "x-ms-date", date, NULL);
+    err = push(out->headers, &n, cap, "x-ms-date", date, NULL);
     if (err || !c.key)
         goto out;
-    err = push(out->headers, &n, "x-ms-version", VT_AZ_MS_VERSION, NULL);
+    err = push(out->headers, &n, cap, "x-ms-version", VT_AZ_MS_VERSION, NULL);
     if (err)
         goto out;
     rl = strlen(endpoint_path(c.endpoint)) + strlen(container) + strlen(ek) + 4;
@@ -233,7 +245,7 @@ static vt_err build(const char *method, const char *container,
             goto out;
         }
         snprintf(who, al, "%s:%s", c.account, sig);
-        err = push(out->headers, &n, "Authorization", "SharedKey ", who);
+        err = push(out->headers, &n, cap, "Authorization", "SharedKey ", who);
         free(who);
     }
 out:
@@ -253,6 +265,7 @@ out:
                      vt_strerror(err));
         az_req_clear(out);
     }
+    vt__user_headers_free(user);
     free(fixed_date);
     free(sts);
     free(res);
