@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
 import lab_client  # noqa: E402
 import fixtures as lab_fixtures  # noqa: E402
+from parity import gdal_at_least  # noqa: E402
 
 PY = "/usr/bin/python3"
 PROBE = lab_client.build_dir() / "tests" / "tools" / "vt_probe_az"
@@ -40,10 +41,13 @@ S2_KEY = "az/dir/s2.tif"
 MODES = ("shared_key", "sas", "connection_string", "nosign")
 AUTH = {"shared_key": "sharedkey", "connection_string": "sharedkey", "sas": "sas",
         "nosign": "anonymous"}
-# stock GDAL 3.6.2's headers per mode (CPL_CURL_VERBOSE on the lab)
+# stock GDAL 3.6.2's headers per mode (CPL_CURL_VERBOSE on the lab); 3.13 sends
+# x-ms-version unsigned too
 XHDR = {"shared_key": {"x-ms-date", "x-ms-version"},
         "connection_string": {"x-ms-date", "x-ms-version"},
         "sas": {"x-ms-date"}, "nosign": {"x-ms-date"}}
+if gdal_at_least(3, 13):
+    XHDR = {m: {"x-ms-date", "x-ms-version"} for m in XHDR}
 
 pytestmark = pytest.mark.skipif(not PROBE.is_file(), reason="vt_probe_az not built")
 
@@ -182,8 +186,9 @@ def test_same_requests_as_stock(lab, objs, mode):
     lab.reset()
     args = []
     for e in stock:
-        if e["kind"] == "LIST":
-            args += ["list", c, "az/", "az/", 0]
+        if e["kind"] == "LIST":  # the bound the caller asks (3.13's open: 1000)
+            maxr = [q[11:] for q in e["query"].split("&") if q.startswith("maxresults=")]
+            args += ["list", c, "az/", "az/", maxr[0] if maxr else 0]
         elif e["kind"] == "HEAD":
             args += ["head", path]
         elif e["kind"] == "GET_RANGE":
@@ -207,6 +212,10 @@ def _stock_open_error(env, path):
     return cp.stdout.strip()
 
 
+@pytest.mark.xfail(gdal_at_least(3, 13), strict=True,
+                   reason="GDAL 3.13 words Azure's error body (\"AuthorizationFailure: "
+                          "<Message>\", CPLE_AWSError); the GDAL face words the backend's "
+                          "failure as 3.6-3.10 do (\"HTTP response code: 403\")")
 def test_wrong_key_and_expired_sas_as_stock(lab, objs):
     """A wrong shared key (Azurite: 403 AuthorizationFailure) and an expired SAS: the
     backend's HEAD fails as stock GDAL's does on the same path, and its last failure, as
@@ -234,7 +243,7 @@ def test_wrong_key_and_expired_sas_as_stock(lab, objs):
 def test_missing_blob_and_no_credentials_as_stock(lab, objs):
     """A missing blob: the same HEAD (404) as stock's open. No credentials at all: nothing
     reaches the server, and the failure is stock's: VSIE_AWSInvalidCredentials
-    (CPLE_AWSInvalidCredentials, 15) with GDAL 3.6.2's message."""
+    (CPLE_AWSInvalidCredentials, 15) with the running GDAL's message."""
     env = _env(lab, "az-h1", "shared_key")
     lab.reset()
     _stock_open_error(env, "lab/az/nothere.tif")
@@ -251,7 +260,8 @@ def test_missing_blob_and_no_credentials_as_stock(lab, objs):
     stock = _stock_open_error(none, "lab/az/x.tif")
     out = probe(none, "get", "lab/az/x.tif", 0, 10, "report", "lab/az/x.tif")
     assert lab.log() == []
-    assert stock.startswith("15 Missing AZURE_STORAGE_ACCOUNT+"), stock
+    assert stock.startswith("15 InvalidCredentials: No valid Azure credentials" if
+                            gdal_at_least(3, 13) else "15 Missing AZURE_STORAGE_ACCOUNT+"), stock
     assert out[1] == "report vsie=9 cple=15 message=%s" % stock[3:], out
 
 

@@ -20,6 +20,7 @@
 #include <cpl_vsi.h>
 
 #include "auth/az_auth.h"
+#include "compat/gdal_release.h"
 
 #define KEY "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/" \
             "K1SZFPTOtr/KBHBeksoGMGw=="
@@ -158,6 +159,7 @@ static void test_chain(void **state)
     char err[512];
     (void)state;
     clear_opts();
+    vt__gdal_release_set(3060200);
     /* nothing at all: GDAL 3.6.2's words (measured) */
     assert_int_equal(vt__az_config("lab/k", &c, err, sizeof err), VT_ECREDS);
     assert_string_equal(err,
@@ -207,6 +209,12 @@ static void test_chain(void **state)
     vt__az_config_clear(&c);
     assert_int_equal(vt__az_config("lab/k", &c, err, sizeof err), VT_ECREDS);
     VSIClearPathSpecificOptions("/vsiaz/other");
+    /* GDAL 3.13's words (measured on sid's 3.13.3) */
+    vt__gdal_release_set(3130300);
+    assert_int_equal(vt__az_config("lab/k", &c, err, sizeof err), VT_ECREDS);
+    assert_true(strncmp(err, "InvalidCredentials: No valid Azure credentials "
+                             "found. ", 47) == 0);
+    vt__gdal_release_set(vt__gdal_release_running());
     clear_opts();
 }
 

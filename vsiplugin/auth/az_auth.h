@@ -32,7 +32,8 @@ typedef struct vt_az_cfg {
 
 /* The configuration for path ("container/blob", options read for it as
  * GDAL 3.6 reads them under /vsiaz/). VT_OK, or VT_ECREDS with GDAL's words
- * in errbuf (what VSIError gets, VSIE_AWSInvalidCredentials). May fetch a
+ * in errbuf (what VSIError gets, VSIE_AWSInvalidCredentials; the running
+ * release's words, compat/gdal_release.h, when nothing is found). May fetch a
  * managed identity token (kept until a minute before it expires). */
 vt_err vt__az_config(const char *path, vt_az_cfg *out, char *errbuf,
                      size_t errlen);

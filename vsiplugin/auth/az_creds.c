@@ -4,7 +4,7 @@
  * Why: vsitune must send what stock GDAL 3.6 sends for the same options,
  * and fail where it fails with its words, so this walks GDAL 3.6's chain
  * (cpl_azure.cpp's GetConfiguration, its messages measured on the host's
- * GDAL 3.6.2): AZURE_STORAGE_CONNECTION_STRING; else AZURE_STORAGE_ACCOUNT
+ * GDAL 3.6.2; the running release's words when none is found): AZURE_STORAGE_CONNECTION_STRING; else AZURE_STORAGE_ACCOUNT
  * with AZURE_STORAGE_ACCESS_TOKEN, AZURE_STORAGE_ACCESS_KEY,
  * AZURE_STORAGE_SAS_TOKEN (AZURE_SAS before 3.5), AZURE_NO_SIGN_REQUEST or
  * a managed identity token from IMDS (CPL_AZURE_VM_API_ROOT_URL); else the
@@ -28,6 +28,7 @@
 #include "auth/credkey.h"
 #include "auth/creds_parse.h"
 #include "auth/sigv4.h"
+#include "compat/gdal_release.h"
 #include "http/engine.h"
 
 #define AZ_PREFIX "/vsiaz/"
@@ -41,11 +42,7 @@
 static const char *const MSG_ACCOUNT_ONLY =
     "AZURE_STORAGE_ACCESS_KEY or AZURE_STORAGE_SAS_TOKEN or "
     "AZURE_NO_SIGN_REQUEST configuration option not defined";
-static const char *const MSG_NOTHING =
-    "Missing AZURE_STORAGE_ACCOUNT+(AZURE_STORAGE_ACCESS_KEY or "
-    "AZURE_STORAGE_SAS_TOKEN or AZURE_NO_SIGN_REQUEST) or "
-    "AZURE_STORAGE_CONNECTION_STRING configuration options or Azure CLI "
-    "configuration file";
+
 
 /* ---- options ---------------------------------------------------------- */
 
@@ -436,7 +433,7 @@ vt_err vt__az_config(const char *path, vt_az_cfg *c, char *errbuf,
         goto out;
     }
     if (!cli_file(path, https, c)) {
-        snprintf(errbuf, errlen, "%s", MSG_NOTHING);
+        snprintf(errbuf, errlen, "%s", vt__gdal_release()->az_no_creds);
         err = VT_ECREDS;
     }
 out:

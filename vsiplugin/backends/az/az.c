@@ -28,6 +28,7 @@
 #include "base/config.h"
 #include "base/xmlscan.h"
 #include "compat/gdal_error.h"
+#include "compat/gdal_release.h"
 
 #define AZ_MAX_HEADERS 8
 #define LIST_BODY_MAX (8u << 20)
@@ -212,10 +213,11 @@ static vt_err build(const char *method, const char *container,
     else
         vt__az_rfc1123((long long)time(NULL), date);
     err = push(out->headers, &n, cap, "x-ms-date", date, NULL);
+    /* x-ms-version: signed requests only, until GDAL 3.13 sends it always */
+    if (!err && (c.key || vt__gdal_release()->az_ms_version_always))
+        err = push(out->headers, &n, cap, "x-ms-version", VT_AZ_MS_VERSION,
+                   NULL);
     if (err || !c.key)
-        goto out;
-    err = push(out->headers, &n, cap, "x-ms-version", VT_AZ_MS_VERSION, NULL);
-    if (err)
         goto out;
     rl = strlen(endpoint_path(c.endpoint)) + strlen(container) + strlen(ek) + 4;
     res = malloc(rl);
