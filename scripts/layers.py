@@ -96,6 +96,7 @@ LAYERS = {
     "vsiplugin/auth/creds_opts.c": 5, "vsiplugin/auth/creds_profile.c": 5,
     "vsiplugin/auth/creds_meta.c": 5, "vsiplugin/auth/creds_sts.c": 5, "vsiplugin/auth/creds.c": 5,
     "vsiplugin/auth/gs_auth.h": 5, "vsiplugin/auth/gs_sign.c": 5, "vsiplugin/auth/gs_creds.c": 5,
+    "vsiplugin/auth/az_auth.h": 5, "vsiplugin/auth/az_sign.c": 5, "vsiplugin/auth/az_creds.c": 5,
     # 6 S3 requests
     "vsiplugin/backends/backend.h": 6, "vsiplugin/backends/backend.c": 6,
     "vsiplugin/backends/s3/s3_backend.c": 6, "vsiplugin/backends/s3/s3_ident.c": 6,
@@ -110,6 +111,8 @@ LAYERS = {
     "vsiplugin/backends/gs/gs_int.h": 6,
     "vsiplugin/backends/curl/curl_int.h": 6, "vsiplugin/backends/curl/curl_url.c": 6,
     "vsiplugin/backends/curl/curl_redirect.c": 6, "vsiplugin/backends/curl/curl_backend.c": 6,
+    "vsiplugin/backends/az/az.c": 6, "vsiplugin/backends/az/az_int.h": 6,
+    "vsiplugin/backends/az/az_list.c": 6,
     # 7 counters
     "vsiplugin/stats/stats.c": 7, "vsiplugin/stats/stats.h": 7,
     # 8 read path

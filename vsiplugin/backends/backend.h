@@ -136,5 +136,6 @@ typedef struct vt_backend {
 extern const vt_backend vt__backend_s3;
 extern const vt_backend vt__backend_gs;
 extern const vt_backend vt__backend_curl; /* backends/curl/: /vsicurl/ */
+extern const vt_backend vt__backend_az;
 
 #endif
