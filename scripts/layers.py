@@ -96,6 +96,10 @@ LAYERS = {
     "vsiplugin/read/ident.c": 8, "vsiplugin/read/ident.h": 8,
     "vsiplugin/read/listing.c": 8, "vsiplugin/read/listing.h": 8,
     "vsiplugin/read/object.c": 8, "vsiplugin/read/object.h": 8,
+    "vsiplugin/read/object_int.h": 8, "vsiplugin/read/object_table.c": 8,
+    "vsiplugin/read/object_header.c": 8,
+    "vsiplugin/read/object_shared.c": 8, "vsiplugin/read/object_missing.c": 8,
+    "vsiplugin/read/object_read.c": 8, "vsiplugin/read/object_forget.c": 8,
     "vsiplugin/read/suspect.c": 8, "vsiplugin/read/suspect.h": 8,
     # 9 GDAL face
     "vsiplugin/gdal/handler.c": 9, "vsiplugin/gdal/handler.h": 9,

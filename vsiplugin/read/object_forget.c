@@ -1,0 +1,111 @@
+/* object_forget.c: forgetting objects: one that changed under a read, the
+ * ones GDAL's own handler writes, deletes or renames, a prefix's, and
+ * everything (VSICurlClearCache): the table's entries, their cached blocks,
+ * their listings and the host-wide metadata. A loading object is left to
+ * its loader. */
+#include "read/object_int.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache.h"
+#include "read/listing.h"
+#include "shm/shmmeta.h"
+
+/* The object changed under us: forget it and its blocks. */
+void vt__object_invalidate(vt_object *o)
+{
+    pthread_mutex_lock(&vt__object_table_mu);
+    if (o->in_table)
+        vt__object_table_remove(o);
+    pthread_mutex_unlock(&vt__object_table_mu);
+    vt__cache_drop_prefix(vt__object_cache(), o->cache_key);
+    if (o->ident && vt__object_shm()) {
+        /* Blocks of the old version need no dropping: their name has the
+         * old ETag, nobody asks for them again, LIRS lets them go. */
+        uint8_t d[32];
+        vt__shm_digest(o->ident, d);
+        vt__shmm_forget(vt__object_shm(), d);
+    }
+}
+
+/* Forget every object whose path matches (exactly, or as a prefix), its
+ * listing and its cached blocks; a loading object is left to its loader. */
+static void forget_where(const char *arg, int as_prefix)
+{
+    vt_object *dead = NULL, *o;
+    size_t i, n = strlen(arg), nkeys = 0, cap = 0;
+    char **keys = NULL, **paths = NULL;
+    vt_cache *c = vt__object_cache();
+
+    pthread_mutex_lock(&vt__object_table_mu);
+    for (i = 0; i < VT_OBJECT_BUCKETS; i++) {
+        vt_object *next;
+        for (o = vt__object_table[i]; o; o = next) {
+            next = o->next;
+            if (o->loading || (as_prefix ? strncmp(o->path, arg, n) != 0
+                                         : strcmp(o->path, arg) != 0))
+                continue;
+            vt__object_table_remove(o);
+            if (o->cache_key) {
+                if (nkeys == cap) {
+                    size_t nc = cap ? cap * 2 : 8;
+                    char **nk = realloc(keys, nc * sizeof(*nk));
+                    char **np = realloc(paths, nc * sizeof(*np));
+                    if (np)
+                        paths = np;
+                    if (nk && np) {
+                        keys = nk;
+                        cap = nc;
+                    } else if (nk) {
+                        keys = nk;
+                    }
+                }
+                if (nkeys < cap && (keys[nkeys] = strdup(o->cache_key))) {
+                    paths[nkeys] = strdup(o->path);
+                    nkeys++;
+                }
+            }
+            if (o->refs == 0) {
+                o->next = dead;
+                dead = o;
+            }
+        }
+    }
+    pthread_mutex_unlock(&vt__object_table_mu);
+    vt__object_free_list(dead);
+    for (i = 0; i < nkeys; i++) {
+        vt__cache_drop_prefix(c, keys[i]);
+        if (paths[i] && as_prefix) /* the host-wide metadata too */
+            vt__object_forget_shared(paths[i]);
+        free(keys[i]);
+        free(paths[i]);
+    }
+    free(keys);
+    free(paths);
+    if (as_prefix)
+        vt__listing_forget_prefix(arg);
+    else
+        vt__listing_forget(arg);
+}
+
+void vt__object_forget_prefix(const char *prefix)
+{
+    forget_where(prefix, 1);
+    if (*prefix == '\0') /* everything: blocks of objects no longer known too */
+        vt__cache_drop_prefix(vt__object_cache(), "");
+}
+
+void vt__object_forget(const char *path)
+{
+    forget_where(path, 0);
+    vt__object_forget_shared(path);
+}
+
+void vt__object_clear_all(void)
+{
+    vt__object_forget_prefix("");
+    if (vt__object_shm())
+        vt__shmm_forget_all(vt__object_shm());
+}
