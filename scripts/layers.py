@@ -9,6 +9,9 @@ states the order in words and points here) and fails when
   - a source file of vsiplugin/ or tunerd/ is not in the table;
   - a file includes ("x.h") a header of a higher layer, or the plugin a
     tunerd header (tunerd may include only SHARED_WITH_TUNERD of the plugin);
+  - a file of BACKEND_BLIND (the read path, GDAL's read handler) includes
+    or calls a file of one service (vsiplugin/backends/<service>/): they
+    reach services only through backends/backend.h's table;
   - with --build: a file calls (an undefined symbol of its object, as `nm`
     lists it, so a locally declared prototype counts too) a function defined
     by a file of a higher layer, or the calls between files form a circle;
@@ -134,6 +137,13 @@ LAYERS = {
 SHARED_WITH_TUNERD = {"vsiplugin/base/config.h"}
 # common/ is the code both programs compile (layer 0 of each); it includes
 # only common/.
+
+# Files that reach storage services only through backends/backend.h (one
+# vt_backend table per service, STYLE.md 11: "the core never names one"):
+# they include and call nothing under vsiplugin/backends/<service>/.
+BACKEND_BLIND = ("vsiplugin/read/", "vsiplugin/gdal/handler.c",
+                 "vsiplugin/gdal/handler.h")
+SERVICE_RE = re.compile(r"^vsiplugin/backends/[^/]+/")
 
 # Circles not broken yet: (from, to) call edges allowed for now, each with its
 # reason. Remove an entry when its circle is gone (the check then insists).
@@ -289,6 +299,14 @@ def edge_problem(a, b, layers, what):
     return None
 
 
+def backend_problem(a, b, what):
+    """Why the edge a -> b names a service past backend.h, or None."""
+    if a.startswith(BACKEND_BLIND) and SERVICE_RE.match(b):
+        return (f"{a} {what} {b}: a service's own file "
+                "(the read path reaches services through backends/backend.h)")
+    return None
+
+
 def check(files, incl, called, layers=None, known=None):
     """Every violation, as text; [] when the tree keeps the order."""
     layers = LAYERS if layers is None else layers
@@ -301,11 +319,17 @@ def check(files, incl, called, layers=None, known=None):
                 why = edge_problem(a, b, layers, "includes")
                 if why:
                     bad.append(why)
+            why = backend_problem(a, b, "includes")
+            if why:
+                bad.append(why)
     if called is not None:
         used = set()
         graph = {}
         for a, bs in sorted(called.items()):
             for b in sorted(bs):
+                why = backend_problem(a, b, "calls")
+                if why:
+                    bad.append(why)
                 if (a, b) in known:
                     used.add((a, b))
                     continue

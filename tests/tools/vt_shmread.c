@@ -50,7 +50,8 @@ static void *run(void *arg)
         uint64_t size, off, len;
         void *dst[1] = {buf};
 
-        if (vt__object_open(path, &o, &status, err, sizeof err) != VT_OK) {
+        if (vt__object_open(&vt__backend_s3, path, &o, &status, err,
+                            sizeof err) != VT_OK) {
             fprintf(stderr, "open: %s\n", err);
             exit(1);
         }

@@ -27,12 +27,16 @@
 #include "base/notice.h"
 #include "read/planner.h"
 #include "read/policy.h"
-#include "backends/s3/s3.h"
+#include "backends/backend.h"
 #include "stats/stats.h"
 #include "read/suspect.h"
 #include "gdal/takeover.h"
 
 /* Why the last open on this thread failed (see vt__handler_open_error). */
+/* The service this handler serves: set once, when GDAL's plugin is set up
+ * for its prefix (vt__handler_fill_callbacks, before any callback). */
+static const vt_backend *g_be;
+
 static _Thread_local char t_open_error[VT_GDAL_MSG_CAP];
 static _Thread_local int t_open_error_class;
 static _Thread_local int t_open_error_vsie; /* report_as_gdal's VSIE_* */
@@ -149,13 +153,13 @@ static int stem_lookup(const char *path, vt_list_entry *e)
     int cut;
     if (!has_extension(path) || !may_list(path))
         return -1;
-    if (vt__listing_get(path, &l, errbuf, sizeof(errbuf)) != VT_OK) {
+    if (vt__listing_get(g_be, path, &l, errbuf, sizeof(errbuf)) != VT_OK) {
         CPLDebug("VSITUNE", "stat %s: %s", path, errbuf);
         return -1;
     }
     cut = vt__listing_truncated(l);
     vt__listing_release(l);
-    return cut ? -1 : vt__listing_lookup(path, e);
+    return cut ? -1 : vt__listing_lookup(g_be, path, e);
 }
 
 /* 1 when path names a "directory" (keys under path/): from a listing we
@@ -169,14 +173,14 @@ static int is_directory(const char *path, int missing)
     vt_list_entry e;
     vt_listing *l = NULL;
     char errbuf[1024];
-    int known = vt__listing_lookup(path, &e), isdir;
+    int known = vt__listing_lookup(g_be, path, &e), isdir;
     if (known < 0 && missing)
         known = stem_lookup(path, &e);
     if (known >= 0)
         return known == 1 && e.is_dir;
     /* As GDAL's Stat: one page of 100 keys under "path/" (the same request;
      * it also answers GDAL's probes of names inside without a request) */
-    if (vt__listing_get_dir(path, 100, &l, errbuf, sizeof(errbuf)) != VT_OK)
+    if (vt__listing_get_dir(g_be, path, 100, &l, errbuf, sizeof(errbuf)) != VT_OK)
         return 0;
     isdir = vt__listing_count(l) > 0 || vt__listing_has_marker(l);
     vt__listing_release(l);
@@ -210,11 +214,11 @@ static int stat_known(const char *path, VSIStatBufL *st)
         vt__stock_stat(path, st, VSI_STAT_EXISTS_FLAG | VSI_STAT_NATURE_FLAG |
                                      VSI_STAT_SIZE_FLAG) == 0)
         return 1;
-    if (vt__object_peek(path, &size, &mtime)) {
+    if (vt__object_peek(g_be, path, &size, &mtime)) {
         fill_stat(st, 0, size, mtime);
         return 1;
     }
-    known = vt__listing_lookup(path, &e); /* 1 present, 0 absent, -1 ? */
+    known = vt__listing_lookup(g_be, path, &e); /* 1 present, 0 absent, -1 ? */
     if (known == 1)
         fill_stat(st, e.is_dir, e.size, e.mtime);
     return known == 1 ? 1 : known == 0 ? -1 : 0;
@@ -233,10 +237,10 @@ static int known_failure(const char *path, vt_err err, long status,
     char *bucket = NULL, *key = NULL;
     vt_gdal_fail f;
     int r;
-    if (vt__object_missing_was_read(path))
+    if (vt__object_missing_was_read(g_be, path))
         return 0; /* GDAL's cache holds no status for it */
-    if (!(vt__s3_split(path, &bucket, &key) == VT_OK &&
-          vt__s3_last_failure(bucket, key, &f))) {
+    if (!(g_be->split(path, &bucket, &key) == VT_OK &&
+          g_be->last_failure(bucket, key, &f))) {
         memset(&f, 0, sizeof(f));
         f.err = err;
         f.status = status;
@@ -303,7 +307,7 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
     /* GDAL's Stat answers a name absent from its own listing of the
      * directory without a request (3.13's gdalinfo stats x.tif.vat.dbf after
      * GDAL listed for the sibling question) */
-    if (vt__listing_in_gdal_dir(path) == 0) {
+    if (vt__listing_in_gdal_dir(g_be, path) == 0) {
         CPLDebug("VSITUNE", "stat %s: not in GDAL's listing, no request", path);
         errno = ENOENT;
         return -1;
@@ -313,7 +317,7 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
      * LIST of this stem answers this probe and its siblings, as GDAL's one
      * listing of the directory does, where a GET would miss and still need
      * the LIST to tell a directory. */
-    if (has_extension(path) && vt__listing_dir_held(path)) {
+    if (has_extension(path) && vt__listing_dir_held(g_be, path)) {
         vt_list_entry e;
         int known = stem_lookup(path, &e);
         if (known == 1) {
@@ -327,7 +331,7 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
             return -1;
         }
     }
-    err = vt__object_open(path, &o, &status, errbuf, sizeof(errbuf));
+    err = vt__object_open(g_be, path, &o, &status, errbuf, sizeof(errbuf));
     if (err != VT_OK) {
         /* Quiet, as GDAL's own stat of a name it met before: stat is how
          * GDAL probes, and a CE_Failure here would make the Python bindings
@@ -365,8 +369,8 @@ static int report_as_gdal(const char *path, int vsi_error_set, int again_ok)
     char *bucket = NULL, *key = NULL;
     vt_gdal_fail f;
     vt_gdal_report rep;
-    int found = vt__s3_split(path, &bucket, &key) == VT_OK &&
-                vt__s3_last_failure(bucket, key, &f);
+    int found = g_be->split(path, &bucket, &key) == VT_OK &&
+                g_be->last_failure(bucket, key, &f);
 
     if (found && again_ok && f.again && vt__gdal_keeps_failure(&f) &&
         !vt__cfg_non_cached(path)) {
@@ -430,7 +434,7 @@ static enum missing stock_on_missing(const char *path)
     dot = strrchr(base, '.');
     if (dot == NULL || strncmp(dot + 1, "zip", 3) == 0) {
         size_t listed = 0; /* an empty page is no listing to GDAL */
-        return vt__listing_lookup_n(path, &e, &listed) == 0 && listed > 0
+        return vt__listing_lookup_n(g_be, path, &e, &listed) == 0 && listed > 0
                    ? MISSING_SILENT
                    : MISSING_EMPTY_HANDLE;
     }
@@ -439,7 +443,7 @@ static enum missing stock_on_missing(const char *path)
         strcmp(base + strlen(base) - 8, ".nc.zarr") == 0)
         return MISSING_EMPTY_HANDLE;
     snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-    if (vt__listing_get_dir(dir, 1000, &l, errbuf, sizeof(errbuf)) != VT_OK ||
+    if (vt__listing_get_dir(g_be, dir, 1000, &l, errbuf, sizeof(errbuf)) != VT_OK ||
         vt__listing_count(l) == 0)
         m = MISSING_REPORT;
     else if (vt__listing_find(l, base, &e))
@@ -480,7 +484,7 @@ static void *cb_open(void *ud, const char *path, const char *access)
         errno = ENOENT;
         return NULL;
     }
-    if (vt__listing_lookup_n(path, &e, &listed) == 0 && listed > 0) {
+    if (vt__listing_lookup_n(g_be, path, &e, &listed) == 0 && listed > 0) {
         /* absent from a listing we hold, with other keys in it (so the
          * directory is not empty): GDAL answers from its own the same way,
          * without a request and without an error */
@@ -488,7 +492,7 @@ static void *cb_open(void *ud, const char *path, const char *access)
         errno = ENOENT;
         return NULL;
     }
-    err = vt__object_open(path, &o, &status, errbuf, sizeof(errbuf));
+    err = vt__object_open(g_be, path, &o, &status, errbuf, sizeof(errbuf));
     if (err != VT_OK) {
         /* Not a CPLError: GDALOpen tries stat after a failed open, and may
          * still succeed (a transient error). takeover.cpp hands this text to
@@ -534,7 +538,7 @@ static void *cb_open(void *ud, const char *path, const char *access)
                 /* GDAL learns of the 404 by reading the handle: its cache
                  * keeps no status, and 3.13+ hands the read's error to
                  * GDALOpen (gdal_error.h) */
-                vt__object_missing_by_read(path);
+                vt__object_missing_by_read(g_be, path);
                 if (words && vt__gdal_read_of_missing_says()) {
                     h->says = strdup(t_open_error);
                     h->says_vsie = t_open_error_vsie;
@@ -743,7 +747,7 @@ static int cb_close(void *f)
 static char **gdal_listed_siblings(const char *path)
 {
     size_t limit = (size_t)vt__opt_size(path, VT_OPT_READDIR_LIMIT);
-    char **names = vt__listing_names_of_dir(path, limit), **out;
+    char **names = vt__listing_names_of_dir(g_be, path, limit), **out;
     size_t n = 0, i;
     if (!names)
         return NULL;
@@ -834,7 +838,7 @@ static char **cb_sibling_files(void *ud, const char *path)
     case SIBLINGS_GDAL: return NULL;
     default: break;
     }
-    if (vt__object_open(path, &o, &status, errbuf, sizeof(errbuf)) == VT_OK) {
+    if (vt__object_open(g_be, path, &o, &status, errbuf, sizeof(errbuf)) == VT_OK) {
         unsigned char head[1024];
         size_t hn = vt__object_size(o) < sizeof(head)
                         ? (size_t)vt__object_size(o)
@@ -846,7 +850,7 @@ static char **cb_sibling_files(void *ud, const char *path)
                                   sizeof(errbuf)) == VT_OK &&
                   vt__policy_is_cog(head, hn);
         if (cog)
-            vt__listing_remember_no_sidecars(path, vt__object_size(o),
+            vt__listing_remember_no_sidecars(g_be, path, vt__object_size(o),
                                              vt__object_mtime(o));
         vt__object_release(o);
         if (cog) {
@@ -866,7 +870,7 @@ static char **cb_sibling_files(void *ud, const char *path)
     }
     if ((out = gdal_listed_siblings(path)) != NULL)
         return out;
-    if (vt__listing_get(path, &l, errbuf, sizeof(errbuf)) != VT_OK) {
+    if (vt__listing_get(g_be, path, &l, errbuf, sizeof(errbuf)) != VT_OK) {
         CPLDebug("VSITUNE", "siblings of %s: %s; GDAL lists", path, errbuf);
         return NULL;
     }
@@ -894,7 +898,7 @@ void vt__handler_note_read_dir(const char *path, char **names, int max_files)
 {
     /* complete (not cut at max_files): the sibling answer of its files */
     if (names && (max_files <= 0 || CSLCount(names) < max_files))
-        vt__listing_remember_names(path, names);
+        vt__listing_remember_names(g_be, path, names);
 }
 
 void vt__handler_open_asks_no_error(int no_error)
@@ -908,8 +912,12 @@ const char *vt__handler_open_error(int *cple_class)
     return t_open_error[0] && !t_open_quiet ? t_open_error : NULL;
 }
 
-void vt__handler_fill_callbacks(VSIFilesystemPluginCallbacksStruct *cb)
+const vt_backend *vt__handler_backend(void) { return g_be; }
+
+void vt__handler_fill_callbacks(VSIFilesystemPluginCallbacksStruct *cb,
+                                const vt_backend *be)
 {
+    g_be = be;
     cb->stat = cb_stat;
     cb->open = cb_open;
     cb->tell = cb_tell;

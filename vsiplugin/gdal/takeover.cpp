@@ -185,7 +185,7 @@ bool is_ours(const char *name)
 void forget(const char *name)
 {
     if (is_ours(name)) {
-        vt__object_forget(name + kStockPrefixLen);
+        vt__object_forget(vt__handler_backend(), name + kStockPrefixLen);
         vt__s3_forget_failures(name + kStockPrefixLen);
         vt__stream_forget(name + kStockPrefixLen, 0);
     }
@@ -219,7 +219,8 @@ int size_known(const char *name)
     long long mtime;
     if (!vt__stream_any())
         return -1;
-    return vt__object_peek(name + kStockPrefixLen, &size, &mtime);
+    return vt__object_peek(vt__handler_backend(), name + kStockPrefixLen, &size,
+                           &mtime);
 }
 
 // After it: when the reader did not answer from what it held, the size it
@@ -234,7 +235,8 @@ void note_learned(const char *name, int known_before, const VSIStatBufL *st)
         return;
     if (st)
         size = static_cast<uint64_t>(st->st_size);
-    else if (!vt__object_peek(name + kStockPrefixLen, &size, &mtime))
+    else if (!vt__object_peek(vt__handler_backend(), name + kStockPrefixLen,
+                              &size, &mtime))
         return;
     vt__stream_learned(actual_url(g_stock, name).c_str(), size);
 }

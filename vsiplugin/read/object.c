@@ -13,13 +13,12 @@
 #include <time.h>
 
 #include "base/config.h"
-#include "backends/s3/s3.h"
 #include "stats/stats.h"
 
-vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
-                       char *errbuf, size_t errlen)
+vt_err vt__object_open(const vt_backend *be, const char *path, vt_object **out,
+                       long *http_status, char *errbuf, size_t errlen)
 {
-    char *id = vt__object_id(path);
+    char *id = vt__object_id(be, path);
     unsigned h;
     long ttl = (long)vt__opt_size(path, VT_OPT_METADATA_TTL);
     long neg_ttl = (long)vt__opt_size(path, VT_OPT_NEGATIVE_TTL);
@@ -32,7 +31,8 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
     *http_status = 0;
     errbuf[0] = '\0';
     if (!id) {
-        snprintf(errbuf, errlen, "vsitune: cannot address s3://%s", path);
+        snprintf(errbuf, errlen, "vsitune: cannot address %s%s", be->scheme,
+                 path);
         return VT_EINVAL;
     }
     h = vt__object_hash(id);
@@ -80,9 +80,10 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
     if (o) {
         o->id = id; /* o owns it from here */
         id = NULL;
+        o->be = be;
     }
     if (!o || !(o->path = strdup(path)) ||
-        vt__s3_split(path, &o->bucket, &o->key) != VT_OK) {
+        be->split(path, &o->bucket, &o->key) != VT_OK) {
         pthread_mutex_unlock(&vt__object_table_mu);
         vt__object_free_list(dead);
         free(id);
@@ -127,9 +128,10 @@ vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
     return VT_OK;
 }
 
-int vt__object_peek(const char *path, uint64_t *size, long long *mtime)
+int vt__object_peek(const vt_backend *be, const char *path, uint64_t *size,
+                    long long *mtime)
 {
-    char *id = vt__object_id(path);
+    char *id = vt__object_id(be, path);
     long ttl = (long)vt__opt_size(path, VT_OPT_METADATA_TTL);
     vt_object *o;
     int found = 0, fresh_only = vt__cfg_non_cached(path); /* not under

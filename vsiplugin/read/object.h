@@ -19,19 +19,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backends/backend.h"
 #include "http/engine.h"
 #include "base/error.h"
 #include "read/planner.h"
 
 typedef struct vt_object vt_object;
 
-/* Find or load the object at path "bucket/key". On success *out holds a
- * reference (release with vt__object_release). Concurrent loads of one
- * object issue one request. On failure errbuf says what the server said
+/* Find or load the object at path "bucket/key" of the service be (the
+ * backend the calling handler serves; the object keeps it: every request
+ * about it goes through be). On success *out holds a reference (release
+ * with vt__object_release). Concurrent loads of one object issue one
+ * request. On failure errbuf says what the server said
  * (bucket, key, status, S3 Code and Message); *http_status gets the status
  * (0: none). Failures are never cached. */
-vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
-                       char *errbuf, size_t errlen);
+vt_err vt__object_open(const vt_backend *be, const char *path, vt_object **out,
+                       long *http_status, char *errbuf, size_t errlen);
 
 void vt__object_release(vt_object *o);
 
@@ -44,15 +47,16 @@ int vt__object_open_remembered(void);
  * extension-less name, handler.c) is missing by reading it, which keeps no
  * HTTP status in its cache: mark path's remembered 404 so (its later stats
  * and opens then say no status, gdal_error.h). The mark goes with the 404. */
-void vt__object_missing_by_read(const char *path);
+void vt__object_missing_by_read(const vt_backend *be, const char *path);
 
 /* 1 when path's remembered 404 carries that mark. */
-int vt__object_missing_was_read(const char *path);
+int vt__object_missing_was_read(const vt_backend *be, const char *path);
 
 /* What the table already knows of path, without a request: 1 and the
  * size and Last-Modified when a fresh entry for it exists (not a remembered
  * 404), else 0 (VSI_STAT_CACHE_ONLY). */
-int vt__object_peek(const char *path, uint64_t *size, long long *mtime);
+int vt__object_peek(const vt_backend *be, const char *path, uint64_t *size,
+                    long long *mtime);
 
 uint64_t vt__object_size(const vt_object *o);
 long long vt__object_mtime(const vt_object *o); /* Last-Modified, 0: unknown */
@@ -90,7 +94,7 @@ vt_err vt__object_note_end(vt_object *o, char *errbuf, size_t errlen);
 
 /* Forget the metadata of path "bucket/key" (it is being written, deleted
  * or renamed through GDAL's own handler). Open handles keep their copy. */
-void vt__object_forget(const char *path);
+void vt__object_forget(const vt_backend *be, const char *path);
 
 /* Forget the metadata and the cached blocks of every object whose path
  * starts with prefix ("bucket/dir"): VSICurlPartialClearCache, Sync and

@@ -30,13 +30,40 @@ void vt__object_invalidate(vt_object *o)
     }
 }
 
+/* What is left to forget of an object dropped from the table, once the
+ * table's lock is let go: its blocks and its host-wide metadata. */
+typedef struct gone {
+    char *cache_key;
+    char *path;
+    const vt_backend *be;
+} gone;
+
+/* Note o's cache key and path in *g (grown as needed); a failed allocation
+ * leaves it out (its blocks then age out of the cache). */
+static void note_gone(gone **g, size_t *n, size_t *cap, const vt_object *o)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 8;
+        gone *ng = realloc(*g, nc * sizeof(*ng));
+        if (!ng)
+            return;
+        *g = ng;
+        *cap = nc;
+    }
+    if (((*g)[*n].cache_key = strdup(o->cache_key)) != NULL) {
+        (*g)[*n].path = strdup(o->path);
+        (*g)[*n].be = o->be;
+        (*n)++;
+    }
+}
+
 /* Forget every object whose path matches (exactly, or as a prefix), its
  * listing and its cached blocks; a loading object is left to its loader. */
 static void forget_where(const char *arg, int as_prefix)
 {
     vt_object *dead = NULL, *o;
-    size_t i, n = strlen(arg), nkeys = 0, cap = 0;
-    char **keys = NULL, **paths = NULL;
+    size_t i, n = strlen(arg), ngone = 0, cap = 0;
+    gone *g = NULL;
     vt_cache *c = vt__object_cache();
 
     pthread_mutex_lock(&vt__object_table_mu);
@@ -48,25 +75,8 @@ static void forget_where(const char *arg, int as_prefix)
                                          : strcmp(o->path, arg) != 0))
                 continue;
             vt__object_table_remove(o);
-            if (o->cache_key) {
-                if (nkeys == cap) {
-                    size_t nc = cap ? cap * 2 : 8;
-                    char **nk = realloc(keys, nc * sizeof(*nk));
-                    char **np = realloc(paths, nc * sizeof(*np));
-                    if (np)
-                        paths = np;
-                    if (nk && np) {
-                        keys = nk;
-                        cap = nc;
-                    } else if (nk) {
-                        keys = nk;
-                    }
-                }
-                if (nkeys < cap && (keys[nkeys] = strdup(o->cache_key))) {
-                    paths[nkeys] = strdup(o->path);
-                    nkeys++;
-                }
-            }
+            if (o->cache_key)
+                note_gone(&g, &ngone, &cap, o);
             if (o->refs == 0) {
                 o->next = dead;
                 dead = o;
@@ -75,15 +85,14 @@ static void forget_where(const char *arg, int as_prefix)
     }
     pthread_mutex_unlock(&vt__object_table_mu);
     vt__object_free_list(dead);
-    for (i = 0; i < nkeys; i++) {
-        vt__cache_drop_prefix(c, keys[i]);
-        if (paths[i] && as_prefix) /* the host-wide metadata too */
-            vt__object_forget_shared(paths[i]);
-        free(keys[i]);
-        free(paths[i]);
+    for (i = 0; i < ngone; i++) {
+        vt__cache_drop_prefix(c, g[i].cache_key);
+        if (g[i].path && as_prefix) /* the host-wide metadata too */
+            vt__object_forget_shared(g[i].be, g[i].path);
+        free(g[i].cache_key);
+        free(g[i].path);
     }
-    free(keys);
-    free(paths);
+    free(g);
     if (as_prefix)
         vt__listing_forget_prefix(arg);
     else
@@ -97,10 +106,10 @@ void vt__object_forget_prefix(const char *prefix)
         vt__cache_drop_prefix(vt__object_cache(), "");
 }
 
-void vt__object_forget(const char *path)
+void vt__object_forget(const vt_backend *be, const char *path)
 {
     forget_where(path, 0);
-    vt__object_forget_shared(path);
+    vt__object_forget_shared(be, path);
 }
 
 void vt__object_clear_all(void)

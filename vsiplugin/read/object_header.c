@@ -16,7 +16,6 @@
 
 #include "cache/cache.h"
 #include "base/config.h"
-#include "backends/s3/s3.h"
 #include "stats/stats.h"
 #include "base/xmlscan.h"
 
@@ -169,19 +168,19 @@ static vt_err confirm_head(vt_object *o, const vt_http_resp *first,
     char herr[512];
 
     *use_bytes = 0;
-    CPLDebug("VSITUNE", "s3://%s/%s: first answer doubtful (%s): HEAD",
-             o->bucket, o->key, why);
-    err = vt__s3_head(o->bucket, o->key, &h, herr, sizeof(herr));
+    CPLDebug("VSITUNE", "%s%s/%s: first answer doubtful (%s): HEAD",
+             o->be->scheme, o->bucket, o->key, why);
+    err = o->be->head(o->bucket, o->key, &h, herr, sizeof(herr));
     *http_status = h.status;
     if (err == VT_OK && !h.has_total) {
         err = VT_EPROTO;
-        snprintf(herr, sizeof(herr), "s3://%s/%s: HTTP %ld without "
-                 "Content-Length", o->bucket, o->key, h.status);
+        snprintf(herr, sizeof(herr), "%s%s/%s: HTTP %ld without "
+                 "Content-Length", o->be->scheme, o->bucket, o->key, h.status);
     }
     if (err != VT_OK) {
         /* Never remembered, not even a 404: the two answers disagree. */
-        snprintf(errbuf, errlen, "vsitune: cannot open s3://%s/%s: %s; then "
-                 "HEAD: %s", o->bucket, o->key, why,
+        snprintf(errbuf, errlen, "vsitune: cannot open %s%s/%s: %s; then "
+                 "HEAD: %s", o->be->scheme, o->bucket, o->key, why,
                  herr[0] ? herr : vt_strerror(err));
         if (err == VT_ENOTFOUND)
             *http_status = 0;
@@ -222,11 +221,11 @@ vt_err vt__object_load_header(vt_object *o, long *http_status, char *errbuf,
     char why[256];
     vt_first v;
 
-    err = vt__s3_get(o->bucket, o->key, 0, hsize, NULL, &r, errbuf, errlen);
+    err = o->be->get(o->bucket, o->key, 0, hsize, NULL, &r, errbuf, errlen);
     *http_status = r.status;
     if (err != VT_OK && r.status != 416) {
         if (errbuf[0] == '\0' || r.status != 0)
-            vt__object_describe(errbuf, errlen, o->bucket, o->key, &r, err,
+            vt__object_describe(o, errbuf, errlen, &r, err,
                                 "vsitune: cannot open");
         goto out;
     }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "backends/backend.h"
 #include "http/engine.h"
 #include "read/object.h"
 #include "shm/shmseg.h"
@@ -28,6 +29,7 @@
 struct vt_object {
     char *id;             /* endpoint + "\n" + path: the table key, so that
                              objects of different endpoints never mix */
+    const vt_backend *be; /* the service it lives in (set when opened) */
     char *path;           /* "bucket/key" */
     char *bucket;
     char *key;
@@ -80,18 +82,18 @@ void vt__object_table_remove(vt_object *o);
 void vt__object_free(vt_object *o);
 void vt__object_free_list(vt_object *o);
 
-/* The table key of path: endpoint identity + "\n" + path. malloc'd. */
-char *vt__object_id(const char *path);
+/* The table key of path in be: endpoint identity + "\n" + path. malloc'd;
+ * NULL when be cannot address it. */
+char *vt__object_id(const vt_backend *be, const char *path);
 
 /* The process's shared segment, when its cache is made and has one (never
  * makes the cache), else NULL; and the segment's wait bound. */
 vt_shm *vt__object_shm(void);
 long vt__object_shm_wait_ms(void);
 
-/* "<what> s3://b/k: HTTP ..." (the backend's describe) into errbuf. */
-void vt__object_describe(char *errbuf, size_t errlen, const char *bucket,
-                         const char *key, const vt_http_resp *r, vt_err err,
-                         const char *what);
+/* "<what> s3://b/k: HTTP ..." (o's backend's describe) into errbuf. */
+void vt__object_describe(const vt_object *o, char *errbuf, size_t errlen,
+                         const vt_http_resp *r, vt_err err, const char *what);
 
 /* object_header.c: fetch the header of a new object; fills
  * o->size/etag/cache_key/mtime/loaded_at/size_seen. Blocks. */
@@ -102,7 +104,7 @@ vt_err vt__object_load_header(vt_object *o, long *http_status, char *errbuf,
  * and forgetting what the host knows about path. */
 vt_err vt__object_load_shared(vt_object *o, long ttl, long neg_ttl,
                               long *http_status, char *errbuf, size_t errlen);
-void vt__object_forget_shared(const char *path);
+void vt__object_forget_shared(const vt_backend *be, const char *path);
 
 /* object_missing.c: what vt__object_open_remembered answers this thread. */
 void vt__object_set_remembered(int remembered);

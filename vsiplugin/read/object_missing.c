@@ -17,9 +17,9 @@ int vt__object_open_remembered(void) { return t_remembered; }
 void vt__object_set_remembered(int remembered) { t_remembered = remembered; }
 
 /* The remembered 404 of path, marked or asked (mark: set the mark). */
-static int by_read(const char *path, int mark)
+static int by_read(const vt_backend *be, const char *path, int mark)
 {
-    char *id = vt__object_id(path);
+    char *id = vt__object_id(be, path);
     vt_object *o;
     int marked = 0;
     if (!id)
@@ -36,6 +36,12 @@ static int by_read(const char *path, int mark)
     return marked;
 }
 
-void vt__object_missing_by_read(const char *path) { (void)by_read(path, 1); }
+void vt__object_missing_by_read(const vt_backend *be, const char *path)
+{
+    (void)by_read(be, path, 1);
+}
 
-int vt__object_missing_was_read(const char *path) { return by_read(path, 0); }
+int vt__object_missing_was_read(const vt_backend *be, const char *path)
+{
+    return by_read(be, path, 0);
+}

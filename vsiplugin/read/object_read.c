@@ -16,7 +16,6 @@
 #include "cache/cache.h"
 #include "base/config.h"
 #include "read/planner.h"
-#include "backends/s3/s3.h"
 #include "shm/shmmeta.h"
 #include "stats/stats.h"
 
@@ -83,7 +82,7 @@ static vt_err check_answer(vt_object *o, uint64_t off, uint64_t want,
 {
     why[0] = '\0';
     if (e == VT_OK)
-        e = vt__s3_status_err(r->status);
+        e = o->be->status_err(r->status);
     if (e == VT_OK && r->status == 200 && off == 0 &&
         r->body_len == o->size)
         ; /* whole object in a 200: fine */
@@ -178,8 +177,8 @@ static void take_answer(vt_object *o, vt_cache *c, pinned *p, size_t np,
         vt_http_resp shown = *r;
         if (why[0])
             snprintf(shown.error, sizeof(shown.error), "%s", why);
-        vt__object_describe(msg, sizeof(msg), o->bucket, o->key, &shown,
-                            e, "vsitune: read of");
+        vt__object_describe(o, msg, sizeof(msg), &shown, e,
+                            "vsitune: read of");
         if (*err == VT_OK) {
             *err = e;
             snprintf(errbuf, errlen, "%s", msg);
@@ -194,7 +193,7 @@ static vt_err fetch_runs(vt_object *o, vt_cache *c, pinned *p, size_t np,
 {
     size_t bs = vt__cache_block_size(c);
     vt_block_run *runs = NULL;
-    vt_s3_request *rq = NULL;
+    vt_backend_req *rq = NULL;
     vt_http_req *reqs = NULL;
     vt_http_resp *resps = NULL;
     vt_err *errs = NULL, err;
@@ -218,7 +217,7 @@ static vt_err fetch_runs(vt_object *o, vt_cache *c, pinned *p, size_t np,
         uint64_t len = runs[i].count * bs;
         if (off + len > o->size)
             len = o->size - off;
-        err = vt__s3_build_get(o->bucket, o->key, off, len,
+        err = o->be->build_get(o->bucket, o->key, off, len,
                                o->etag[0] ? o->etag : NULL, &rq[i], errbuf,
                                errlen);
         if (err != VT_OK)
@@ -236,8 +235,8 @@ static vt_err fetch_runs(vt_object *o, vt_cache *c, pinned *p, size_t np,
 
 fail_all:
     if (errbuf[0] == '\0')
-        snprintf(errbuf, errlen, "vsitune: read of s3://%s/%s: %s", o->bucket,
-                 o->key, vt_strerror(err));
+        snprintf(errbuf, errlen, "vsitune: read of %s%s/%s: %s",
+                 o->be->scheme, o->bucket, o->key, vt_strerror(err));
     for (i = 0; i < np; i++)
         if (p[i].role == VT_ROLE_FILL) {
             vt__cache_fail(c, p[i].blk, err, errbuf);
@@ -245,7 +244,7 @@ fail_all:
         }
 out:
     for (i = 0; i < built; i++)
-        vt__s3_request_clear(&rq[i]);
+        o->be->req_clear(&rq[i]);
     if (resps)
         for (i = 0; i < nruns; i++)
             vt__http_resp_clear(&resps[i]);
@@ -285,9 +284,9 @@ static vt_err check_ranges(const vt_object *o, size_t bs, size_t n,
     *cap = 0;
     for (i = 0; i < n; i++) {
         if (off[i] > o->size || len[i] > o->size - off[i]) {
-            snprintf(errbuf, errlen, "vsitune: read past the end of s3://%s/%s "
-                     "(%zu bytes at %llu, object of %llu)", o->bucket, o->key,
-                     len[i], (unsigned long long)off[i],
+            snprintf(errbuf, errlen, "vsitune: read past the end of %s%s/%s "
+                     "(%zu bytes at %llu, object of %llu)", o->be->scheme,
+                     o->bucket, o->key, len[i], (unsigned long long)off[i],
                      (unsigned long long)o->size);
             return VT_EINVAL;
         }
@@ -412,8 +411,8 @@ static vt_err wait_blocks(vt_object *o, vt_cache *c, pinned *p, size_t np,
                 refill = 1;
                 err = VT_OK;
             } else if (err != VT_OK && errbuf[0] == '\0') {
-                snprintf(errbuf, errlen, "vsitune: read of s3://%s/%s: %s",
-                         o->bucket, o->key, vt_strerror(err));
+                snprintf(errbuf, errlen, "vsitune: read of %s%s/%s: %s",
+                         o->be->scheme, o->bucket, o->key, vt_strerror(err));
             }
         }
         if (!refill || err != VT_OK)
@@ -440,8 +439,8 @@ static vt_err copy_out(const vt_object *o, size_t bs, const pinned *p,
             size_t blen, inb = (size_t)(pos - b * bs), take;
             const unsigned char *data = vt__block_data(p[k].blk, &blen);
             if (inb >= blen) { /* block shorter than expected */
-                snprintf(errbuf, errlen, "vsitune: short block in s3://%s/%s",
-                         o->bucket, o->key);
+                snprintf(errbuf, errlen, "vsitune: short block in %s%s/%s",
+                         o->be->scheme, o->bucket, o->key);
                 return VT_EPROTO;
             }
             take = blen - inb;
@@ -524,14 +523,14 @@ vt_err vt__object_note_end(vt_object *o, char *errbuf, size_t errlen)
     pthread_mutex_unlock(&vt__object_table_mu);
     if (!ask)
         return VT_OK;
-    err = vt__s3_head(o->bucket, o->key, &h, errbuf, errlen);
+    err = o->be->head(o->bucket, o->key, &h, errbuf, errlen);
     if (err == VT_OK && h.has_total &&
         (h.total_size != o->size ||
          (o->etag[0] && h.etag && strcmp(h.etag, o->etag) != 0))) {
-        snprintf(errbuf, errlen, "vsitune: read of s3://%s/%s: the object has "
+        snprintf(errbuf, errlen, "vsitune: read of %s%s/%s: the object has "
                  "%llu bytes, %llu when it was opened (object changed or a "
-                 "wrong size was announced): open it again", o->bucket, o->key,
-                 (unsigned long long)h.total_size,
+                 "wrong size was announced): open it again", o->be->scheme,
+                 o->bucket, o->key, (unsigned long long)h.total_size,
                  (unsigned long long)o->size);
         vt__object_invalidate(o);
         err = VT_ECHANGED;

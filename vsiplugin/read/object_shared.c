@@ -13,7 +13,6 @@
 #include "cache/cache.h"
 #include "base/config.h"
 #include "read/ident.h"
-#include "backends/s3/s3.h"
 #include "shm/shmmeta.h"
 
 /* Take size and ETag from the host-wide metadata (another process's
@@ -46,7 +45,7 @@ vt_err vt__object_load_shared(vt_object *o, long ttl, long neg_ttl,
     uint8_t d[32];
     vt_err err;
 
-    if (!s || !(o->ident = vt__ident_object(&vt__backend_s3, o->bucket, o->key, o->path)))
+    if (!s || !(o->ident = vt__ident_object(o->be, o->bucket, o->key, o->path)))
         return vt__object_load_header(o, http_status, errbuf, errlen);
     vt__shm_digest(o->ident, d);
     {
@@ -90,15 +89,15 @@ vt_err vt__object_load_shared(vt_object *o, long ttl, long neg_ttl,
 }
 
 /* Forget what the host knows about path (written, deleted, renamed). */
-void vt__object_forget_shared(const char *path)
+void vt__object_forget_shared(const vt_backend *be, const char *path)
 {
     vt_shm *s = vt__object_shm();
     char *bucket = NULL, *key = NULL, *ident = NULL;
     uint8_t d[32];
 
-    if (!s || vt__s3_split(path, &bucket, &key) != VT_OK)
+    if (!s || be->split(path, &bucket, &key) != VT_OK)
         goto out;
-    ident = vt__ident_object(&vt__backend_s3, bucket, key, path);
+    ident = vt__ident_object(be, bucket, key, path);
     if (ident) {
         vt__shm_digest(ident, d);
         vt__shmm_forget(s, d);

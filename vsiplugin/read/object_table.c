@@ -21,7 +21,6 @@
 
 #include "cache/cache.h"
 #include "base/config.h"
-#include "backends/s3/s3.h"
 #include "shm/shmopts.h"
 
 #define TABLE_MAX_ENTRIES 8192
@@ -223,21 +222,20 @@ void vt__object_free_list(vt_object *o)
     }
 }
 
-/* "<what> s3://b/k: HTTP ..." (vt__s3_describe) into errbuf. */
-void vt__object_describe(char *errbuf, size_t errlen, const char *bucket,
-                         const char *key, const vt_http_resp *r, vt_err err,
-                         const char *what)
+/* "<what> s3://b/k: HTTP ..." (the backend's describe) into errbuf. */
+void vt__object_describe(const vt_object *o, char *errbuf, size_t errlen,
+                         const vt_http_resp *r, vt_err err, const char *what)
 {
     char tail[768];
 
-    vt__s3_describe(tail, sizeof(tail), bucket, key, r, err);
+    o->be->describe(tail, sizeof(tail), o->bucket, o->key, r, err);
     snprintf(errbuf, errlen, "%s %s", what, tail);
 }
 
 /* The table key of path: endpoint identity + "\n" + path. malloc'd. */
-char *vt__object_id(const char *path)
+char *vt__object_id(const vt_backend *be, const char *path)
 {
-    char *ep = vt__s3_endpoint_base(path), *id = NULL;
+    char *ep = be->endpoint(path), *id = NULL;
     size_t n;
     if (!ep)
         return NULL;
