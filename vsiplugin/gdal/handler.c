@@ -48,6 +48,7 @@ typedef struct vt_handle {
     uint64_t pos;
     int eof;
     vt_readahead ra;
+    vt_read_opts opts;    /* the read options, resolved at open */
     vt_suspect sus;       /* blocks GDAL may fail to decode (suspect.h) */
     char *says;           /* an empty handle: the server's error its first
                              read hands GDAL (gdal_error.h), or NULL */
@@ -574,6 +575,7 @@ static void *cb_open(void *ud, const char *path, const char *access)
         return NULL;
     }
     h->obj = o;
+    vt__object_read_opts(o, &h->opts);
     return h;
 }
 
@@ -635,8 +637,8 @@ static size_t cb_read(void *f, void *buf, size_t size, size_t count)
           : osize - h->pos < want ? (size_t)(osize - h->pos) : want;
     if (got > 0) {
         vt__suspect_before_read(&h->sus, h->obj, 0, 1, &h->pos, &got);
-        err = vt__object_read(h->obj, 1, &buf, &h->pos, &got, &h->ra, errbuf,
-                              sizeof(errbuf));
+        err = vt__object_read(h->obj, &h->opts, 1, &buf, &h->pos, &got,
+                              &h->ra, errbuf, sizeof(errbuf));
         vt__suspect_after_read(&h->sus, err == VT_OK, 0, 1, &h->pos, &got);
         if (err != VT_OK) {
             CPLError(CE_Failure, cple_for(0, errbuf), "%s", errbuf);
@@ -696,8 +698,8 @@ static int cb_read_multi_range(void *f, int n, void **data,
     /* vt__object_read refuses ranges past the end, naming bucket and key;
      * GDAL's striped and scan reads grow the handle's readahead there too. */
     vt__suspect_before_read(&h->sus, h->obj, 1, (size_t)n, o64, sizes);
-    err = vt__object_read(h->obj, (size_t)n, data, o64, sizes, &h->ra, errbuf,
-                          sizeof(errbuf));
+    err = vt__object_read(h->obj, &h->opts, (size_t)n, data, o64, sizes,
+                          &h->ra, errbuf, sizeof(errbuf));
     vt__suspect_after_read(&h->sus, err == VT_OK, 1, (size_t)n, o64, sizes);
     if (err != VT_OK) {
         CPLError(CE_Failure, cple_for(0, errbuf), "%s", errbuf);
@@ -846,8 +848,8 @@ static char **cb_sibling_files(void *ud, const char *path)
         uint64_t zero = 0;
         void *dst = head;
         int cog = hn > 0 &&
-                  vt__object_read(o, 1, &dst, &zero, &hn, NULL, errbuf,
-                                  sizeof(errbuf)) == VT_OK &&
+                  vt__object_read(o, NULL, 1, &dst, &zero, &hn, NULL,
+                                  errbuf, sizeof(errbuf)) == VT_OK &&
                   vt__policy_is_cog(head, hn);
         if (cog)
             vt__listing_remember_no_sidecars(g_be, path, vt__object_size(o),

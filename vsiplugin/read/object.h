@@ -70,8 +70,23 @@ const char *vt__object_path(const vt_object *o);
  * long as the reference. */
 const char *vt__object_cache_key(const vt_object *o);
 
+/* A handle's read options, resolved once when the handle opens (for the
+ * object's path, base/config.h: the same values, and the same warnings for
+ * bad ones, as reading them by name) and read from here by each of its
+ * reads: no option lookup on the read path. */
+typedef struct vt_read_opts {
+    uint64_t merge_gap;     /* VSITUNE_MERGE_GAP, bytes */
+    uint64_t max_request;   /* VSITUNE_MAX_REQUEST_SIZE, at least a block */
+    uint64_t readahead_max; /* VSITUNE_READAHEAD_MAX, bytes */
+} vt_read_opts;
+
+/* Resolve o's read options into *out now. Makes the block cache if need be
+ * (its block size bounds max_request); call with no lock held. */
+void vt__object_read_opts(const vt_object *o, vt_read_opts *out);
+
 /* Read n ranges: dst[i] gets len[i] bytes at off[i]; every range must lie
- * inside the object (else VT_EINVAL naming bucket and key). ra: the calling
+ * inside the object (else VT_EINVAL naming bucket and key). opts: the
+ * calling handle's options (NULL: resolved for this read). ra: the calling
  * handle's readahead state (NULL: none): when the read goes to the network
  * and continues the handle's previous fetch, whole blocks past it ride
  * along (planner.h), never more than the cache can keep (an eighth of
@@ -81,9 +96,10 @@ const char *vt__object_cache_key(const vt_object *o);
  * On failure errbuf holds the full error (bucket, key, status, S3 code and
  * message), also in threads that waited for another's fetch. Thread-safe;
  * may block on network I/O. */
-vt_err vt__object_read(vt_object *o, size_t n, void *const *dst,
-                       const uint64_t *off, const size_t *len,
-                       vt_readahead *ra, char *errbuf, size_t errlen);
+vt_err vt__object_read(vt_object *o, const vt_read_opts *opts, size_t n,
+                       void *const *dst, const uint64_t *off,
+                       const size_t *len, vt_readahead *ra, char *errbuf,
+                       size_t errlen);
 
 /* A read reached past the end of the object as known. When that size came
  * only from a stated total (never from seeing every byte) and was never

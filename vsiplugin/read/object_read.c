@@ -39,14 +39,15 @@ static int find_pinned(const pinned *p, size_t n, uint64_t idx)
     return lo < n && p[lo].idx == idx ? (int)lo : -1;
 }
 
-/* The runs to fetch: the FILL blocks of p merged as the path's options
+/* The runs to fetch: the FILL blocks of p merged as the handle's options
  * allow (VSITUNE_MERGE_GAP, VSITUNE_MAX_REQUEST_SIZE). *runs is malloc'd
  * (the caller frees it, also on failure); *nruns 0: nothing to fetch. */
-static vt_err plan_fill_runs(const vt_object *o, size_t bs, const pinned *p,
-                             size_t np, vt_block_run **runs, size_t *nruns)
+static vt_err plan_fill_runs(const vt_read_opts *opts, size_t bs,
+                             const pinned *p, size_t np, vt_block_run **runs,
+                             size_t *nruns)
 {
-    uint64_t gap = vt__opt_size(o->path, VT_OPT_MERGE_GAP) / bs;
-    uint64_t maxb = vt__opt_size_min(o->path, VT_OPT_MAX_REQUEST_SIZE, bs) / bs;
+    uint64_t gap = opts->merge_gap / bs;
+    uint64_t maxb = opts->max_request / bs;
     uint64_t *fill_idx = NULL;
     size_t nfill = 0, i;
     vt_err err = VT_OK;
@@ -188,8 +189,8 @@ static void take_answer(vt_object *o, vt_cache *c, pinned *p, size_t np,
 }
 
 /* Fetch the runs of FILL blocks and fill (or fail) them. */
-static vt_err fetch_runs(vt_object *o, vt_cache *c, pinned *p, size_t np,
-                         char *errbuf, size_t errlen)
+static vt_err fetch_runs(vt_object *o, const vt_read_opts *opts, vt_cache *c,
+                         pinned *p, size_t np, char *errbuf, size_t errlen)
 {
     size_t bs = vt__cache_block_size(c);
     vt_block_run *runs = NULL;
@@ -199,7 +200,7 @@ static vt_err fetch_runs(vt_object *o, vt_cache *c, pinned *p, size_t np,
     vt_err *errs = NULL, err;
     size_t nruns = 0, i, built = 0;
 
-    err = plan_fill_runs(o, bs, p, np, &runs, &nruns);
+    err = plan_fill_runs(opts, bs, p, np, &runs, &nruns);
     if (err != VT_OK)
         goto fail_all;
     if (nruns == 0)
@@ -256,13 +257,23 @@ out:
     return err;
 }
 
+void vt__object_read_opts(const vt_object *o, vt_read_opts *out)
+{
+    size_t bs = vt__cache_block_size(vt__object_cache());
+
+    out->merge_gap = vt__opt_size(o->path, VT_OPT_MERGE_GAP);
+    out->max_request = vt__opt_size_min(o->path, VT_OPT_MAX_REQUEST_SIZE, bs);
+    out->readahead_max = vt__opt_size(o->path, VT_OPT_READAHEAD_MAX);
+}
+
 /* Blocks of readahead a read may add: what the cache can keep (an eighth of
  * its budget, so readahead never flushes it), at most VSITUNE_READAHEAD_MAX. */
-static uint64_t readahead_cap(const vt_object *o, vt_cache *c, size_t bs)
+static uint64_t readahead_cap(const vt_read_opts *opts, vt_cache *c,
+                              size_t bs)
 {
     vt_cache_stats st;
     vt_shm_info si;
-    uint64_t budget, max = vt__opt_size(o->path, VT_OPT_READAHEAD_MAX);
+    uint64_t budget, max = opts->readahead_max;
 
     vt__cache_get_stats(c, &st);
     budget = st.budget;
@@ -390,8 +401,9 @@ static void add_readahead(const vt_object *o, vt_cache *c, size_t bs,
 
 /* Wait for the needed blocks others fetch; those whose filler was given up
  * on are fetched here. */
-static vt_err wait_blocks(vt_object *o, vt_cache *c, pinned *p, size_t np,
-                          char *errbuf, size_t errlen)
+static vt_err wait_blocks(vt_object *o, const vt_read_opts *opts,
+                          vt_cache *c, pinned *p, size_t np, char *errbuf,
+                          size_t errlen)
 {
     vt_err err = VT_OK;
     size_t i;
@@ -417,7 +429,7 @@ static vt_err wait_blocks(vt_object *o, vt_cache *c, pinned *p, size_t np,
         }
         if (!refill || err != VT_OK)
             break;
-        err = fetch_runs(o, c, p, np, errbuf, errlen); /* settles them */
+        err = fetch_runs(o, opts, c, p, np, errbuf, errlen); /* settles */
     }
     return err;
 }
@@ -454,10 +466,12 @@ static vt_err copy_out(const vt_object *o, size_t bs, const pinned *p,
     return VT_OK;
 }
 
-vt_err vt__object_read(vt_object *o, size_t n, void *const *dst,
-                       const uint64_t *off, const size_t *len,
-                       vt_readahead *ra, char *errbuf, size_t errlen)
+vt_err vt__object_read(vt_object *o, const vt_read_opts *opts, size_t n,
+                       void *const *dst, const uint64_t *off,
+                       const size_t *len, vt_readahead *ra, char *errbuf,
+                       size_t errlen)
 {
+    vt_read_opts own;
     vt_cache *c = vt__object_cache();
     size_t bs = vt__cache_block_size(c);
     uint64_t *idx = NULL, ra_blocks = 0, first_fill = 0, last_fill = 0;
@@ -470,8 +484,12 @@ vt_err vt__object_read(vt_object *o, size_t n, void *const *dst,
     err = check_ranges(o, bs, n, off, len, &cap, errbuf, errlen);
     if (err != VT_OK)
         return err;
+    if (!opts) { /* no handle's: as the options say now */
+        vt__object_read_opts(o, &own);
+        opts = &own;
+    }
     if (ra)
-        ra_blocks = readahead_cap(o, c, bs);
+        ra_blocks = readahead_cap(opts, c, bs);
     cap += (size_t)ra_blocks;
     if (cap == 0)
         return VT_OK;
@@ -486,7 +504,7 @@ vt_err vt__object_read(vt_object *o, size_t n, void *const *dst,
     if (err == VT_OK && any_fill && ra)
         add_readahead(o, c, bs, p, &np, ra, first_fill, last_fill, ra_blocks);
     if (err == VT_OK) {
-        err = fetch_runs(o, c, p, np, errbuf, errlen);
+        err = fetch_runs(o, opts, c, p, np, errbuf, errlen);
     } else {
         for (i = 0; i < np; i++)
             if (p[i].blk && p[i].role == VT_ROLE_FILL) {
@@ -495,7 +513,7 @@ vt_err vt__object_read(vt_object *o, size_t n, void *const *dst,
             }
     }
     if (err == VT_OK)
-        err = wait_blocks(o, c, p, np, errbuf, errlen);
+        err = wait_blocks(o, opts, c, p, np, errbuf, errlen);
     if (err == VT_OK)
         err = copy_out(o, bs, p, np, n, dst, off, len, errbuf, errlen);
 out:
