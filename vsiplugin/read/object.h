@@ -108,16 +108,19 @@ vt_err vt__object_read(vt_object *o, const vt_read_opts *opts, size_t n,
  * saying so. Otherwise VT_OK and no request. Thread-safe. */
 vt_err vt__object_note_end(vt_object *o, char *errbuf, size_t errlen);
 
-/* Forget the metadata of path "bucket/key" (it is being written, deleted
- * or renamed through GDAL's own handler). Open handles keep their copy. */
+/* The object module's part of forgetting (read/forget.h tells every module,
+ * listings and the backend included; call that). Open handles keep their
+ * copy.
+ *
+ * The object at path "bucket/key" of be: its table entry, its cached blocks
+ * and its host-wide metadata. */
 void vt__object_forget(const vt_backend *be, const char *path);
 
-/* Forget the metadata and the cached blocks of every object whose path
- * starts with prefix ("bucket/dir"): VSICurlPartialClearCache, Sync and
- * RmdirRecursive through GDAL's own handler. */
+/* The objects in the table whose path starts with prefix ("bucket/dir";
+ * "": all), their cached blocks and their host-wide metadata. */
 void vt__object_forget_prefix(const char *prefix);
 
-/* Forget all metadata and every cached block (VSICurlClearCache). */
+/* Every object in the table, their blocks, and all host-wide metadata. */
 void vt__object_clear_all(void);
 
 /* What the first answer about an object (the header GET) says. */

@@ -1,8 +1,8 @@
 /* object_forget.c: forgetting objects: one that changed under a read, the
  * ones GDAL's own handler writes, deletes or renames, a prefix's, and
- * everything (VSICurlClearCache): the table's entries, their cached blocks,
- * their listings and the host-wide metadata. A loading object is left to
- * its loader. */
+ * everything: the table's entries, their cached blocks and the host-wide
+ * metadata. A loading object is left to its loader. Listings, the rest of
+ * the cache and the backend's memory are forget.c's to tell. */
 #include "read/object_int.h"
 
 #include <pthread.h>
@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "cache/cache.h"
-#include "read/listing.h"
 #include "shm/shmmeta.h"
 
 /* The object changed under us: forget it and its blocks. */
@@ -57,8 +56,8 @@ static void note_gone(gone **g, size_t *n, size_t *cap, const vt_object *o)
     }
 }
 
-/* Forget every object whose path matches (exactly, or as a prefix), its
- * listing and its cached blocks; a loading object is left to its loader. */
+/* Forget every object whose path matches (exactly, or as a prefix) and its
+ * cached blocks; a loading object is left to its loader. */
 static void forget_where(const char *arg, int as_prefix)
 {
     vt_object *dead = NULL, *o;
@@ -93,17 +92,11 @@ static void forget_where(const char *arg, int as_prefix)
         free(g[i].path);
     }
     free(g);
-    if (as_prefix)
-        vt__listing_forget_prefix(arg);
-    else
-        vt__listing_forget(arg);
 }
 
 void vt__object_forget_prefix(const char *prefix)
 {
     forget_where(prefix, 1);
-    if (*prefix == '\0') /* everything: blocks of objects no longer known too */
-        vt__cache_drop_prefix(vt__object_cache(), "");
 }
 
 void vt__object_forget(const vt_backend *be, const char *path)
@@ -114,7 +107,7 @@ void vt__object_forget(const vt_backend *be, const char *path)
 
 void vt__object_clear_all(void)
 {
-    vt__object_forget_prefix("");
+    forget_where("", 1);
     if (vt__object_shm())
         vt__shmm_forget_all(vt__object_shm());
 }
