@@ -9,6 +9,9 @@ states the order in words and points here) and fails when
   - a source file of vsiplugin/ or tunerd/ is not in the table;
   - a file includes ("x.h") a header of a higher layer, or the plugin a
     tunerd header (tunerd may include only SHARED_WITH_TUNERD of the plugin);
+  - a file of BACKEND_BLIND (the read path, GDAL's read handler) includes
+    or calls a file of one service (vsiplugin/backends/<service>/): they
+    reach services only through backends/backend.h's table;
   - with --build: a file calls (an undefined symbol of its object, as `nm`
     lists it, so a locally declared prototype counts too) a function defined
     by a file of a higher layer, or the calls between files form a circle;
@@ -119,9 +122,16 @@ LAYERS = {
     "vsiplugin/read/ident.c": 8, "vsiplugin/read/ident.h": 8,
     "vsiplugin/read/listing.c": 8, "vsiplugin/read/listing.h": 8,
     "vsiplugin/read/object.c": 8, "vsiplugin/read/object.h": 8,
+    "vsiplugin/read/object_int.h": 8, "vsiplugin/read/object_table.c": 8,
+    "vsiplugin/read/object_header.c": 8,
+    "vsiplugin/read/object_shared.c": 8, "vsiplugin/read/object_missing.c": 8,
+    "vsiplugin/read/object_read.c": 8, "vsiplugin/read/object_forget.c": 8,
+    "vsiplugin/read/forget.c": 8, "vsiplugin/read/forget.h": 8,
     "vsiplugin/read/suspect.c": 8, "vsiplugin/read/suspect.h": 8,
     # 9 GDAL face
     "vsiplugin/gdal/handler.c": 9, "vsiplugin/gdal/handler.h": 9,
+    "vsiplugin/gdal/handler_int.h": 9, "vsiplugin/gdal/handler_io.c": 9,
+    "vsiplugin/gdal/handler_sib.c": 9,
     "vsiplugin/gdal/takeover.cpp": 9, "vsiplugin/gdal/takeover.h": 9,
     "vsiplugin/gdal/takeover_int.h": 9, "vsiplugin/gdal/takeover_stream.cpp": 9,
     "vsiplugin/gdal/vtable.cpp": 9, "vsiplugin/gdal/vtable.h": 9,
@@ -156,6 +166,12 @@ LAYERS = {
 SHARED_WITH_TUNERD = set()
 # common/ is the code both programs compile (layer 0 of each); it includes
 # only common/.
+
+# Files that reach storage services only through backends/backend.h (one
+# vt_backend table per service, STYLE.md 11: "the core never names one"):
+# they include and call nothing under vsiplugin/backends/<service>/.
+BACKEND_BLIND = ("vsiplugin/read/", "vsiplugin/gdal/handler")
+SERVICE_RE = re.compile(r"^vsiplugin/backends/[^/]+/")
 
 # Circles not broken yet: (from, to) call edges allowed for now, each with its
 # reason. Remove an entry when its circle is gone (the check then insists).
@@ -299,6 +315,14 @@ def edge_problem(a, b, layers, what):
     return None
 
 
+def backend_problem(a, b, what):
+    """Why the edge a -> b names a service past backend.h, or None."""
+    if a.startswith(BACKEND_BLIND) and SERVICE_RE.match(b):
+        return (f"{a} {what} {b}: a service's own file "
+                "(the read path reaches services through backends/backend.h)")
+    return None
+
+
 def check(files, incl, called, layers=None, known=None):
     """Every violation, as text; [] when the tree keeps the order."""
     layers = LAYERS if layers is None else layers
@@ -311,11 +335,17 @@ def check(files, incl, called, layers=None, known=None):
                 why = edge_problem(a, b, layers, "includes")
                 if why:
                     bad.append(why)
+            why = backend_problem(a, b, "includes")
+            if why:
+                bad.append(why)
     if called is not None:
         used = set()
         graph = {}
         for a, bs in sorted(called.items()):
             for b in sorted(bs):
+                why = backend_problem(a, b, "calls")
+                if why:
+                    bad.append(why)
                 if (a, b) in known:
                     used.add((a, b))
                     continue
