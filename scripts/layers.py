@@ -144,6 +144,7 @@ LAYERS = {
     "tunerd/textfile.c": 0, "tunerd/textfile.h": 0,
     "tunerd/usage.c": 0, "tunerd/usage.h": 0,
     "tunerd/exitcode.h": 0,
+    "tunerd/wholenum.c": 0, "tunerd/wholenum.h": 0,
     "tunerd/platform.c": 1, "tunerd/platform.h": 1,
     "tunerd/sizing.c": 1, "tunerd/sizing.h": 1,
     "tunerd/statsfile.c": 1, "tunerd/statsfile.h": 1,
