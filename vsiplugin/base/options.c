@@ -7,8 +7,9 @@
  * table (every row documented with its default, every VSITUNE_* option
  * documented is a row). Data only.
  *
- * Adding an option (a backend's, say): ctest test_options fails until all
- * four are done.
+ * Adding an option (a backend's, say) takes four steps. ctest test_options
+ * fails while a name the sources spell lacks 1-3, but only for names of a
+ * prefix it scans: step 4 is what makes it see a new prefix at all.
  * 1. config.h: VT_OPT_<NAME> in enum vt_opt, in its module's group.
  * 2. Here: its row. STR for a string, and for a number GDAL parses itself
  *    (atoi, CPLAtoGIntBig) read by name; BOOL (default 0 or 1) for one read
