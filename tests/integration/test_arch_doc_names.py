@@ -16,6 +16,8 @@ common/:
     declared or defined at the top level of that file (a line that starts
     with no indent names it), so a function that moved to another file
     fails where the doc still places it in the old one.
+And vsiplugin/README.md's table of what each folder may call names every
+folder another folder's sources include.
 test_arch_doc.c (ctest) checks the other way: every source file is named.
 """
 
@@ -142,3 +144,66 @@ def test_matcher_finds_stale_names(tmp_path):
     assert bad("old.c's `pin_blocks`") == ["pin_blocks is not declared or defined in old.c"]
     assert bad("`pin_blocks` (old.c)") == ["pin_blocks is not declared or defined in old.c"]
     assert bad("object.c `helper_call`") == ["helper_call is not declared or defined in object.c"]
+
+
+# vsiplugin/README.md's table of folders and what each may call, against the
+# includes: a folder that includes a header of a folder its row does not
+# name makes the table false (docs/architecture.md points readers to it).
+FOLDERS = ("gdal", "read", "stats", "backends", "auth", "cache", "shm", "http",
+           "compat", "base", "common")
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def may_call(readme):
+    """folder -> the folders its row of the table names (a row saying
+    "everything below" names every folder of the rows under it)."""
+    rows = re.findall(r"^\| `(\w+)/` \|[^|]*\| ([^|]*) \|$", readme, re.M)
+    out = {}
+    for i, (folder, cell) in enumerate(rows):
+        if "everything below" in cell:
+            out[folder] = {f for f, _ in rows[i + 1:]} | {"common"}
+        else:
+            out[folder] = {f for f in FOLDERS if re.search(r"(?<![\w/])" + f + r"\b", cell)}
+    return out
+
+
+def folder_includes(repo):
+    """(folder, included folder, file) for every include that leaves its folder."""
+    out = set()
+    for p in sorted((repo / "vsiplugin").rglob("*")):
+        if p.suffix not in (".c", ".h", ".cpp") or not p.is_file():
+            continue
+        folder = p.relative_to(repo / "vsiplugin").parts[0]
+        for inc in INCLUDE_RE.findall(p.read_text(errors="replace")):
+            if "/" in inc:
+                to = inc.split("/")[0]
+            elif (repo / "common" / inc).exists():
+                to = "common"
+            else:
+                continue
+            if to != folder:
+                out.add((folder, to, str(p.relative_to(repo))))
+    return out
+
+
+def table_problems(readme, incl):
+    allowed = may_call(readme)
+    return sorted(f"{file}: {a}/ includes {b}/, which vsiplugin/README.md's row for {a}/ does not name"
+                  for a, b, file in incl if b not in allowed.get(a, set()))
+
+
+def test_folder_table_names_every_include():
+    readme = (REPO / "vsiplugin" / "README.md").read_text()
+    assert len(may_call(readme)) >= 10, "the table was not read"
+    bad = table_problems(readme, folder_includes(REPO))
+    assert not bad, "\n".join(bad)
+
+
+def test_folder_table_reader():
+    readme = ("| `top/` | x | everything below |\n| `read/` | x | cache, base |\n"
+              "| `cache/` | x | shm, base |\n| `shm/` | x | base, common |\n")
+    assert may_call(readme)["read"] == {"cache", "base"}
+    assert may_call(readme)["top"] == {"read", "cache", "shm", "common"}
+    incl = {("read", "cache", "read/a.c"), ("cache", "read", "cache/b.c"), ("shm", "common", "shm/c.c")}
+    assert table_problems(readme, incl) == [
+        "cache/b.c: cache/ includes read/, which vsiplugin/README.md's row for cache/ does not name"]
