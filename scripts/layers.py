@@ -43,7 +43,7 @@ PLUGIN = {
     3: "shared segment",
     4: "block cache",
     5: "credentials",
-    6: "S3 requests",
+    6: "backends (every service's requests)",
     7: "counters",
     8: "read path",
     9: "GDAL face",
