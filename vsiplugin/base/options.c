@@ -1,7 +1,8 @@
 /* options.c: the one table of every option the plugin reads (config.h,
- * vt__opts): vsitune's own and the GDAL, AWS and GCS options it reads as stock
- * GDAL does. Name, kind, default, range or values, per path or not, the
- * default as docs/configuration.md writes it, one doc line. The numeric and
+ * vt__opts): vsitune's own and the GDAL, AWS, GCS, Azure and /vsicurl/
+ * options it reads as stock GDAL does. Name, kind, default, range or
+ * values, per path or not, the default as docs/configuration.md writes it,
+ * one doc line. The numeric and
  * vsitune's boolean and enum rows are also what config.c parses and checks
  * values with; tests/unit/test_options.c holds docs/configuration.md to this
  * table (every row documented with its default, every VSITUNE_* option
@@ -292,4 +293,63 @@ const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
     [VT_OPT_GCE_CHECK_LOCAL_FILES] = BOOL("CPL_GCE_CHECK_LOCAL_FILES", 0, 1,
         "`YES`", "NO: ask GCE's metadata server without looking at the DMI "
         "product name"),
+    /* ---- Azure, as GDAL 3.6's /vsiaz/ reads them (cpl_azure.cpp);
+     * docs/configuration.md, "Azure" */
+    [VT_OPT_AZ_CONNECTION_STRING] = STR("AZURE_STORAGE_CONNECTION_STRING", 1,
+        "unset", "account, key or SAS, and endpoint in one string"),
+    [VT_OPT_AZ_ACCOUNT] = STR("AZURE_STORAGE_ACCOUNT", 1, "unset",
+        "the storage account"),
+    [VT_OPT_AZ_ACCESS_TOKEN] = STR("AZURE_STORAGE_ACCESS_TOKEN", 1, "unset",
+        "a bearer token (process-wide for the CLI file's account, as GDAL)"),
+    [VT_OPT_AZ_ACCESS_KEY] = STR("AZURE_STORAGE_ACCESS_KEY", 1, "unset",
+        "the account's shared key"),
+    [VT_OPT_AZ_SAS_TOKEN] = STR("AZURE_STORAGE_SAS_TOKEN", 1, "unset",
+        "a SAS query string"),
+    [VT_OPT_AZ_SAS] = STR("AZURE_SAS", 0, "unset",
+        "AZURE_STORAGE_SAS_TOKEN's older name"),
+    [VT_OPT_AZ_NO_SIGN_REQUEST] = BOOL("AZURE_NO_SIGN_REQUEST", 1, 0, "`NO`",
+        "anonymous requests"),
+    [VT_OPT_AZ_VM_API_ROOT_URL] = STR("CPL_AZURE_VM_API_ROOT_URL", 0,
+        "`http://169.254.169.254`",
+        "the managed identity endpoint; \"disabled\": none"),
+    [VT_OPT_AZ_IMDS_OBJECT_ID] = STR("AZURE_IMDS_OBJECT_ID", 1, "unset",
+        "the managed identity's object id"),
+    [VT_OPT_AZ_IMDS_CLIENT_ID] = STR("AZURE_IMDS_CLIENT_ID", 1, "unset",
+        "the managed identity's client id"),
+    [VT_OPT_AZ_IMDS_MSI_RES_ID] = STR("AZURE_IMDS_MSI_RES_ID", 1, "unset",
+        "the managed identity's resource id"),
+    [VT_OPT_AZ_CONFIG_DIR] = STR("AZURE_CONFIG_DIR", 0, "`~/.azure`",
+        "the Azure CLI's directory; \"\": no CLI file"),
+    [VT_OPT_AZ_ENDPOINT] = STR("CPL_AZURE_ENDPOINT", 1,
+        "`https://<account>.blob.core.windows.net`",
+        "the endpoint, path included"),
+    [VT_OPT_AZ_USE_HTTPS] = BOOL("CPL_AZURE_USE_HTTPS", 1, 1, "`YES`",
+        "the default endpoint's scheme"),
+    [VT_OPT_AZ_TIMESTAMP] = STR("CPL_AZURE_TIMESTAMP", 0, "unset",
+        "a fixed x-ms-date (GDAL's test option)"),
+    /* ---- /vsicurl/, as GDAL 3.6's /vsicurl/ reads them (cpl_http.cpp,
+     * cpl_vsil_curl.cpp): process-wide; docs/configuration.md, "/vsicurl/".
+     * GDAL_HTTP_BEARER exists from GDAL 3.9, GDAL_HTTP_NETRC_FILE from 3.7. */
+    [VT_OPT_CURL_USERPWD] = STR("GDAL_HTTP_USERPWD", 0, "unset",
+        "user:password, Basic unless GDAL_HTTP_AUTH says otherwise"),
+    [VT_OPT_CURL_AUTH] = STR("GDAL_HTTP_AUTH", 0, "unset",
+        "the HTTP auth scheme: BASIC, BEARER, NTLM, ANY, NEGOTIATE"),
+    [VT_OPT_CURL_BEARER] = STR("GDAL_HTTP_BEARER", 0, "unset",
+        "the token GDAL_HTTP_AUTH=BEARER sends"),
+    [VT_OPT_CURL_COOKIE] = STR("GDAL_HTTP_COOKIE", 0, "unset",
+        "a Cookie header's value"),
+    [VT_OPT_CURL_HTTPS_PROXY] = STR("GDAL_HTTPS_PROXY", 0, "unset",
+        "proxy for https URLs"),
+    [VT_OPT_CURL_PROXYUSERPWD] = STR("GDAL_HTTP_PROXYUSERPWD", 0, "unset",
+        "the proxy's user:password"),
+    [VT_OPT_CURL_PROXY_AUTH] = STR("GDAL_PROXY_AUTH", 0, "unset",
+        "the proxy's auth scheme"),
+    [VT_OPT_CURL_NETRC] = BOOL("GDAL_HTTP_NETRC", 0, 1, "`YES`",
+        "curl reads the netrc file"),
+    [VT_OPT_CURL_NETRC_FILE] = STR("GDAL_HTTP_NETRC_FILE", 0,
+        "`$HOME/.netrc`", "the netrc file"),
+    [VT_OPT_CURL_USE_S3_REDIRECT] = BOOL("CPL_VSIL_CURL_USE_S3_REDIRECT", 0,
+        1, "`YES`", "go straight to a remembered signed redirect target"),
+    [VT_OPT_CURL_USE_HEAD] = BOOL("CPL_VSIL_CURL_USE_HEAD", 0, 1, "`YES`",
+        "NO: stock GDAL opens with a GET instead of a HEAD"),
 };
