@@ -3,8 +3,8 @@
 
 Starts the S3 lab (tests/lab, through tests/integration/lab_client.py), uploads
 the fixture COG with its sibling keys, runs the scenarios with the three
-contenders alternated (stock GDAL default, stock GDAL with seed 001's variables,
-vsitune with no configuration), writes every run and every median/ratio to a JSON
+contenders alternated (stock GDAL default, stock GDAL with TiTiler's recommended
+environment, vsitune with no configuration), writes every run and every median/ratio to a JSON
 results file, then renders a performance.md and its plots from that file alone
 (bench/render.py). --quick runs each scenario once at small size: it checks that
 numbers come out, not what they are.
@@ -55,18 +55,18 @@ import stalls  # noqa: E402
 # more than twice the median of its peers is a stall too (bench/stalls.py).
 FULL = {
     "fixture": "s2", "window": [4096, 4096, 512], "watchdog_s": 900,
-    "rtts_ms": [20, 100], "protocols": ["h1", "h2"],
+    "rtts_ms": [20, 100], "protocols": ["h1", "h2", "h1tls"],
     "cold_reps": 4,
     "tile_threads": [1, 4, 16], "tile_requests": {"1": 6, "4": 16, "16": 32},
     "tile_reps": 2,
     "pool_workers": [1, 2, 3, 4, 6, 8], "pool_cols": 8, "pool_rows": 6,
-    "pool_protocol": "h1", "pool_rtt_ms": 20, "pool_reps": 1,
-    "soak_requests": 320, "soak_protocol": "h1", "soak_rtt_ms": 0, "soak_reps": 1,
+    "pool_protocol": "h1tls", "pool_rtt_ms": 20, "pool_reps": 1,
+    "soak_requests": 320, "soak_protocol": "h1tls", "soak_rtt_ms": 0, "soak_reps": 1,
     "cpu_windows": 8, "cpu_protocol": "h1tls", "cpu_reps": 1,
     "tunerd_runs": 200, "load_runs": 10,
-    "versions_rtt_ms": 100, "versions_protocols": ["h1", "h2"], "versions_cold_reps": 3,
+    "versions_rtt_ms": 100, "versions_protocols": ["h1", "h2", "h1tls"], "versions_cold_reps": 3,
     "versions_stall_reps": 5,
-    "shared_protocol": "h1", "shared_rtt_ms": 20,
+    "shared_protocol": "h1tls", "shared_rtt_ms": 20,
     "dask_workers": 4, "dask_region": 8192, "dask_chunk": 1024, "dask_x0": 1024,
     "dask_y0": 1024,
     "tile_scenes": 4, "tile_count": 2000, "tile_concurrency": 16, "tile_workers": 4,
@@ -76,7 +76,7 @@ FULL = {
 }
 QUICK = dict(FULL, **{
     "fixture": "small", "window": [1024, 1024, 512], "watchdog_s": 300,
-    "rtts_ms": [20], "protocols": ["h2"], "cold_reps": 1,
+    "rtts_ms": [20], "protocols": ["h1tls"], "cold_reps": 1,
     "tile_threads": [4], "tile_requests": {"4": 8}, "tile_reps": 1,
     "pool_workers": [2], "pool_cols": 2, "pool_rows": 2,
     "soak_requests": 16, "cpu_windows": 1, "tunerd_runs": 5, "load_runs": 2,
@@ -235,7 +235,8 @@ def main(argv=None):
                  "params": p, "contenders": {c: common.LABELS[c] for c in common.CONTENDERS},
                  "root_note": a.root_note, "only": a.only,
                  "stall_rule": stalls.rule(p["watchdog_s"]),
-                 "tuned_env": common.TUNED, "build_dir": str(Path(a.build_dir).resolve()),
+                 "tuned_env": common.TUNED, "tuned_env_h2": common.TITILER_H2,
+                 "tuned_source": common.TUNED_SOURCE, "build_dir": str(Path(a.build_dir).resolve()),
                  "plugin_sha256": common.sha256(plugin)},
         "scenarios": {},
     }
