@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import render_shared
+import render_users
 from render_cells import _section, f, table, x
 
 CONTENDERS = ("stock", "tuned", "vsitune")
@@ -43,7 +44,9 @@ TITLES = {"cold_window": "1. Cold window", "gdalinfo_cold": "2. gdalinfo, cold",
           "tunerd_speed": "7. tunerd profile speed", "plugin_load": "8. Plugin load cost",
           "gdal_versions": "9. GDAL 3.13 beside GDAL 3.6", "dask_twice": "10. Dask",
           "tile_workers": "11. Tile server: uvicorn workers",
-          "pool_fork5": "12. Seed 000's process pool", "sidecars": "13. The sibling question"}
+          "pool_fork5": "12. Seed 000's process pool", "sidecars": "13. The sibling question",
+          "many_opens": "14. Many-object opens", "mosaic_tiles": "15. STAC mosaic tiles",
+          "overview_reads": "16. Overview reads"}
 
 
 def _plt():
@@ -761,6 +764,9 @@ def render(results, docs, source="bench/results/results.json"):
         render_shared.sec_tile_workers(results),
         render_shared.sec_pool5(results),
         render_shared.sec_sidecars(results),
+        render_users.sec_many(results),
+        render_users.sec_mosaic(results),
+        render_users.sec_overview(results),
         sec_regenerate(),
     ]
     if plt is None:

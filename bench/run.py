@@ -43,6 +43,9 @@ import common  # noqa: E402
 import render  # noqa: E402
 import scen_cold  # noqa: E402
 import scen_local  # noqa: E402
+import scen_many  # noqa: E402
+import scen_mosaic  # noqa: E402
+import scen_overview  # noqa: E402
 import scen_pool  # noqa: E402
 import scen_shared  # noqa: E402
 import scen_sidecars  # noqa: E402
@@ -73,6 +76,11 @@ FULL = {
     "tile_one_budget_mb": 64,
     "pool5_workers": 5, "pool5_cols": 0, "pool5_rows": 0,
     "sidecar_cases": None,  # every raster layout of the parity fixtures
+    # 14-16, the workloads of issue 22, on the S3-like front (HTTPS, HTTP/1.1 only)
+    "users_protocol": "h1tls", "users_rtt_ms": 20,
+    "many_objects": 300, "many_threads": [1, 16, 64], "many_reps": 2,
+    "mosaic_cog_px": 2048, "mosaic_threads": 4, "mosaic_reps": 3,
+    "overview_fractions": [0.5, 0.25, 0.125], "overview_reps": 2,
 }
 QUICK = dict(FULL, **{
     "fixture": "small", "window": [1024, 1024, 512], "watchdog_s": 300,
@@ -86,6 +94,8 @@ QUICK = dict(FULL, **{
     "tile_workers": 2, "pool5_workers": 2, "pool5_cols": 2,
     "pool5_rows": 2,
     "sidecar_cases": ["cog", "tiled_ovr", "world_tfw"],
+    "many_objects": 24, "many_threads": [1, 16], "many_reps": 1,
+    "mosaic_cog_px": 1024, "mosaic_reps": 1, "overview_reps": 1,
 })
 
 SCENARIOS = [
@@ -102,6 +112,9 @@ SCENARIOS = [
     ("11", "tile_workers", scen_shared.tile_workers),
     ("12", "pool_fork5", scen_shared.pool_fork5),
     ("13", "sidecars", scen_sidecars.sidecars),
+    ("14", "many_opens", scen_many.many_opens),
+    ("15", "mosaic_tiles", scen_mosaic.mosaic_tiles),
+    ("16", "overview_reads", scen_overview.overview_reads),
 ]
 PUBLISHED = common.BENCH / "results" / "results.json"
 DOCS = common.REPO / "docs"
@@ -111,7 +124,7 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(description="vsitune vs stock GDAL benchmarks")
     ap.add_argument("--quick", action="store_true",
                     help="each scenario once at small size (checks numbers come out)")
-    ap.add_argument("--only", default="", help="comma-separated scenario numbers (1-13)")
+    ap.add_argument("--only", default="", help=f"comma-separated scenario numbers (1-{len(SCENARIOS)})")
     ap.add_argument("--build-dir", default=os.environ.get("VT_BUILD_DIR") or
                     str(common.REPO / "build"), help="CMake build dir holding vsiplugin/")
     ap.add_argument("--out", help="results JSON (default: results.json in a scratch folder "
@@ -369,6 +382,9 @@ def check(results):
             out.append(f"{name}: {res['error']}")
         if name in ("dask_twice", "tile_workers", "pool_fork5"):
             out += scen_shared.problems(name, res)
+            continue
+        if name == "many_opens":
+            out += scen_many.problems(res)
             continue
         if res.get("wrong_checksums_vsitune"):
             out.append(f"{name}: {res['wrong_checksums']} runs read wrong bytes")
