@@ -747,6 +747,7 @@ def render(results, docs, source="bench/results/results.json"):
         sec_machine(results),
         sec_headline(results),
         sec_headline_versions(results),
+        render_users.sec_acceptance(results),
         sec_cold(results, "cold_window", "1. Cold window (seed 001)",
                  "A fresh Python process (osgeo.gdal) opens the COG on /vsis3/ and reads one "
                  "512x512 window (one internal tile); wall = the whole process, start to exit, "

@@ -135,3 +135,115 @@ def sec_overview(r):
         "Bytes: what the lab sent. Open + read: timed inside the process.\n\n" +
         table(["read", "level read (its bytes)", "contender", "bytes", "× stock", "× level",
                "requests", "open + read ms", "time × stock", "failed / stalls"], rows))
+
+
+def _ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def _met(v, lo=None, hi=None):
+    if v is None:
+        return "–"
+    return "yes" if (lo is None or v >= lo) and (hi is None or v <= hi) else "**no**"
+
+
+def _acc_many(s, rows):
+    for cell in (s.get("many_opens") or {}).get("cells", []):
+        gv, t = cell["version"] or cell["gdal"], cell["threads"]
+        v, q = cell["contenders"]["vsitune"], cell["vsitune_vs_tuned"]
+        if t == 1:
+            rows.append([f"many-object opens, {gv}: requests per open", "1",
+                         f(v["requests_per_open"], 2), _met(v["requests_per_open"], hi=1)])
+            rows.append([f"many-object opens, {gv}, 1 thread: wall per open / floor", "≤ 1.1×",
+                         x(v["wall_per_open_over_floor"]),
+                         _met(v["wall_per_open_over_floor"], hi=1.1)])
+        rows.append([f"many-object opens, {gv}, {t} thread{'s' if t > 1 else ''}: CPU per open / "
+                     "tuned stock's",
+                     "≤ 0.8×", x(q["cpu_per_open"]), _met(q["cpu_per_open"], hi=0.8)])
+        if t > 1:
+            rows.append([f"many-object opens, {gv}, {t} threads: opens/s / tuned stock's",
+                         "≥ 1×", x(q["opens_per_s"]), _met(q["opens_per_s"], lo=1)])
+
+
+def _acc_mosaic(s, rows):
+    for cell in (s.get("mosaic_tiles") or {}).get("cells", []):
+        q = cell["vsitune_vs_tuned"]
+        gv = cell["version"] or cell["gdal"]
+        rows.append([f"mosaic tiles, {gv}: tiles/s / tuned stock's", "≥ 1.3×",
+                     x(q["tiles_per_s"]), _met(q["tiles_per_s"], lo=1.3)])
+        rows.append([f"mosaic tiles, {gv}: requests per tile / tuned stock's", "< 1×",
+                     x(q["requests_per_tile"]),
+                     _met(q["requests_per_tile"], hi=0.999) if q["requests_per_tile"] else "–"])
+
+
+def _acc_cold(s, rows):
+    for cell in (s.get("cold_window") or {}).get("cells", []):
+        if cell["protocol"] == "h1tls" and cell["rtt_ms"] == 20:
+            v = cell["contenders"]["vsitune"]["over_floor"]
+            rows.append(["cold window, HTTPS HTTP/1.1, 20 ms: wall / floor", "≤ 1.2×", x(v),
+                         _met(v, hi=1.2)])
+
+
+def _acc_workers(s, rows):
+    res = s.get("tile_workers") or {}
+    w = res.get("workers")
+    pick = {r["contender"]: r for r in res.get("runs", [])
+            if r["workers"] == w and not r.get("extra") and r.get("ok")}
+    if "shared" in pick and "vsitune" in pick:
+        q = _ratio(pick["shared"]["tiles_per_s"], pick["vsitune"]["tiles_per_s"])
+        rows.append([f"uvicorn, {w} workers: shared cache tiles/s / per-process caches'",
+                     "≥ 1×", x(q), _met(q, lo=1)])
+    for c in ("shared", "vsitune"):
+        if c in pick and "stock" in pick and pick[c].get("pss") and pick["stock"].get("pss"):
+            q = _ratio(pick[c]["pss"]["pss"], pick["stock"]["pss"]["pss"])
+            rows.append([f"uvicorn, {w} workers: PSS of all workers, "
+                         f"{'shared' if c == 'shared' else 'per-process'} cache / stock's",
+                         "≤ 1×", x(q), _met(q, hi=1)])
+
+
+def _acc_overview(s, rows):
+    for cell in (s.get("overview_reads") or {}).get("cells", []):
+        v = cell["contenders"]["vsitune"]["bytes_vs_stock"]
+        rows.append([f"overview read {cell['fraction'] * 100:g}%, {cell['version'] or cell['gdal']}:"
+                     " bytes / stock's", "≤ 1.1×", x(v), _met(v, hi=1.1)])
+
+
+def _acc_rss(s, rows):
+    for cell in (s.get("tile_server") or {}).get("cells", []):
+        if cell["threads"] == 16 and cell["protocol"] in ("h1", "h1tls"):
+            cs = cell["contenders"]
+            q = _ratio(cs["vsitune"]["peak_rss_mb"], cs["stock"]["peak_rss_mb"])
+            rows.append([f"peak RSS, 16 threads, {PROTO[cell['protocol']]}, RTT {cell['rtt_ms']} ms, "
+                         "default settings / stock's", "≤ 1×", x(q), _met(q, hi=1)])
+
+
+def _acc_stalls(s, rows):
+    n, shown = 0, 0
+    for key in ("tile_server", "gdal_versions"):
+        res = s.get(key) or {}
+        for cell in res.get("cells", []):
+            for c in ("stock", "tuned"):
+                n += cell["contenders"][c].get("stalls") or 0
+        for t in res.get("tiles", []):
+            if res["contenders"][t["contender"]]["kind"] != "vsitune":
+                n += t.get("stalls") or 0
+    if s.get("tile_server") or s.get("gdal_versions"):
+        rows.append(["stock GDAL stalls in this run (sections 3 and 9, each shown with its time)",
+                     "shown", str(n), "yes"])
+
+
+def sec_acceptance(r):
+    """Issue 22's acceptance items, each as this run measured it (ratios computed
+    when the results were written, or here from two of its values)."""
+    s = {k: v for k, v in r["scenarios"].items() if "error" not in v and "skipped" not in v}
+    if not any(k in s for k in ("many_opens", "mosaic_tiles", "overview_reads")):
+        return ""  # results from before issue 22's workloads
+    rows = []
+    for fn in (_acc_many, _acc_mosaic, _acc_cold, _acc_workers, _acc_overview, _acc_rss,
+               _acc_stalls):
+        fn(s, rows)
+    return ("### Issue 22's acceptance, as this run measured it\n\n"
+            "Each target of issue 22 beside the value of this run (vsitune against stock GDAL "
+            "with TiTiler's environment where the issue says tuned, against default stock GDAL "
+            "otherwise; details in the sections below).\n\n" +
+            table(["measure", "target", "this run", "met"], rows))
