@@ -4,7 +4,7 @@ many OUT SRC
     One COG with the s2 fixture's layout (10980x10980 uint16, EPSG:32632, 10 m,
     512x512 DEFLATE + predictor tiles, nodata 0, internal overviews), so its header is
     what a Sentinel-2 band's is, but sparse (SPARSE_OK: only its first tile holds
-    pixels, SRC's top-left 512x512), so the hundreds of copies the many-object
+    pixels, SRC's 512x512 tile at its centre), so the hundreds of copies the many-object
     scenario uploads stay small. Prints {"result": {"bytes", "header_bytes"}}:
     header_bytes = where the first tile's data starts (everything before it is
     IFDs, tag arrays and the ghost area: what an open must read).
@@ -45,7 +45,9 @@ def many(out, src):
     band.SetNoDataValue(0)
     band.Fill(0)
     s = gdal.Open(src)
-    band.WriteRaster(0, 0, block, block, s.GetRasterBand(1).ReadRaster(0, 0, block, block))
+    # a tile of data (the fixture's edges may be all nodata, which SPARSE_OK would drop)
+    cx, cy = (s.RasterXSize // 2) // block * block, (s.RasterYSize // 2) // block * block
+    band.WriteRaster(0, 0, block, block, s.GetRasterBand(1).ReadRaster(cx, cy, block, block))
     s = None
     tmp = out + ".tmp"
     gdal.Translate(tmp, mem, format="COG", creationOptions=COG_OPTS + ["SPARSE_OK=YES"])
