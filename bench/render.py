@@ -37,7 +37,7 @@ def _labels(meta):
 COLORS = {"stock": "#9e9e9e", "tuned": "#5b8fd6", "vsitune": "#e07b24"}
 PROTO = {"h1": "HTTP/1.1", "h2": "h2 (TLS)", "h1tls": "HTTP/1.1 (TLS)"}
 PLOTS = ("cold_window", "gdalinfo_cold", "tile_server", "pool_sweep", "memory_soak")
-PUBLISH = "bench/run.sh --publish --root sid"
+PUBLISH = "bench/run.sh --publish --root trixie --root sid"
 TITLES = {"cold_window": "1. Cold window", "gdalinfo_cold": "2. gdalinfo, cold",
           "tile_server": "3. Tile server", "pool_sweep": "4. Process-pool sweep",
           "memory_soak": "5. Memory soak", "cpu_per_window": "6. CPU per window",
@@ -132,8 +132,8 @@ def _flags(meta):
 def sec_regenerate():
     return ("## How to regenerate\n\n"
             f"`{PUBLISH}` builds everything (scripts/setup.sh), runs every scenario at full "
-            "size (hours; scenario 9 needs the sid root's plugin: `VT_TEST_GDALS=sid "
-            "scripts/test.sh`) and, only when every scenario produced its numbers, replaces "
+            "size (about 35 minutes here; scenarios 9 and 14-16 need each root's plugin: "
+            "`VT_TEST_GDALS='trixie sid' scripts/test.sh`) and, only when every scenario produced its numbers, replaces "
             "`bench/results/results.json`, this page and `docs/img/` with that one run, so every "
             "number here, headlines included, comes from it. `--publish` refuses `--quick`, "
             "`--only` and `--keep-others` (exit status 2). Any other run (`bench/run.sh --quick`, "
