@@ -14,21 +14,39 @@ import sys
 from pathlib import Path
 
 import render_shared
+import render_users
 from render_cells import _section, f, table, x
 
 CONTENDERS = ("stock", "tuned", "vsitune")
-SHORT = {"stock": "stock", "tuned": "stock tuned", "vsitune": "vsitune"}
+SHORT = {"stock": "stock", "tuned": "stock, TiTiler env", "vsitune": "vsitune"}
+# Results written before the tuned contender took TiTiler's environment (no
+# meta "tuned_source") measured seed 001's variables: their page says so.
+SEED001 = {"short": "stock tuned", "version": "tuned",
+           "words": "stock tuned (seed 001's variables)"}
+TITILER = {"short": "stock, TiTiler env", "version": "TiTiler env",
+           "words": "stock with TiTiler's environment"}
+TUNED_LABEL = dict(TITILER)
+
+
+def _labels(meta):
+    """Name the tuned contender as the results file measured it (render() calls
+    this first; the module's labels then hold for that one rendering)."""
+    TUNED_LABEL.clear()
+    TUNED_LABEL.update(TITILER if meta.get("tuned_source") else SEED001)
+    SHORT["tuned"] = TUNED_LABEL["short"]
 COLORS = {"stock": "#9e9e9e", "tuned": "#5b8fd6", "vsitune": "#e07b24"}
 PROTO = {"h1": "HTTP/1.1", "h2": "h2 (TLS)", "h1tls": "HTTP/1.1 (TLS)"}
 PLOTS = ("cold_window", "gdalinfo_cold", "tile_server", "pool_sweep", "memory_soak")
-PUBLISH = "bench/run.sh --publish --root sid"
+PUBLISH = "bench/run.sh --publish --root trixie --root sid"
 TITLES = {"cold_window": "1. Cold window", "gdalinfo_cold": "2. gdalinfo, cold",
           "tile_server": "3. Tile server", "pool_sweep": "4. Process-pool sweep",
           "memory_soak": "5. Memory soak", "cpu_per_window": "6. CPU per window",
           "tunerd_speed": "7. tunerd profile speed", "plugin_load": "8. Plugin load cost",
           "gdal_versions": "9. GDAL 3.13 beside GDAL 3.6", "dask_twice": "10. Dask",
           "tile_workers": "11. Tile server: uvicorn workers",
-          "pool_fork5": "12. Seed 000's process pool", "sidecars": "13. The sibling question"}
+          "pool_fork5": "12. Seed 000's process pool", "sidecars": "13. The sibling question",
+          "many_opens": "14. Many-object opens", "mosaic_tiles": "15. STAC mosaic tiles",
+          "overview_reads": "16. Overview reads"}
 
 
 def _plt():
@@ -114,8 +132,8 @@ def _flags(meta):
 def sec_regenerate():
     return ("## How to regenerate\n\n"
             f"`{PUBLISH}` builds everything (scripts/setup.sh), runs every scenario at full "
-            "size (hours; scenario 9 needs the sid root's plugin: `VT_TEST_GDALS=sid "
-            "scripts/test.sh`) and, only when every scenario produced its numbers, replaces "
+            "size (about 35 minutes here; scenarios 9 and 14-16 need each root's plugin: "
+            "`VT_TEST_GDALS='trixie sid' scripts/test.sh`) and, only when every scenario produced its numbers, replaces "
             "`bench/results/results.json`, this page and `docs/img/` with that one run, so every "
             "number here, headlines included, comes from it. `--publish` refuses `--quick`, "
             "`--only` and `--keep-others` (exit status 2). Any other run (`bench/run.sh --quick`, "
@@ -447,7 +465,7 @@ def _vname(res, n):
     """'stock GDAL 3.13.3' for contender 'stock@sid'."""
     c = res["contenders"][n]
     ver = res["gdals"][c["gdal"]]["version"] or c["gdal"]
-    return {"stock": f"stock {ver}", "tuned": f"stock {ver} tuned",
+    return {"stock": f"stock {ver}", "tuned": f"stock {ver} {TUNED_LABEL['version']}".replace(" TiTiler", ", TiTiler"),
             "vsitune": f"vsitune on {ver}"}[c["kind"]]
 
 
@@ -511,7 +529,7 @@ def sec_versions(r):
         ", ".join(f"{v['version']}" for k, v in gd.items() if not v["root"]) +
         " and the GDAL of a Debian root made by `scripts/debroot.sh` (" +
         ", ".join(f"{v['version']}, `{Path(v['root']).name}`" for v in roots) +
-        "; its own curl, Python and rasterio), each stock, stock tuned (seed 001's variables) and "
+        "; its own curl, Python and rasterio), each " + TUNED_LABEL["words"].replace("stock", "stock, stock", 1) + " and "
         "with vsitune built for it. The lab is the same for all. A run in the root is started "
         "through `debroot.sh --run` (namespaces, chroot), which adds " +
         ", ".join(f"{v['launcher_s'] * 1000:.0f} ms" for v in roots) +
@@ -669,6 +687,17 @@ def plot_soak(plt, res, path):
     plt.close(fig)
 
 
+def _tuned_line(meta):
+    env = ", ".join(f"`{k}={v}`" for k, v in meta["tuned_env"].items())
+    if not meta.get("tuned_source"):
+        return f"- **stock tuned**: stock GDAL with seed 001's variables: {env};\n"
+    return (f"- **{SHORT['tuned']}**: stock GDAL with TiTiler's recommended environment "
+            f"({meta['tuned_source']}): {env}" +
+            "".join(f", and `{k}={v}` against the h2 front only (TiTiler: it only has an "
+                    "effect where the server speaks HTTP/2)"
+                    for k, v in (meta.get("tuned_env_h2") or {}).items()) + ";\n")
+
+
 def render(results, docs, source="bench/results/results.json"):
     """Write <docs>/performance.md and <docs>/img/*.png from `results` (read from
     the file named `source`, which the page cites); returns the paths written."""
@@ -697,6 +726,7 @@ def render(results, docs, source="bench/results/results.json"):
         return name if name in have else None
 
     meta = results["meta"]
+    _labels(meta)
     parts = [
         "# Performance: vsitune against stock GDAL\n",
         f"Generated by `bench/run.py`{_flags(meta)} on {meta['date']} from "
@@ -706,9 +736,8 @@ def render(results, docs, source="bench/results/results.json"):
         sec_provenance(results),
         "Contenders, run alternately (A B C A B C ...) against the S3 lab (tests/lab: s3rver behind "
         "a SigV4 verifier, nghttpx TLS fronts, delay proxies for latency):\n\n"
-        "- **stock**: stock GDAL 3.6 with its default configuration;\n"
-        "- **stock tuned**: stock GDAL with seed 001's variables: " +
-        ", ".join(f"`{k}={v}`" for k, v in meta["tuned_env"].items()) + ";\n"
+        "- **stock**: stock GDAL 3.6 with its default configuration;\n" +
+        _tuned_line(meta) +
         "- **vsitune**: stock GDAL loading the plugin through `GDAL_DRIVER_PATH`, nothing else set.\n",
         "The S3 fixture is one Sentinel-2-like band (uint16, DEFLATE + predictor, 512x512 tiles, "
         "internal overviews) in a prefix with 224 sibling objects, so a LIST costs what it does on "
@@ -718,6 +747,7 @@ def render(results, docs, source="bench/results/results.json"):
         sec_machine(results),
         sec_headline(results),
         sec_headline_versions(results),
+        render_users.sec_acceptance(results),
         sec_cold(results, "cold_window", "1. Cold window (seed 001)",
                  "A fresh Python process (osgeo.gdal) opens the COG on /vsis3/ and reads one "
                  "512x512 window (one internal tile); wall = the whole process, start to exit, "
@@ -735,6 +765,9 @@ def render(results, docs, source="bench/results/results.json"):
         render_shared.sec_tile_workers(results),
         render_shared.sec_pool5(results),
         render_shared.sec_sidecars(results),
+        render_users.sec_many(results),
+        render_users.sec_mosaic(results),
+        render_users.sec_overview(results),
         sec_regenerate(),
     ]
     if plt is None:

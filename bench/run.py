@@ -3,8 +3,8 @@
 
 Starts the S3 lab (tests/lab, through tests/integration/lab_client.py), uploads
 the fixture COG with its sibling keys, runs the scenarios with the three
-contenders alternated (stock GDAL default, stock GDAL with seed 001's variables,
-vsitune with no configuration), writes every run and every median/ratio to a JSON
+contenders alternated (stock GDAL default, stock GDAL with TiTiler's recommended
+environment, vsitune with no configuration), writes every run and every median/ratio to a JSON
 results file, then renders a performance.md and its plots from that file alone
 (bench/render.py). --quick runs each scenario once at small size: it checks that
 numbers come out, not what they are.
@@ -43,6 +43,9 @@ import common  # noqa: E402
 import render  # noqa: E402
 import scen_cold  # noqa: E402
 import scen_local  # noqa: E402
+import scen_many  # noqa: E402
+import scen_mosaic  # noqa: E402
+import scen_overview  # noqa: E402
 import scen_pool  # noqa: E402
 import scen_shared  # noqa: E402
 import scen_sidecars  # noqa: E402
@@ -55,28 +58,33 @@ import stalls  # noqa: E402
 # more than twice the median of its peers is a stall too (bench/stalls.py).
 FULL = {
     "fixture": "s2", "window": [4096, 4096, 512], "watchdog_s": 900,
-    "rtts_ms": [20, 100], "protocols": ["h1", "h2"],
+    "rtts_ms": [20, 100], "protocols": ["h1", "h2", "h1tls"],
     "cold_reps": 4,
     "tile_threads": [1, 4, 16], "tile_requests": {"1": 6, "4": 16, "16": 32},
     "tile_reps": 2,
     "pool_workers": [1, 2, 3, 4, 6, 8], "pool_cols": 8, "pool_rows": 6,
-    "pool_protocol": "h1", "pool_rtt_ms": 20, "pool_reps": 1,
-    "soak_requests": 320, "soak_protocol": "h1", "soak_rtt_ms": 0, "soak_reps": 1,
+    "pool_protocol": "h1tls", "pool_rtt_ms": 20, "pool_reps": 1,
+    "soak_requests": 320, "soak_protocol": "h1tls", "soak_rtt_ms": 0, "soak_reps": 1,
     "cpu_windows": 8, "cpu_protocol": "h1tls", "cpu_reps": 1,
     "tunerd_runs": 200, "load_runs": 10,
-    "versions_rtt_ms": 100, "versions_protocols": ["h1", "h2"], "versions_cold_reps": 3,
+    "versions_rtt_ms": 100, "versions_protocols": ["h1", "h2", "h1tls"], "versions_cold_reps": 3,
     "versions_stall_reps": 5,
-    "shared_protocol": "h1", "shared_rtt_ms": 20,
+    "shared_protocol": "h1tls", "shared_rtt_ms": 20,
     "dask_workers": 4, "dask_region": 8192, "dask_chunk": 1024, "dask_x0": 1024,
     "dask_y0": 1024,
     "tile_scenes": 4, "tile_count": 2000, "tile_concurrency": 16, "tile_workers": 4,
     "tile_one_budget_mb": 64,
     "pool5_workers": 5, "pool5_cols": 0, "pool5_rows": 0,
     "sidecar_cases": None,  # every raster layout of the parity fixtures
+    # 14-16, the workloads of issue 22, on the S3-like front (HTTPS, HTTP/1.1 only)
+    "users_protocol": "h1tls", "users_rtt_ms": 20,
+    "many_objects": 300, "many_threads": [1, 16, 64], "many_reps": 2,
+    "mosaic_cog_px": 2048, "mosaic_threads": 4, "mosaic_reps": 3,
+    "overview_fractions": [0.5, 0.25, 0.125], "overview_reps": 2,
 }
 QUICK = dict(FULL, **{
     "fixture": "small", "window": [1024, 1024, 512], "watchdog_s": 300,
-    "rtts_ms": [20], "protocols": ["h2"], "cold_reps": 1,
+    "rtts_ms": [20], "protocols": ["h1tls"], "cold_reps": 1,
     "tile_threads": [4], "tile_requests": {"4": 8}, "tile_reps": 1,
     "pool_workers": [2], "pool_cols": 2, "pool_rows": 2,
     "soak_requests": 16, "cpu_windows": 1, "tunerd_runs": 5, "load_runs": 2,
@@ -86,6 +94,8 @@ QUICK = dict(FULL, **{
     "tile_workers": 2, "pool5_workers": 2, "pool5_cols": 2,
     "pool5_rows": 2,
     "sidecar_cases": ["cog", "tiled_ovr", "world_tfw"],
+    "many_objects": 24, "many_threads": [1, 16], "many_reps": 1,
+    "mosaic_cog_px": 1024, "mosaic_reps": 1, "overview_reps": 1,
 })
 
 SCENARIOS = [
@@ -102,6 +112,9 @@ SCENARIOS = [
     ("11", "tile_workers", scen_shared.tile_workers),
     ("12", "pool_fork5", scen_shared.pool_fork5),
     ("13", "sidecars", scen_sidecars.sidecars),
+    ("14", "many_opens", scen_many.many_opens),
+    ("15", "mosaic_tiles", scen_mosaic.mosaic_tiles),
+    ("16", "overview_reads", scen_overview.overview_reads),
 ]
 PUBLISHED = common.BENCH / "results" / "results.json"
 DOCS = common.REPO / "docs"
@@ -111,7 +124,7 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(description="vsitune vs stock GDAL benchmarks")
     ap.add_argument("--quick", action="store_true",
                     help="each scenario once at small size (checks numbers come out)")
-    ap.add_argument("--only", default="", help="comma-separated scenario numbers (1-13)")
+    ap.add_argument("--only", default="", help=f"comma-separated scenario numbers (1-{len(SCENARIOS)})")
     ap.add_argument("--build-dir", default=os.environ.get("VT_BUILD_DIR") or
                     str(common.REPO / "build"), help="CMake build dir holding vsiplugin/")
     ap.add_argument("--out", help="results JSON (default: results.json in a scratch folder "
@@ -235,7 +248,8 @@ def main(argv=None):
                  "params": p, "contenders": {c: common.LABELS[c] for c in common.CONTENDERS},
                  "root_note": a.root_note, "only": a.only,
                  "stall_rule": stalls.rule(p["watchdog_s"]),
-                 "tuned_env": common.TUNED, "build_dir": str(Path(a.build_dir).resolve()),
+                 "tuned_env": common.TUNED, "tuned_env_h2": common.TITILER_H2,
+                 "tuned_source": common.TUNED_SOURCE, "build_dir": str(Path(a.build_dir).resolve()),
                  "plugin_sha256": common.sha256(plugin)},
         "scenarios": {},
     }
@@ -368,6 +382,9 @@ def check(results):
             out.append(f"{name}: {res['error']}")
         if name in ("dask_twice", "tile_workers", "pool_fork5"):
             out += scen_shared.problems(name, res)
+            continue
+        if name == "many_opens":
+            out += scen_many.problems(res)
             continue
         if res.get("wrong_checksums_vsitune"):
             out.append(f"{name}: {res['wrong_checksums']} runs read wrong bytes")

@@ -123,6 +123,32 @@ def _launcher_cost(g, watchdog, reps=5):
     return median(inside) - median(host)
 
 
+def measure(ctx, g, kind, endpoint, rtt, argv, binds=()):
+    """One run of `argv` as contender `kind` under GDAL g against the lab's `endpoint`
+    at `rtt` ms: the log reset before, the delay set, one watchdog. Returns the run
+    as the user-workload scenarios record it: wall, ok, error, killed, requests
+    (bench/common.request_summary), connections accepted, and the probe's result."""
+    lab = ctx.lab
+    lab.reset()
+    env = g.env(lab, kind, endpoint, ctx.build_dir)
+    lab.set_delay(rtt // 2, endpoint)
+    r = common.run_child(*g.argv(argv, env, binds=[lab.dir, *binds]),
+                         timeout=ctx.p["watchdog_s"])
+    return {"wall_s": r.wall, "ok": r.ok, "error": r.error(), "killed": r.timed_out,
+            "requests": common.request_summary(lab.log()),
+            "connections": lab.connections(endpoint)["accepted"], "result": r.result}
+
+
+def cell_runs(rs):
+    """(finished runs, the cell fields every user-workload cell starts with) for
+    one contender's runs as measure() returned them (with "checksum_ok" where the
+    scenario checks bytes): runs, failures, stalls (bench/stalls.py), wrong bytes."""
+    marked = stalls.mark(rs)
+    ok = [r for r in rs if r["ok"]]
+    return ok, {"runs": rs, "failed": len(rs) - len(ok), **marked,
+                "wrong_checksums": sum(1 for r in ok if r.get("checksum_ok") is False)}
+
+
 def _cold(ctx, g, kind, endpoint, rtt, argv):
     lab = ctx.lab
     lab.reset()

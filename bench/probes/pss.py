@@ -7,6 +7,18 @@ segment's part) where the kernel reports it.
 """
 
 
+def status_kb(field, pid="self"):
+    """A /proc/PID/status field in kB (VmRSS, VmHWM, ...), or None."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for ln in f:
+                if ln.startswith(field + ":"):
+                    return int(ln.split()[1])
+    except OSError:
+        pass
+    return None
+
+
 def pss(pid):
     """{"pss": bytes, "pss_shmem": bytes or None, "rss": bytes} of one process, or None
     when it is gone."""

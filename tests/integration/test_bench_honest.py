@@ -227,9 +227,6 @@ def test_publish_copies_the_run_and_renders_the_page_from_the_copy(tmp_path, mon
     assert not stale.exists() and other.read_bytes() == b"kept"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 acceptance: bench/results/results.json and "
-                   "docs/performance.md hold one full run again (today: 4 runs merged with "
-                   "--keep-others)")
 def test_the_published_results_are_one_full_run():
     assert _bench_run().unpublishable(json.loads(RESULTS.read_text())) == []
 

@@ -66,6 +66,11 @@ def test_every_cell_carries_its_stalls(quick):
         assert v["stalls"] == len(v["stall_walls_s"]) and all("stall" in run for run in v["runs"])
     for key in ("dask_twice", "tile_workers", "pool_fork5"):
         assert all("stall" in run and "killed" in run for run in s[key]["runs"]), key
+    for key in ("many_opens", "mosaic_tiles", "overview_reads"):
+        for cell in s[key]["cells"]:
+            for v in cell["contenders"].values():
+                assert v["stalls"] == len(v["stall_walls_s"]) and all("stall" in run
+                                                                      for run in v["runs"])
 
 
 def test_every_scenario_has_numbers(quick):
@@ -110,8 +115,9 @@ def test_every_scenario_has_numbers(quick):
         if run["contender"] != "stock":
             assert run["ok"] and run["wrong_chunks"] == 0, run
             assert run["pass1"]["get"] >= 1 and run["pss_after_pass2"]["pss"] > 0, run
+    assert {run["contender"] for run in s["tile_workers"]["runs"]} >= {"stock", "tuned"}
     for run in s["tile_workers"]["runs"]:
-        if run["contender"] != "stock":
+        if run["contender"] not in ("stock", "tuned"):
             assert run["ok"] and run["tiles_per_s"] > 0 and run["wrong_tiles"] == 0, run
             assert run["requests"]["total"] >= 1 and run["pss"]["pss"] > 0, run
     for run in s["pool_fork5"]["runs"]:
@@ -124,6 +130,25 @@ def test_every_scenario_has_numbers(quick):
         assert row["identical"] and row["stock"]["rc"] == 0, (name, row)
         assert row["stock"]["requests"].get("LIST", 0) >= 1, (name, row)
     assert side["cog"]["vsitune"]["requests"].get("LIST", 0) == 0, side["cog"]
+    # 14-16, issue 22's workloads on the S3-like front: requests as the lab saw them
+    many = s["many_opens"]
+    assert many["protocol"] == "h1tls" and many["floor"]["per_get_s"] > 0
+    assert many["floor"]["requests_per_get"] == 1 and many["floor"]["connections"] == 1
+    for cell in many["cells"]:
+        for c in CONTENDERS:
+            v = cell["contenders"][c]
+            assert v["failed"] == 0 and v["same_as_stock"], (cell["threads"], c, v)
+            assert v["opens_per_s"] > 0 and v["cpu_per_open_s"] > 0 and v["requests_per_open"] >= 1
+        assert cell["contenders"]["vsitune"]["lists"] == 0
+    for cell in s["mosaic_tiles"]["cells"]:
+        for c in CONTENDERS:
+            v = cell["contenders"][c]
+            assert v["failed"] == 0 and v["wrong_checksums"] == 0 and v["tiles_per_s"] > 0, (c, v)
+    for cell in s["overview_reads"]["cells"]:
+        for c in CONTENDERS:
+            v = cell["contenders"][c]
+            assert v["failed"] == 0 and v["wrong_checksums"] == 0 and v["bytes"] > 0, (c, v)
+        assert cell["level"]["bytes"] > 0
 
 
 def test_page_and_plots_come_from_the_json(quick):
@@ -133,7 +158,8 @@ def test_page_and_plots_come_from_the_json(quick):
     for heading in ("## Machine", "## Headline", "## 1. Cold window", "## 2. gdalinfo",
                     "## 3. Tile server", "## 4. Process-pool sweep", "## 5. Memory soak",
                     "## 6. CPU per window", "## 8. Plugin load cost", "## 10. Dask",
-                    "## 11. Tile server", "## 12. Seed 000"):
+                    "## 11. Tile server", "## 12. Seed 000", "## 14. Many-object opens",
+                    "## 15. STAC mosaic tiles", "## 16. Overview reads"):
         assert heading in page
     # a number of the JSON, as the page formats it, is in the page
     v = r["scenarios"]["cold_window"]["cells"][0]["contenders"]["vsitune"]

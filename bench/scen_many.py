@@ -1,0 +1,172 @@
+"""scen_many.py: scenario 14, many-object opens, and their floor (issue 22).
+
+The shape of async-tiff's published benchmark: open hundreds of distinct COGs, each
+once, read what gdalinfo reads (header + metadata, bench/probes/many_open.py), from
+1, 16 and 64 threads. The objects are copies, under distinct keys, of one COG with
+the s2 fixture's layout (so a Sentinel-2 band's header) and a sparse body
+(bench/probes/make_cogs.py many). Every contender (stock, stock with TiTiler's
+environment, vsitune) on every GDAL of the run (this machine's, and each --root's),
+runs alternated, against the S3-like front (HTTPS, ALPN http/1.1 only) at the
+scenario's RTT. Measured: opens/s, CPU per open (the probe process's user + system
+time over the opening phase), wall per open, requests and bytes per open,
+connections, peak RSS.
+
+The floor: one plain libcurl ranged GET of the bytes the header needs (where the
+first tile's data starts) per object, all over one connection, from one thread
+(bench/probes/floor_get.c, compiled against this machine's libcurl at run time), on
+the same front at the same RTT. The 1-thread wall per open is compared with it.
+
+Correctness (THE RULE): every open through vsitune reads what stock GDAL of the same
+release reads (the probe's digest of size, georeferencing, overviews, metadata).
+"""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import common
+import scen_versions
+import stalls
+from common import PROBES, PYTHON, median, ratio
+
+KINDS = scen_versions.KINDS
+PREFIX = "many/obj"
+
+
+def _upload(ctx, path, count):
+    """COUNT copies of `path` under lab/many/objNNNN.tif (for GDAL) and
+    public/many/objNNNN.tif (for the floor's unsigned GETs)."""
+    data = Path(path).read_bytes()
+    for i in range(count):
+        for bucket in ("lab", "public"):
+            ctx.lab.put_object(bucket, f"{PREFIX}{i:04d}.tif", data)
+
+
+def build_floor(ctx):
+    """Compile bench/probes/floor_get.c into <build>/bench/ (every run: cheap)."""
+    out = Path(ctx.build_dir) / "bench" / "floor_get"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    flags = subprocess.run(["curl-config", "--cflags", "--libs"], capture_output=True,
+                           text=True, check=True).stdout.split()
+    subprocess.run(["cc", "-O2", "-Wall", "-o", str(out), str(PROBES / "floor_get.c"), *flags],
+                   check=True, capture_output=True, text=True)
+    return out
+
+
+def _floor(ctx, exe, count, nbytes, endpoint, rtt):
+    lab = ctx.lab
+    lab.reset()
+    lab.set_delay(rtt // 2, endpoint)
+    ca = lab.env(endpoint).get("CURL_CA_BUNDLE")
+    url = f"{lab.endpoint_url(endpoint)}/public/{PREFIX}"
+    r = common.run_child([exe, url, count, nbytes] + ([ca] if ca else []), dict(os.environ),
+                         timeout=ctx.p["watchdog_s"])
+    return {"wall_s": r.wall, "ok": r.ok, "error": r.error(), "killed": r.timed_out,
+            "requests": common.request_summary(lab.log()),
+            "connections": lab.connections(endpoint)["accepted"], "result": r.result}
+
+
+def many_opens(ctx):
+    p, prog = ctx.p, ctx.progress
+    ep, rtt, n = p["users_protocol"], p["users_rtt_ms"], p["many_objects"]
+    gs = scen_versions.gdals(ctx)
+    scratch = Path(ctx.build_dir) / "bench"
+    scratch.mkdir(parents=True, exist_ok=True)
+    cog = scratch / "many.tif"
+    made = common.run_child([PYTHON, PROBES / "make_cogs.py", "many", cog, ctx.local_path],
+                            common.lab_client.gdal_env({}), timeout=p["watchdog_s"])
+    if not made.ok:
+        raise RuntimeError(f"making the many-object COG failed: {made.error()}")
+    header = made.result["header_bytes"]
+    exe = build_floor(ctx)
+    prog.start("14 many-object opens", 1 + p["many_reps"] * (1 + len(gs) * len(KINDS) *
+                                                             len(p["many_threads"])))
+    _upload(ctx, cog, n)
+    prog.step(f"uploaded {n} copies of a {made.result['bytes']:,}-byte COG "
+              f"(header {header:,} bytes)")
+    floors, runs = [], {}
+    for rep in range(p["many_reps"]):
+        fl = _floor(ctx, exe, n, header, ep, rtt)
+        floors.append(fl)
+        prog.step(f"floor: {fl['result']['per_get_s'] * 1000:.1f} ms per GET" if fl["ok"]
+                  else f"floor FAILED: {fl['error']}")
+        for t in p["many_threads"]:
+            for g in gs:
+                for k in KINDS:
+                    argv = [PYTHON, PROBES / "many_open.py", f"/vsis3/lab/{PREFIX}", n,
+                            "--threads", t]
+                    run = scen_versions.measure(ctx, g, k, ep, rtt, argv)
+                    run["rep"] = rep
+                    runs.setdefault((t, g.name, k), []).append(run)
+                    res = run["result"] or {}
+                    prog.step(f"{k}@{g.name} x{t}: " +
+                              (f"{res.get('opens_per_s', 0):.1f} opens/s, "
+                               f"{run['requests']['total']} req" if run["ok"] else
+                               (run["error"] or "")[:80]))
+    fl_ok = [f for f in floors if f["ok"]]
+    floor = {"runs": floors, "header_bytes": header,
+             "per_get_s": median([f["result"]["per_get_s"] for f in fl_ok]),
+             "requests_per_get": median([f["requests"]["total"] / n for f in fl_ok]),
+             "connections": median([f["connections"] for f in fl_ok]),
+             "curl": fl_ok[0]["result"]["curl"] if fl_ok else None}
+    cells = []
+    for t in p["many_threads"]:
+        for g in gs:
+            row = {"threads": t, "gdal": g.name, "version": g.version, "contenders": {}}
+            for k in KINDS:
+                row["contenders"][k] = _cell(runs[(t, g.name, k)], n)
+            stock = set(row["contenders"]["stock"]["digests"] or [])
+            for k in KINDS:
+                c = row["contenders"][k]
+                c["same_as_stock"] = bool(stock) and set(c["digests"] or []) == stock
+            v, tu = row["contenders"]["vsitune"], row["contenders"]["tuned"]
+            row["vsitune_vs_tuned"] = {
+                "opens_per_s": ratio(v["opens_per_s"], tu["opens_per_s"]),
+                "cpu_per_open": ratio(v["cpu_per_open_s"], tu["cpu_per_open_s"]),
+                "requests_per_open": ratio(v["requests_per_open"], tu["requests_per_open"]),
+                "peak_rss": ratio(v["peak_rss_mb"], tu["peak_rss_mb"])}
+            for k in KINDS:
+                row["contenders"][k]["wall_per_open_over_floor"] = (
+                    ratio(row["contenders"][k]["wall_per_open_s"], floor["per_get_s"])
+                    if t == 1 else None)
+            cells.append(row)
+    return {"objects": n, "protocol": ep, "rtt_ms": rtt, "reps": p["many_reps"],
+            "object_bytes": made.result["bytes"], "header_bytes": header,
+            "gdals": {g.name: {"version": g.version, "curl": g.curl} for g in gs},
+            "stall_rule": stalls.rule(p["watchdog_s"]), "floor": floor, "cells": cells}
+
+
+def _cell(rs, n):
+    """One contender's cell from its runs (as scen_versions.measure returns them)."""
+    marked = stalls.mark(rs)
+    ok = [r for r in rs if r["ok"] and not (r["result"] or {}).get("errors")]
+    res = [r["result"] for r in ok]
+    return {
+        "runs": rs, "failed": len(rs) - len(ok), **marked,
+        "digests": sorted({d for x in res for d in x["digests"]}) or None,
+        "opens_per_s": median([x["opens_per_s"] for x in res]),
+        "wall_per_open_s": median([x["wall_per_open_s"] for x in res]),
+        "cpu_per_open_s": median([x["cpu_per_open_s"] for x in res]),
+        "requests_per_open": median([r["requests"]["total"] / n for r in ok]),
+        "lists": median([r["requests"].get("LIST", 0) for r in ok]),
+        "heads": median([r["requests"].get("HEAD", 0) for r in ok]),
+        "bytes_per_open": median([r["requests"]["bytes"] / n for r in ok]),
+        "connections": median([r["connections"] for r in ok]),
+        "peak_rss_mb": median([x["vmhwm_kb"] / 1024 for x in res]),
+    }
+
+
+def problems(res):
+    """vsitune failing, or reading other than stock GDAL of its release, fails the run."""
+    out = []
+    for cell in res.get("cells", []):
+        v = cell["contenders"]["vsitune"]
+        where = f"many_opens {cell['gdal']} x{cell['threads']}"
+        if v["failed"]:
+            out.append(f"{where}: {v['failed']} vsitune run(s) failed: " +
+                       json.dumps([r.get("error") or (r.get("result") or {}).get("first_error")
+                                   for r in v["runs"]])[:300])
+        elif not v["same_as_stock"]:
+            out.append(f"{where}: vsitune read other than stock GDAL")
+    return out

@@ -1,0 +1,96 @@
+"""scen_mosaic.py: scenario 15, STAC-mosaic tiles (issue 22).
+
+A tile server's mosaic: a VRT over a 5x5 grid of adjacent web-mercator COGs (made
+from the fixture by bench/probes/make_cogs.py mosaic, uploaded to the lab), opened
+per tile; the 16 zoom-10 XYZ tiles inside the grid need 4 COGs each and its zoom-9
+tile 9 (bench/probes/mosaic.py, 4 threads). Every contender on every GDAL of the
+run, runs alternated, against the S3-like front at the scenario's RTT: tiles/s,
+requests and bytes per tile, connections, peak RSS. Every run's checksum is
+compared with the same tiles read from the local COGs.
+"""
+
+from pathlib import Path
+
+import common
+import scen_versions
+import stalls
+from common import PROBES, PYTHON, median, ratio
+
+KINDS = scen_versions.KINDS
+KEY = "mosaic/"
+
+
+def _prepare(ctx):
+    """Make (cached) and upload the grid; write the VRT naming the lab's objects.
+    Returns (local VRT, remote VRT, what make_cogs printed)."""
+    p = ctx.p
+    d = Path(ctx.build_dir) / "bench" / f"mosaic-{p['mosaic_cog_px']}"
+    made = common.run_child([PYTHON, PROBES / "make_cogs.py", "mosaic", d, ctx.local_path,
+                             p["mosaic_cog_px"]], common.lab_client.gdal_env({}),
+                            timeout=p["watchdog_s"])
+    if not made.ok:
+        raise RuntimeError(f"making the mosaic COGs failed: {made.error()}")
+    for name in made.result["names"]:
+        ctx.lab.put_object("lab", KEY + name, str(d / name))
+    local = d / "local.vrt"
+    remote = d / "remote.vrt"
+    text = local.read_text().replace('<SourceFilename relativeToVRT="1">',
+                                     f'<SourceFilename relativeToVRT="0">/vsis3/lab/{KEY}')
+    if text.count("/vsis3/") != len(made.result["names"]):
+        raise RuntimeError("the VRT's sources are not where make_cogs.py put them")
+    remote.write_text(text)
+    return local, remote, made.result
+
+
+def mosaic_tiles(ctx):
+    p, prog = ctx.p, ctx.progress
+    ep, rtt, c, thr = p["users_protocol"], p["users_rtt_ms"], p["mosaic_cog_px"], p["mosaic_threads"]
+    gs = scen_versions.gdals(ctx)
+    local, remote, made = _prepare(ctx)
+    ref = common.run_child([PYTHON, PROBES / "mosaic.py", local, c, "--threads", thr],
+                           common.lab_client.gdal_env({}), timeout=p["watchdog_s"])
+    if not ref.ok:
+        raise RuntimeError(f"reference mosaic run failed: {ref.error()}")
+    want = ref.result["checksum"]
+    ntiles = ref.result["tiles"]
+    prog.start("15 mosaic tiles", p["mosaic_reps"] * len(gs) * len(KINDS))
+    runs = {}
+    for rep in range(p["mosaic_reps"]):
+        for g in gs:
+            for k in KINDS:
+                run = scen_versions.measure(ctx, g, k, ep, rtt,
+                                            [PYTHON, PROBES / "mosaic.py", remote, c,
+                                             "--threads", thr], binds=[remote.parent])
+                run["rep"] = rep
+                run["checksum_ok"] = (run["result"] or {}).get("checksum") == want \
+                    if run["ok"] else None
+                runs.setdefault((g.name, k), []).append(run)
+                prog.step(f"{k}@{g.name}: " +
+                          (f"{run['result']['tiles_per_s']:.1f} tiles/s, "
+                           f"{run['requests']['total']} req" if run["ok"] else
+                           (run["error"] or "")[:80]))
+    cells = []
+    for g in gs:
+        row = {"gdal": g.name, "version": g.version, "contenders": {}}
+        for k in KINDS:
+            ok, base = scen_versions.cell_runs(runs[(g.name, k)])
+            row["contenders"][k] = {
+                **base,
+                "tiles_per_s": median([r["result"]["tiles_per_s"] for r in ok]),
+                "requests_per_tile": median([r["requests"]["total"] / ntiles for r in ok]),
+                "lists": median([r["requests"].get("LIST", 0) for r in ok]),
+                "bytes_per_tile": median([r["requests"]["bytes"] / ntiles for r in ok]),
+                "connections": median([r["connections"] for r in ok]),
+                "peak_rss_mb": median([r["result"]["vmhwm_kb"] / 1024 for r in ok]),
+            }
+        v, tu = row["contenders"]["vsitune"], row["contenders"]["tuned"]
+        row["vsitune_vs_tuned"] = {
+            "tiles_per_s": ratio(v["tiles_per_s"], tu["tiles_per_s"]),
+            "requests_per_tile": ratio(v["requests_per_tile"], tu["requests_per_tile"]),
+            "bytes_per_tile": ratio(v["bytes_per_tile"], tu["bytes_per_tile"])}
+        cells.append(row)
+    return {"cogs": made["cogs"], "cog_px": c, "cog_bytes": made["bytes"], "zoom": made["zoom"],
+            "tiles_per_run": ntiles, "tiles_4_cogs": ref.result["tiles_4_cogs"],
+            "tiles_9_cogs": ref.result["tiles_9_cogs"], "threads": thr, "protocol": ep,
+            "rtt_ms": rtt, "reps": p["mosaic_reps"], "expected_checksum": want,
+            "stall_rule": stalls.rule(p["watchdog_s"]), "cells": cells}
