@@ -1,0 +1,335 @@
+#!/usr/bin/python3
+"""reqseq.py: prove that two builds of the plugin send the same requests.
+
+Why: a redesign (issue 19) must change no request. This runs chosen integration test
+files of the CURRENT tree twice against the lab, once with an old commit's plugin and
+once with this tree's, each run recording the request sequences the lab saw
+(VT_RECORD_SEQ: tests/integration/parity.py record_seq, conftest.py), then compares them
+case by case. It is not a CI test (it needs two builds); test_reqseq.py tests its diff.
+
+    /usr/bin/python3 scripts/reqseq.py compare OLD_COMMIT [--new-build DIR] [files] [-k EXPR]
+    /usr/bin/python3 scripts/reqseq.py build COMMIT          # prints the build dir
+    /usr/bin/python3 scripts/reqseq.py run BUILD OUT.jsonl [files] [-k EXPR]
+    /usr/bin/python3 scripts/reqseq.py diff OLD.jsonl NEW.jsonl
+
+A record is one run: {"test", "case", "what", "n", "requests"}; parity cases give one per
+plugin-side run (case, step, nth in the test), every test that used the lab one more for
+its whole log (case null: both sides, the stock side as a control, as stock GDAL is the
+same in both runs). A request compares as (User-Agent product, endpoint, method, kind,
+bucket, key, query, Range, If-Match present, status, fault), random names (32 hex digits,
+UUIDs) and query signatures (X-Amz-*, Expires, Signature, ...) masked. Two records are
+identical when these sequences are equal in seq order; when only the order differs, it is
+accepted ("same up to concurrency") if every pair that swapped was in flight at once in
+either run (the later one arrived, to the lab's millisecond clock, before the earlier one's
+response ended): the order of concurrent requests is the scheduler's, not the plugin's.
+Only tests that passed (or xfailed) in both runs are compared; the others are listed.
+
+Builds: `build` exports COMMIT with git archive into $VT_REQSEQ_DIR (default
+/tmp/vt-reqseq)/<commit>/src and builds it there with cmake (VT_BUILD_TESTS=OFF: the
+tests that need the unit tools fail on it and are listed, not compared); a second call
+reuses it. The old build's parity-fixtures folder is this tree's (a symlink), so both
+runs read the same objects.
+
+Exit status: 0 every compared record identical (or same up to concurrency), 1 a
+difference, 2 bad arguments or a build that failed.
+"""
+
+import argparse
+import difflib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = "/usr/bin/python3"
+DEFAULT_TESTS = ["tests/integration/test_parity_*.py", "tests/integration/test_vsitune_counts.py",
+                 "tests/integration/test_vsitune_readahead.py",
+                 "tests/integration/test_vsitune_layouts.py"]
+ACCEPTED = ("passed", "xfailed")
+
+_RANDOM = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+                     r"[0-9a-fA-F]{12}|[0-9a-fA-F]{32}")
+_VOLATILE = re.compile(r"^(x-amz-.*|x-goog-.*|signature|expires|googleaccessid|sig|se|st|sv|"
+                       r"sp|sr|spr|skoid|sktid|skt|ske|sks|skv|token)$", re.I)
+
+
+# -- the comparison ------------------------------------------------------------------------
+def mask(s):
+    return _RANDOM.sub("<id>", s) if isinstance(s, str) else s
+
+
+def norm_query(q):
+    parts = [p for p in (q or "").split("&") if p]
+    return "&".join(mask(p) if not _VOLATILE.match(p.split("=", 1)[0]) else
+                    p.split("=", 1)[0] + "=<v>" for p in parts)
+
+
+def signature(r):
+    """What a request is, for the comparison (a tuple; str() of it is its printed line)."""
+    return (r.get("ua") or "", r.get("endpoint"), r.get("method"), r.get("kind"),
+            r.get("bucket"), mask(r.get("key")), norm_query(r.get("query")), r.get("range"),
+            bool(r.get("if_match")), r.get("status"), r.get("fault"))
+
+
+def line(sig):
+    ua, ep, method, kind, bucket, key, query, rng, im, status, fault = sig
+    s = f"{ua or '-'} {ep} {method} {kind} {bucket}/{key or ''}"
+    if query:
+        s += "?" + query
+    if rng:
+        s += f" {rng}"
+    if im:
+        s += " If-Match"
+    s += f" -> {status}"
+    if fault:
+        s += f" fault={fault}"
+    return s
+
+
+def _span(r):
+    t = r.get("time") or 0.0
+    return t, t + (r.get("dur_ms") or 0.0) / 1000.0
+
+
+def _concurrent(reqs, i, j):
+    """reqs[i] and reqs[j] were in flight at once (the later arrived before the earlier ended)."""
+    (a0, a1), (b0, b1) = _span(reqs[i]), _span(reqs[j])
+    return b0 < a1 if a0 <= b0 else a0 < b1
+
+
+def _positions(sigs):
+    """Each entry's (signature, occurrence number): the k-th GET of a range in one run is
+    the k-th in the other."""
+    seen = Counter()
+    out = []
+    for s in sigs:
+        out.append((s, seen[s]))
+        seen[s] += 1
+    return out
+
+
+def compare_runs(old, new):
+    """One record's requests in two runs: ("identical" | "concurrent" | "different", text)."""
+    a, b = [signature(r) for r in old], [signature(r) for r in new]
+    if a == b:
+        return "identical", ""
+    if Counter(a) != Counter(b):
+        diff = difflib.unified_diff([line(s) for s in a], [line(s) for s in b], "old", "new",
+                                    n=2, lineterm="")
+        return "different", "\n".join(list(diff)[:80])
+    pa, pb = _positions(a), _positions(b)
+    where_b = {p: k for k, p in enumerate(pb)}
+    bad = []
+    for i in range(len(pa)):
+        for j in range(i + 1, len(pa)):
+            bi, bj = where_b[pa[i]], where_b[pa[j]]
+            if bi > bj and not (_concurrent(old, i, j) or _concurrent(new, bj, bi)):
+                bad.append(f"  old #{i} {line(a[i])}\n  old #{j} {line(a[j])}\n"
+                           f"  swapped in new (#{bi}, #{bj}), in flight at once in neither run")
+                if len(bad) >= 10:
+                    break
+        if len(bad) >= 10:
+            break
+    if bad:
+        return "different", "same requests, order changed:\n" + "\n".join(bad)
+    return "concurrent", ""
+
+
+def load(path):
+    """A VT_RECORD_SEQ file: {(test, case, what, n): requests}."""
+    out = {}
+    with open(path) as f:
+        for ln in f:
+            if ln.strip():
+                rec = json.loads(ln)
+                out[(rec["test"], rec["case"], rec["what"], rec["n"])] = rec["requests"]
+    return out
+
+
+def compare(old, new, outcomes_old=None, outcomes_new=None):
+    """Compare two loaded record sets. outcomes: {test id: outcome} of each run (None: all
+    compared). Returns a report dict: counts, excluded tests, differences as text."""
+    def ok(test):
+        if outcomes_old is None or outcomes_new is None:
+            return True
+        return outcomes_old.get(test) in ACCEPTED and outcomes_new.get(test) in ACCEPTED
+
+    rep = {"compared": 0, "identical": 0, "concurrent": 0, "different": [], "excluded": {}}
+    for test in sorted({k[0] for k in old} | {k[0] for k in new}
+                       | set(outcomes_old or {}) | set(outcomes_new or {})):
+        if not ok(test):
+            rep["excluded"][test] = [(outcomes_old or {}).get(test, "not run"),
+                                     (outcomes_new or {}).get(test, "not run")]
+    for key in sorted(set(old) | set(new), key=lambda k: tuple(str(x) for x in k)):
+        if key[0] in rep["excluded"]:
+            continue
+        name = _name(key)
+        rep["compared"] += 1
+        if key not in old or key not in new:
+            rep["different"].append(f"{name}: recorded only in the {'new' if key in new else 'old'}"
+                                    " run")
+            continue
+        verdict, text = compare_runs(old[key], new[key])
+        if verdict == "different":
+            rep["different"].append(f"{name}:\n{text}")
+        else:
+            rep[verdict] += 1
+    return rep
+
+
+def _name(key):
+    test, case, what, n = key
+    return test + ("" if case is None else f" [{case} / {what} #{n}]") + \
+        (" [whole log]" if case is None else "")
+
+
+def print_report(rep, out=sys.stdout):
+    for d in rep["different"]:
+        print("DIFFERENT " + d, file=out)
+    for test, (o, n) in sorted(rep["excluded"].items()):
+        print(f"EXCLUDED {test}: old {o}, new {n}", file=out)
+    print(f"{rep['compared']} records compared: {rep['identical']} identical, "
+          f"{rep['concurrent']} same up to concurrency, {len(rep['different'])} different; "
+          f"{len(rep['excluded'])} tests excluded", file=out)
+
+
+# -- outcomes (pytest's JUnit XML) -----------------------------------------------------------
+def outcomes(junit_xml):
+    """{test id as PYTEST_CURRENT_TEST names it: outcome}."""
+    out = {}
+    for tc in ET.parse(junit_xml).getroot().iter("testcase"):
+        test = tc.get("classname", "").replace(".", "/") + ".py::" + tc.get("name", "")
+        kids = {c.tag: c for c in tc}
+        if "failure" in kids:
+            o = "failed"
+        elif "error" in kids:
+            o = "error"
+        elif "skipped" in kids:
+            o = "xfailed" if kids["skipped"].get("type") == "pytest.xfail" else "skipped"
+        else:
+            o = "passed"
+        # a teardown error adds a second <testcase> entry for the same test
+        out[test] = o if out.get(test, "passed") == "passed" else out[test]
+    return out
+
+
+# -- builds and runs -------------------------------------------------------------------------
+def scratch():
+    return Path(os.environ.get("VT_REQSEQ_DIR") or "/tmp/vt-reqseq")
+
+
+def build(commit):
+    """Build COMMIT's plugin (once) and return its build dir."""
+    full = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", commit + "^{commit}"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    top = scratch() / full[:12]
+    src, bld = top / "src", top / "build"
+    if not (bld / "vsiplugin" / "gdal_vsitune.so").is_file():
+        if not (src / "CMakeLists.txt").is_file():
+            src.mkdir(parents=True, exist_ok=True)
+            arch = subprocess.Popen(["git", "-C", str(ROOT), "archive", full], stdout=subprocess.PIPE)
+            subprocess.run(["tar", "-x", "-C", str(src)], stdin=arch.stdout, check=True)
+            if arch.wait() != 0:
+                raise RuntimeError(f"git archive {full} failed")
+        subprocess.run(["cmake", "-S", str(src), "-B", str(bld), "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+                        "-DVT_BUILD_TESTS=OFF"], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(["cmake", "--build", str(bld), "-j", str(os.cpu_count() or 1),
+                        "--target", "gdal_vsitune"], check=True)
+    return bld
+
+
+def expand(tests):
+    out = []
+    for t in tests or DEFAULT_TESTS:
+        hits = sorted(ROOT.glob(t))
+        out += [str(h.relative_to(ROOT)) for h in hits] if hits else [t]
+    return out
+
+
+def run(build_dir, out, tests, kexpr=None, share_fixtures_from=None):
+    """Run the tests with build_dir's plugin, recording into out (and out.outcomes.json)."""
+    build_dir, out = Path(build_dir).resolve(), Path(out).resolve()
+    if share_fixtures_from:
+        mine, theirs = build_dir / "parity-fixtures", Path(share_fixtures_from).resolve() / "parity-fixtures"
+        theirs.mkdir(parents=True, exist_ok=True)
+        if not mine.exists() and not mine.is_symlink():
+            mine.symlink_to(theirs)
+    if out.exists():
+        out.unlink()
+    with tempfile.TemporaryDirectory() as d:
+        junit = Path(d) / "junit.xml"
+        env = dict(os.environ, VT_BUILD_DIR=str(build_dir), VT_RECORD_SEQ=str(out))
+        argv = [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "junit_family=xunit1",
+                f"--junitxml={junit}", *expand(tests)]
+        if kexpr:
+            argv += ["-k", kexpr]
+        print("+ VT_BUILD_DIR=%s %s" % (build_dir, " ".join(argv)), flush=True)
+        subprocess.run(argv, cwd=str(ROOT), env=env)
+        res = outcomes(junit) if junit.exists() else {}
+    if not out.exists():
+        out.write_text("")
+    Path(str(out) + ".outcomes.json").write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
+    return res
+
+
+def diff_files(old, new):
+    oo, on = (Path(str(p) + ".outcomes.json") for p in (old, new))
+    rep = compare(load(old), load(new),
+                  json.loads(oo.read_text()) if oo.exists() else None,
+                  json.loads(on.read_text()) if on.exists() else None)
+    print_report(rep)
+    return 1 if rep["different"] else 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("compare")
+    p.add_argument("old")
+    p.add_argument("--new-build", default=str(ROOT / "build"))
+    p.add_argument("--out", default=None, help="folder for the two record files")
+    p.add_argument("tests", nargs="*")
+    p.add_argument("-k", dest="kexpr")
+    p = sub.add_parser("build")
+    p.add_argument("commit")
+    p = sub.add_parser("run")
+    p.add_argument("build_dir")
+    p.add_argument("out")
+    p.add_argument("tests", nargs="*")
+    p.add_argument("-k", dest="kexpr")
+    p = sub.add_parser("diff")
+    p.add_argument("old")
+    p.add_argument("new")
+    a = ap.parse_args(argv)
+    try:
+        if a.cmd == "build":
+            print(build(a.commit))
+            return 0
+        if a.cmd == "run":
+            run(a.build_dir, a.out, a.tests, a.kexpr)
+            return 0
+        if a.cmd == "diff":
+            return diff_files(a.old, a.new)
+        new_build = Path(a.new_build)
+        if not (new_build / "vsiplugin" / "gdal_vsitune.so").is_file():
+            print(f"reqseq: no plugin in {new_build} (scripts/setup.sh builds it)", file=sys.stderr)
+            return 2
+        old_build = build(a.old)
+        out = Path(a.out or scratch() / "runs")
+        out.mkdir(parents=True, exist_ok=True)
+        run(old_build, out / "old.jsonl", a.tests, a.kexpr, share_fixtures_from=new_build)
+        run(new_build, out / "new.jsonl", a.tests, a.kexpr)
+        return diff_files(out / "old.jsonl", out / "new.jsonl")
+    except (subprocess.CalledProcessError, RuntimeError) as e:
+        print(f"reqseq: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
