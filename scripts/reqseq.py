@@ -10,6 +10,7 @@ case by case. It is not a CI test (it needs two builds); test_reqseq.py tests it
     /usr/bin/python3 scripts/reqseq.py compare OLD_COMMIT [--new-build DIR] [files] [-k EXPR]
     /usr/bin/python3 scripts/reqseq.py build COMMIT          # prints the build dir
     /usr/bin/python3 scripts/reqseq.py run BUILD OUT.jsonl [files] [-k EXPR]
+    /usr/bin/python3 scripts/reqseq.py bench BUILD OUT.jsonl   # bench/run.py --quick, recorded
     /usr/bin/python3 scripts/reqseq.py diff OLD.jsonl NEW.jsonl
 
 A record is one run: {"test", "case", "what", "n", "requests"}; parity cases give one per
@@ -22,6 +23,9 @@ identical when these sequences are equal in seq order; when only the order diffe
 accepted ("same up to concurrency") if every pair that swapped was in flight at once in
 either run (the later one arrived, to the lab's millisecond clock, before the earlier one's
 response ended): the order of concurrent requests is the scheduler's, not the plugin's.
+A whole log that differs only in requests without vsitune's User-Agent is reported apart
+("stock varies", not a failure): stock GDAL itself is not always repeatable (its JPEG 2000
+reads, from OpenJPEG's threads, come in another order and size from run to run).
 Only tests that passed (or xfailed) in both runs are compared; the others are listed.
 
 Builds: `build` exports COMMIT with git archive into $VT_REQSEQ_DIR (default
@@ -148,7 +152,10 @@ def load(path):
         for ln in f:
             if ln.strip():
                 rec = json.loads(ln)
-                out[(rec["test"], rec["case"], rec["what"], rec["n"])] = rec["requests"]
+                key = (rec["test"], rec["case"], rec["what"], rec["n"])
+                while key in out:  # recorded twice: kept, and unmatched in the other run
+                    key = key[:3] + (f"{key[3]} again",)
+                out[key] = rec["requests"]
     return out
 
 
@@ -160,7 +167,8 @@ def compare(old, new, outcomes_old=None, outcomes_new=None):
             return True
         return outcomes_old.get(test) in ACCEPTED and outcomes_new.get(test) in ACCEPTED
 
-    rep = {"compared": 0, "identical": 0, "concurrent": 0, "different": [], "excluded": {}}
+    rep = {"compared": 0, "identical": 0, "concurrent": 0, "different": [], "stock_varies": [],
+           "excluded": {}}
     for test in sorted({k[0] for k in old} | {k[0] for k in new}
                        | set(outcomes_old or {}) | set(outcomes_new or {})):
         if not ok(test):
@@ -176,26 +184,39 @@ def compare(old, new, outcomes_old=None, outcomes_new=None):
                                     " run")
             continue
         verdict, text = compare_runs(old[key], new[key])
-        if verdict == "different":
+        if verdict == "different" and key[1] is None and \
+                compare_runs(plugin_side(old[key]), plugin_side(new[key]))[0] != "different":
+            # a whole log whose plugin requests match: stock GDAL's own varied
+            rep["stock_varies"].append(f"{name}:\n{text}")
+        elif verdict == "different":
             rep["different"].append(f"{name}:\n{text}")
         else:
             rep[verdict] += 1
     return rep
 
 
+def plugin_side(reqs):
+    """The requests the plugin sent (its User-Agent), of a whole log."""
+    return [r for r in reqs if r.get("ua") == "vsitune"]
+
+
 def _name(key):
     test, case, what, n = key
-    return test + ("" if case is None else f" [{case} / {what} #{n}]") + \
-        (" [whole log]" if case is None else "")
+    if case is None:
+        return test + (" [whole log]" if n == 1 else f" [whole log #{n}]")
+    return test + f" [{case} / {what} #{n}]"
 
 
 def print_report(rep, out=sys.stdout):
     for d in rep["different"]:
         print("DIFFERENT " + d, file=out)
+    for d in rep["stock_varies"]:
+        print("STOCK VARIES " + d, file=out)
     for test, (o, n) in sorted(rep["excluded"].items()):
         print(f"EXCLUDED {test}: old {o}, new {n}", file=out)
     print(f"{rep['compared']} records compared: {rep['identical']} identical, "
-          f"{rep['concurrent']} same up to concurrency, {len(rep['different'])} different; "
+          f"{rep['concurrent']} same up to concurrency, {len(rep['different'])} different, "
+          f"{len(rep['stock_varies'])} where only stock GDAL's own requests differ; "
           f"{len(rep['excluded'])} tests excluded", file=out)
 
 
@@ -230,7 +251,7 @@ def build(commit):
                           capture_output=True, text=True, check=True).stdout.strip()
     top = scratch() / full[:12]
     src, bld = top / "src", top / "build"
-    if not (bld / "vsiplugin" / "gdal_vsitune.so").is_file():
+    if not (bld / "tunerd" / "tunerd").is_file():
         if not (src / "CMakeLists.txt").is_file():
             src.mkdir(parents=True, exist_ok=True)
             arch = subprocess.Popen(["git", "-C", str(ROOT), "archive", full], stdout=subprocess.PIPE)
@@ -239,8 +260,7 @@ def build(commit):
                 raise RuntimeError(f"git archive {full} failed")
         subprocess.run(["cmake", "-S", str(src), "-B", str(bld), "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
                         "-DVT_BUILD_TESTS=OFF"], check=True, stdout=subprocess.DEVNULL)
-        subprocess.run(["cmake", "--build", str(bld), "-j", str(os.cpu_count() or 1),
-                        "--target", "gdal_vsitune"], check=True)
+        subprocess.run(["cmake", "--build", str(bld), "-j", str(os.cpu_count() or 1)], check=True)
     return bld
 
 
@@ -278,6 +298,45 @@ def run(build_dir, out, tests, kexpr=None, share_fixtures_from=None):
     return res
 
 
+def bench(build_dir, out):
+    """bench/run.py --quick with build_dir's plugin, in this process, every run's log a
+    record (test "bench:<scenario>", n: its place in the scenario) through a wrapper of
+    bench/common.py's request_summary, which every scenario calls on each run's log."""
+    sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests" / "integration")]
+    out = Path(out).resolve()
+    if out.exists():
+        out.unlink()
+    import common  # bench/common.py
+    import parity
+    import run as bench_run
+    parity.SEQ_FILE = str(out)
+    current = {"name": "?"}
+    summary = common.request_summary
+
+    def recording(log):
+        parity.record_seq(None, None, log, test="bench:" + current["name"])
+        return summary(log)
+
+    def named(name, fn):
+        def scenario(ctx):
+            current["name"] = name
+            return fn(ctx)
+        return scenario
+
+    common.request_summary = recording
+    bench_run.SCENARIOS = [(num, name, named(name, fn)) for num, name, fn in bench_run.SCENARIOS]
+    with tempfile.TemporaryDirectory() as d:
+        res = Path(d) / "results.json"
+        bench_run.main(["--quick", "--build-dir", str(Path(build_dir).resolve()), "--out", str(res),
+                        "--no-render"])
+        scen = json.loads(res.read_text())["scenarios"] if res.exists() else {}
+    got = {f"bench:{n}": "failed" if "error" in r else "passed" for n, r in scen.items()}
+    if not out.exists():
+        out.write_text("")
+    Path(str(out) + ".outcomes.json").write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
+    return got
+
+
 def diff_files(old, new):
     oo, on = (Path(str(p) + ".outcomes.json") for p in (old, new))
     rep = compare(load(old), load(new),
@@ -303,6 +362,9 @@ def main(argv=None):
     p.add_argument("out")
     p.add_argument("tests", nargs="*")
     p.add_argument("-k", dest="kexpr")
+    p = sub.add_parser("bench")
+    p.add_argument("build_dir")
+    p.add_argument("out")
     p = sub.add_parser("diff")
     p.add_argument("old")
     p.add_argument("new")
@@ -313,6 +375,9 @@ def main(argv=None):
             return 0
         if a.cmd == "run":
             run(a.build_dir, a.out, a.tests, a.kexpr)
+            return 0
+        if a.cmd == "bench":
+            bench(a.build_dir, a.out)
             return 0
         if a.cmd == "diff":
             return diff_files(a.old, a.new)

@@ -101,17 +101,20 @@ def records():
 # number within the test; conftest.py appends the whole log of the other tests that used
 # the lab. Raw fields only: what counts as equal (concurrent requests, signatures) is
 # scripts/reqseq.py's to decide, so a rule can change without running GDAL again.
-SEQ_FILE = os.environ.get("VT_RECORD_SEQ")
+# Taken out of the environment: a pytest this one starts (test_parity_served.py runs the suite
+# against a declining plugin) must not append its runs under the same test ids.
+SEQ_FILE = os.environ.pop("VT_RECORD_SEQ", None)
 _SEQ_RUNS = Counter()
 _SEQ_FIELDS = ("seq", "time", "dur_ms", "endpoint", "method", "kind", "bucket", "key",
                "query", "range", "status", "fault")
 
 
-def record_seq(case, what, log):
-    """Append one run's requests (the lab's log entries, ordered by seq) to VT_RECORD_SEQ."""
+def record_seq(case, what, log, test=None):
+    """Append one run's requests (the lab's log entries, ordered by seq) to VT_RECORD_SEQ,
+    keyed by `test` (default: the running pytest test's id)."""
     if not SEQ_FILE:
         return
-    test = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" (", 1)[0]
+    test = test or os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" (", 1)[0]
     _SEQ_RUNS[(test, case, what)] += 1
     reqs = []
     for e in sorted(log, key=lambda e: e["seq"]):

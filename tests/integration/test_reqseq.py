@@ -131,3 +131,30 @@ def test_outcomes_from_junit(tmp_path):
     assert reqseq.outcomes(x) == {T: "passed", "tests/integration/test_x.py::test_b": "failed",
                                   "tests/integration/test_x.py::test_c": "xfailed",
                                   "tests/integration/test_x.py::test_d": "skipped"}
+
+
+def test_record_written_twice_in_one_run_differs(tmp_path):
+    # a nested pytest that inherited VT_RECORD_SEQ would append under the same test ids
+    rec = json.dumps({"test": T, "case": None, "what": None, "n": 1, "requests": seq3()}) + "\n"
+    (tmp_path / "old.jsonl").write_text(rec)
+    (tmp_path / "new.jsonl").write_text(rec + rec)
+    rep = reqseq.compare(reqseq.load(tmp_path / "old.jsonl"), reqseq.load(tmp_path / "new.jsonl"))
+    assert rep["identical"] == 1 and len(rep["different"]) == 1
+    assert "only in the new run" in rep["different"][0]
+
+
+def test_whole_log_where_only_stock_varies_is_reported_apart():
+    stock = [req(1, "bytes=0-16383", 1.0, ua=""), req(2, "bytes=16384-32767", 1.1, ua="")]
+    plugin = [req(3, "bytes=0-65535", 2.0)]
+    varied = [dict(stock[0], range="bytes=0-32767"), stock[1]]
+    rep = reqseq.compare({(T, None, None, 1): stock + plugin},
+                         {(T, None, None, 1): varied + plugin})
+    assert rep["different"] == [] and len(rep["stock_varies"]) == 1
+    # a per-case record (the plugin's side only) that differs is a difference
+    rep = reqseq.compare({(T, "c", "w", 1): plugin},
+                         {(T, "c", "w", 1): [dict(plugin[0], range="bytes=0-16383")]})
+    assert len(rep["different"]) == 1
+    # and a whole log where the plugin's requests differ too
+    rep = reqseq.compare({(T, None, None, 1): stock + plugin},
+                         {(T, None, None, 1): varied + [dict(plugin[0], if_match=True)]})
+    assert len(rep["different"]) == 1 and rep["stock_varies"] == []
