@@ -95,6 +95,7 @@ LAYERS = {
     "vsiplugin/auth/creds_int.h": 5, "vsiplugin/auth/creds_util.c": 5,
     "vsiplugin/auth/creds_opts.c": 5, "vsiplugin/auth/creds_profile.c": 5,
     "vsiplugin/auth/creds_meta.c": 5, "vsiplugin/auth/creds_sts.c": 5, "vsiplugin/auth/creds.c": 5,
+    "vsiplugin/auth/gs_auth.h": 5, "vsiplugin/auth/gs_sign.c": 5, "vsiplugin/auth/gs_creds.c": 5,
     # 6 S3 requests
     "vsiplugin/backends/backend.h": 6, "vsiplugin/backends/backend.c": 6,
     "vsiplugin/backends/s3/s3_backend.c": 6, "vsiplugin/backends/s3/s3_ident.c": 6,
@@ -102,6 +103,13 @@ LAYERS = {
     "vsiplugin/backends/s3/s3.h": 6, "vsiplugin/backends/s3/s3_int.h": 6, "vsiplugin/backends/s3/s3_route.c": 6,
     "vsiplugin/backends/s3/s3_fail.c": 6, "vsiplugin/backends/s3/s3_hdr.c": 6, "vsiplugin/backends/s3/s3.c": 6,
     "vsiplugin/backends/s3/s3_transient.c": 6,
+    "vsiplugin/backends/breq.c": 6, "vsiplugin/backends/breq.h": 6,
+    "vsiplugin/backends/userhdr.c": 6, "vsiplugin/backends/userhdr.h": 6,
+    "vsiplugin/backends/listxml.c": 6, "vsiplugin/backends/listxml.h": 6,
+    "vsiplugin/backends/gs/gs_backend.c": 6, "vsiplugin/backends/gs/gs.c": 6,
+    "vsiplugin/backends/gs/gs_int.h": 6,
+    "vsiplugin/backends/curl/curl_int.h": 6, "vsiplugin/backends/curl/curl_url.c": 6,
+    "vsiplugin/backends/curl/curl_redirect.c": 6, "vsiplugin/backends/curl/curl_backend.c": 6,
     # 7 counters
     "vsiplugin/stats/stats.c": 7, "vsiplugin/stats/stats.h": 7,
     # 8 read path

@@ -134,5 +134,7 @@ typedef struct vt_backend {
 
 /* The backends, one per service. */
 extern const vt_backend vt__backend_s3;
+extern const vt_backend vt__backend_gs;
+extern const vt_backend vt__backend_curl; /* backends/curl/: /vsicurl/ */
 
 #endif
