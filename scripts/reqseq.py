@@ -27,6 +27,8 @@ A whole log that differs only in requests without vsitune's User-Agent is report
 ("stock varies", not a failure): stock GDAL itself is not always repeatable (its JPEG 2000
 reads, from OpenJPEG's threads, come in another order and size from run to run).
 Only tests that passed (or xfailed) in both runs are compared; the others are listed.
+The two runs go one after the other, never at once: what the plugin remembers expires
+(VSITUNE_METADATA_TTL), so a run slowed by load asks again what a faster one still knew.
 
 Builds: `build` exports COMMIT with git archive into $VT_REQSEQ_DIR (default
 /tmp/vt-reqseq)/<commit>/src and builds it there with cmake (VT_BUILD_TESTS=OFF: the
