@@ -169,8 +169,8 @@ def compare(old, new, outcomes_old=None, outcomes_new=None):
             return True
         return outcomes_old.get(test) in ACCEPTED and outcomes_new.get(test) in ACCEPTED
 
-    rep = {"compared": 0, "identical": 0, "concurrent": 0, "different": [], "stock_varies": [],
-           "excluded": {}}
+    rep = {"compared": 0, "identical": 0, "concurrent": 0, "concurrent_names": [], "different": [],
+           "stock_varies": [], "excluded": {}}
     for test in sorted({k[0] for k in old} | {k[0] for k in new}
                        | set(outcomes_old or {}) | set(outcomes_new or {})):
         if not ok(test):
@@ -194,6 +194,8 @@ def compare(old, new, outcomes_old=None, outcomes_new=None):
             rep["different"].append(f"{name}:\n{text}")
         else:
             rep[verdict] += 1
+            if verdict == "concurrent":
+                rep["concurrent_names"].append(name)
     return rep
 
 
@@ -214,6 +216,8 @@ def print_report(rep, out=sys.stdout):
         print("DIFFERENT " + d, file=out)
     for d in rep["stock_varies"]:
         print("STOCK VARIES " + d, file=out)
+    for d in rep["concurrent_names"]:
+        print("SAME UP TO CONCURRENCY " + d, file=out)
     for test, (o, n) in sorted(rep["excluded"].items()):
         print(f"EXCLUDED {test}: old {o}, new {n}", file=out)
     print(f"{rep['compared']} records compared: {rep['identical']} identical, "

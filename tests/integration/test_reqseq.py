@@ -67,6 +67,10 @@ def test_swap_of_concurrent_requests_is_accepted():
     a = seq3(t3=100.012)
     b = [a[0], dict(a[2], seq=2, time=100.010), dict(a[1], seq=3, time=100.011)]
     assert verdict(a, b) == "concurrent"
+    rep = reqseq.compare({(T, None, None, 1): a}, {(T, None, None, 1): b})
+    out = io.StringIO()
+    reqseq.print_report(rep, out)
+    assert f"SAME UP TO CONCURRENCY {T} [whole log]" in out.getvalue()
 
 
 def test_random_names_and_signatures_are_masked():
