@@ -162,3 +162,25 @@ def test_whole_log_where_only_stock_varies_is_reported_apart():
     rep = reqseq.compare({(T, None, None, 1): stock + plugin},
                          {(T, None, None, 1): varied + [dict(plugin[0], if_match=True)]})
     assert len(rep["different"]) == 1 and rep["stock_varies"] == []
+
+
+def test_recheck_accepts_only_what_varies_within_a_build_and_the_old_build_also_sent():
+    a = seq3()
+    b = seq3()
+    b[2]["range"] = "bytes=65536-98303"
+    key = (T, "c", "w", 1)
+    fresh = lambda: reqseq.compare({key: a}, {key: b})  # noqa: E731
+    # reruns where each build repeats itself: a real change
+    rep = reqseq.recheck(fresh(), {key: a}, {key: b}, [{key: a}], [{key: b}])
+    assert len(rep["different"]) == 1 and rep["varies"] == []
+    # the new build's sequence never seen from the old build, though the new build varies
+    c = seq3()
+    c[2]["range"] = "bytes=65536-70000"
+    rep = reqseq.recheck(fresh(), {key: a}, {key: b}, [{key: a}], [{key: c}])
+    assert len(rep["different"]) == 1 and rep["varies"] == []
+    # the old build sent both sequences: not the change's doing
+    rep = reqseq.recheck(fresh(), {key: a}, {key: b}, [{key: b}], [{key: b}])
+    assert rep["different"] == [] and len(rep["varies"]) == 1
+    out = io.StringIO()
+    reqseq.print_report(rep, out)
+    assert f"VARIES WITHIN ONE BUILD {T} [c / w #1]" in out.getvalue()
