@@ -388,11 +388,26 @@ static int read_oom(const char *dir, const char *file, uint64_t *v, char *out, s
     return 0;
 }
 
+/* The files one cgroup version keeps a group's memory in. */
+typedef struct mem_files {
+    int version;
+    const char *usage, *limit, *oom;
+    int (*parse_limit)(const char *dir, const char *file, double *v, char *src);
+} mem_files;
+
+static const mem_files mem_v1 = {1, "memory.usage_in_bytes", "memory.limit_in_bytes",
+                                 "memory.oom_control", parse_v1_mem};
+static const mem_files mem_v2 = {2, "memory.current", "memory.max", "memory.events",
+                                 parse_v2_mem};
+
 void vt__cgroup_memory(const char *sys_root, const char *proc_root, vt_cgroup_mem *m)
 {
     char path[PATH_MAX], src[VT_DETECT_SRC_MAX], dir[PATH_MAX];
     self_groups g;
     mount_info mem1 = { 0 }, cpu1 = { 0 }, v2 = { 0 };
+    const mount_info *mnt;
+    const mem_files *mf;
+    const char *group;
     double best = 0;
     int r;
 
@@ -401,22 +416,21 @@ void vt__cgroup_memory(const char *sys_root, const char *proc_root, vt_cgroup_me
         return;
     find_mounts(sys_root, proc_root, &mem1, &cpu1, &v2);
     if (g.have_mem1 && mem1.found) {
-        m->version = 1;
-        group_dir(&mem1, g.mem, dir, sizeof dir);
-        m->has_usage = read_u64(dir, "memory.usage_in_bytes", &m->usage_bytes) == 0;
-        r = walk_min(dir, mem1.dir, "memory.limit_in_bytes", parse_v1_mem, &best, src);
-        m->has_oom = read_oom(dir, "memory.oom_control", &m->oom_kills, m->oom_file,
-                              sizeof m->oom_file) == 0;
+        mf = &mem_v1;
+        mnt = &mem1;
+        group = g.mem;
     } else if (g.have_v2 && v2.found) {
-        m->version = 2;
-        group_dir(&v2, g.v2, dir, sizeof dir);
-        m->has_usage = read_u64(dir, "memory.current", &m->usage_bytes) == 0;
-        r = walk_min(dir, v2.dir, "memory.max", parse_v2_mem, &best, src);
-        m->has_oom = read_oom(dir, "memory.events", &m->oom_kills, m->oom_file,
-                              sizeof m->oom_file) == 0;
+        mf = &mem_v2;
+        mnt = &v2;
+        group = g.v2;
     } else {
         return;
     }
+    m->version = mf->version;
+    group_dir(mnt, group, dir, sizeof dir);
+    m->has_usage = read_u64(dir, mf->usage, &m->usage_bytes) == 0;
+    r = walk_min(dir, mnt->dir, mf->limit, mf->parse_limit, &best, src);
+    m->has_oom = read_oom(dir, mf->oom, &m->oom_kills, m->oom_file, sizeof m->oom_file) == 0;
     snprintf(m->dir, sizeof m->dir, "%s", dir);
     if (r == 1) {
         m->has_limit = 1;

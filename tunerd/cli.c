@@ -19,31 +19,10 @@
 #include "errbuf.h"
 #include "platform.h"
 #include "usage.h"
+#include "wholenum.h"
 
 #define MAX_WORKERS_OPT 4096
 #define MAX_CPUS_OPT 1024
-
-static int parse_whole(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long v;
-
-    if (!*s)
-        return -1;
-    for (const char *p = (*s == '-' ? s + 1 : s); *p; p++)
-        if (*p < '0' || *p > '9')
-            return -1;
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno == ERANGE)
-        return -2;
-    if (*end)
-        return -1;
-    if (v < lo || v > hi)
-        return -2;
-    *out = v;
-    return 0;
-}
 
 /* "/a" or "/a:/b:...": every element absolute and non-empty. */
 static int valid_path_list(const char *s)
@@ -167,7 +146,7 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
         }
         if (!strcmp(name, "--memory")) {
             long v;
-            int r = parse_whole(val, 1, VT_SIZE_MAX_MEMORY_MB, &v);
+            int r = vt__parse_whole(val, 1, VT_SIZE_MAX_MEMORY_MB, &v);
             if (r == -1) {
                 vt__seterr(err, errlen, "--memory '%s' is not a whole number of MiB "
                        "(valid: 1..%ld)", val, VT_SIZE_MAX_MEMORY_MB);
@@ -181,7 +160,7 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
             o->memory_mb = v;
         } else if (!strcmp(name, "--workers")) {
             long v;
-            int r = parse_whole(val, 1, MAX_WORKERS_OPT, &v);
+            int r = vt__parse_whole(val, 1, MAX_WORKERS_OPT, &v);
             if (r) {
                 vt__seterr(err, errlen, "--workers '%s' is not a whole number from 1 to %d",
                        val, MAX_WORKERS_OPT);
@@ -246,7 +225,7 @@ int vt_cli_parse(int argc, char **argv, vt_cli_opts *o, char *err, size_t errlen
         } else if (!strcmp(name, "--proc-root")) {
             o->proc_root = val;
         } else if (!strcmp(name, "--count")) {
-            if (parse_whole(val, 1, 1000000, &o->count)) {
+            if (vt__parse_whole(val, 1, 1000000, &o->count)) {
                 vt__seterr(err, errlen, "--count '%s' is not a whole number from 1 to 1000000",
                        val);
                 return VT_EXIT_USAGE;

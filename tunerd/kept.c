@@ -11,6 +11,7 @@
 #include "defaults.h"
 #include "errbuf.h"
 #include "sizeparse.h"
+#include "wholenum.h"
 
 /* "N" then an optional unit; *unit_mult = 0 when none was given. */
 static int number_unit(const char *v, unsigned long long *n, uint64_t *mult)
@@ -71,19 +72,10 @@ int vt_kept_bytes(const char *v, uint64_t *bytes)
     return vt__parse_size(v, bytes) == 0 && *bytes <= VT_MAX_CACHE_SIZE ? 0 : -1;
 }
 
+/* A whole number of lo..hi, digits only (no sign); v may be NULL. */
 static int whole(const char *v, long lo, long hi, long *out)
 {
-    char *end;
-    long x;
-
-    if (!v || !isdigit((unsigned char)*v))
-        return -1;
-    errno = 0;
-    x = strtol(v, &end, 10);
-    if (errno || *end || x < lo || x > hi)
-        return -1;
-    *out = x;
-    return 0;
+    return v && isdigit((unsigned char)*v) ? vt__parse_whole(v, lo, hi, out) : -1;
 }
 
 int vt_kept_check(const vt_sizing_in *in, const vt_sizing *s,

@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "wholenum.h"
+
 const char *const vt_platform_names[] = {
     "lambda", "cloudrun", "azure-functions", "kubernetes", "host", NULL
 };
@@ -114,22 +116,6 @@ static void seterr(char *err, size_t errlen, const char *path, int line,
     va_end(ap);
 }
 
-/* Strict integer: digits only (optional leading '-'), within [lo, hi]. */
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long v;
-
-    if (!*s || (!isdigit((unsigned char)*s) && *s != '-'))
-        return -1;
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 static int parse_double(const char *s, double lo, double hi, double *out)
 {
     char *end;
@@ -204,7 +190,7 @@ static int add_cpus(const char *item, void *ctx)
     long v;
 
     if (p->n_cpus_allowed >= VT_PLATFORM_MAX_CPUS_ALLOWED ||
-        parse_long(item, 1, 1024, &v) != 0)
+        vt__parse_whole(item, 1, 1024, &v) != 0)
         return -1;
     p->cpus_allowed[p->n_cpus_allowed++] = (int)v;
     return 0;
@@ -365,7 +351,7 @@ static int apply_kv(vt_platform *p, const char *key, char *val,
         }
         return copy_text(p->start_method, sizeof p->start_method, val);
     default: /* the whole-number keys */
-        if (parse_long(val, 0, 10L * 1024 * 1024, &lv)) {
+        if (vt__parse_whole(val, 0, 10L * 1024 * 1024, &lv)) {
             seterr(err, errlen, path, line,
                    "'%s' must be a whole number from 0 to 10485760, got '%s'", key, val);
             return -1;

@@ -289,27 +289,29 @@ static void memory(FILE *f, const vt_prom_in *in, const char *name, const char *
                     (unsigned long long)get(&in->procs[i]) * 1024ULL);
 }
 
+/* A family of one sample, with no label. */
+static void single(FILE *f, const char *name, const char *type, const char *help,
+                   unsigned long long v)
+{
+    head(f, name, type, help);
+    fprintf(f, "%s %llu\n", name, v);
+}
+
 static void cgroup(FILE *f, const vt_cgroup_mem *cg)
 {
     if (!cg || !cg->version)
         return;
-    if (cg->has_usage) {
-        head(f, "vsitune_cgroup_memory_usage_bytes", "gauge",
-             "Memory charged to tunerd's cgroup (v1 memory.usage_in_bytes, v2 memory.current).");
-        fprintf(f, "vsitune_cgroup_memory_usage_bytes %llu\n",
-                (unsigned long long)cg->usage_bytes);
-    }
-    if (cg->has_limit) {
-        head(f, "vsitune_cgroup_memory_limit_bytes", "gauge",
-             "The tightest memory limit from tunerd's cgroup to the top (absent: unlimited).");
-        fprintf(f, "vsitune_cgroup_memory_limit_bytes %llu\n",
-                (unsigned long long)cg->limit_bytes);
-    }
-    if (cg->has_oom) {
-        head(f, "vsitune_cgroup_oom_kills_total", "counter",
-             "Processes the OOM killer took in tunerd's cgroup (oom_kill).");
-        fprintf(f, "vsitune_cgroup_oom_kills_total %llu\n", (unsigned long long)cg->oom_kills);
-    }
+    if (cg->has_usage)
+        single(f, "vsitune_cgroup_memory_usage_bytes", "gauge",
+               "Memory charged to tunerd's cgroup (v1 memory.usage_in_bytes, v2 memory.current).",
+               cg->usage_bytes);
+    if (cg->has_limit)
+        single(f, "vsitune_cgroup_memory_limit_bytes", "gauge",
+               "The tightest memory limit from tunerd's cgroup to the top (absent: unlimited).",
+               cg->limit_bytes);
+    if (cg->has_oom)
+        single(f, "vsitune_cgroup_oom_kills_total", "counter",
+               "Processes the OOM killer took in tunerd's cgroup (oom_kill).", cg->oom_kills);
 }
 
 int vt_prom_write(FILE *f, const vt_prom_in *in)
@@ -330,9 +332,9 @@ int vt_prom_write(FILE *f, const vt_prom_in *in)
         per_rec(f, in, &stamp);
         for (int i = 0; i < in->n_stats; i++)
             bad += !in->stats[i].ok;
-        head(f, "vsitune_stats_unreadable_files", "gauge",
-             "Files in the counters directory that could not be read (tunerd stats names them).");
-        fprintf(f, "vsitune_stats_unreadable_files %d\n", bad);
+        single(f, "vsitune_stats_unreadable_files", "gauge",
+               "Files in the counters directory that could not be read (tunerd stats names "
+               "them).", (unsigned long long)bad);
     }
     if (in->procs) {
         memory(f, in, "vsitune_process_rss_bytes",

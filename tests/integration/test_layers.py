@@ -91,6 +91,34 @@ def test_upward_call_through_a_local_prototype_and_circles_fail(tmp_path):
         "KNOWN vsiplugin/high.c -> vsiplugin/a.c is no longer called: remove it"]
 
 
+def test_read_path_names_no_service(tmp_path):
+    """read/ and gdal/handler.c reach services through backends/backend.h:
+    including or calling a file of backends/<service>/ fails, even where the
+    layers allow it."""
+    table = {"vsiplugin/backends/backend.h": 6, "vsiplugin/backends/s3/s3.h": 6,
+             "vsiplugin/backends/s3/s3.c": 6, "vsiplugin/read/obj.c": 8,
+             "vsiplugin/gdal/handler.c": 9, "vsiplugin/gdal/plugin.c": 9}
+    files = _tree(tmp_path, {
+        "vsiplugin/backends/backend.h": "", "vsiplugin/backends/s3/s3.h": "",
+        "vsiplugin/backends/s3/s3.c": '#include "s3.h"\n',
+        "vsiplugin/read/obj.c": '#include "backends/backend.h"\n'
+                                '#include "backends/s3/s3.h"\n',
+        "vsiplugin/gdal/handler.c": '#include "backends/s3/s3.h"\n',
+        # the plugin's setup names the service its handler serves: allowed
+        "vsiplugin/gdal/plugin.c": '#include "backends/s3/s3.h"\n'})
+    called = {"vsiplugin/read/obj.c": {"vsiplugin/backends/s3/s3.c"},
+              "vsiplugin/gdal/plugin.c": {"vsiplugin/backends/s3/s3.c"}}
+    bad = layers.check(files, layers.includes(tmp_path, files), called, table, {})
+    why = ": a service's own file (the read path reaches services through backends/backend.h)"
+    assert bad == [
+        "vsiplugin/gdal/handler.c includes vsiplugin/backends/s3/s3.h" + why,
+        "vsiplugin/read/obj.c includes vsiplugin/backends/s3/s3.h" + why,
+        "vsiplugin/read/obj.c calls vsiplugin/backends/s3/s3.c" + why]
+    (tmp_path / "vsiplugin/read/obj.c").write_text('#include "backends/backend.h"\n')
+    (tmp_path / "vsiplugin/gdal/handler.c").write_text('#include "backends/backend.h"\n')
+    assert layers.check(files, layers.includes(tmp_path, files), {}, table, {}) == []
+
+
 def test_tunerd_may_include_only_the_shared_plugin_files(tmp_path):
     """tunerd includes common/ and the plugin's shared headers only (none
     since the options' defaults moved to common/defaults.h); common/

@@ -50,7 +50,8 @@ static void *run(void *arg)
         uint64_t size, off, len;
         void *dst[1] = {buf};
 
-        if (vt__object_open(path, &o, &status, err, sizeof err) != VT_OK) {
+        if (vt__object_open(&vt__backend_s3, path, &o, &status, err,
+                            sizeof err) != VT_OK) {
             fprintf(stderr, "open: %s\n", err);
             exit(1);
         }
@@ -65,7 +66,8 @@ static void *run(void *arg)
         off = splitmix(&rnd) % (size - len + 1);
         {
             size_t l = (size_t)len;
-            if (vt__object_read(o, 1, dst, &off, &l, 0, err, sizeof err) != VT_OK) {
+            if (vt__object_read(o, NULL, 1, dst, &off, &l, 0, err,
+                                sizeof err) != VT_OK) {
                 fprintf(stderr, "read: %s\n", err);
                 exit(1);
             }

@@ -6,7 +6,8 @@
  * at any offset give the object's bytes, the same bytes again cost no
  * request; a read past the end is short and sets EOF; multi-range reads; a
  * read the server fails returns nothing and raises a CE_Failure naming the
- * object; a missing object's stat fails. GDAL's own /vsis3/ code, which the
+ * object; a handle's read options are those set when it opened; a
+ * missing object's stat fails. GDAL's own /vsis3/ code, which the
  * handler consults (stock.h's registered callbacks), is a fake that knows
  * nothing. The objects (12 MB) are larger
  * than the header GET, a cache block and a readahead window. */
@@ -62,7 +63,7 @@ static const vt_stock_callbacks fake_stock = {
     fake_stat, fake_read_dir, fake_partial_clear
 };
 
-/* /lb/big.bin and /lb/bad.bin are BIG bytes; bad.bin answers 500 beyond
+/* /lb/big.bin, /lb/opt.bin and /lb/bad.bin are BIG bytes; bad.bin answers 500 beyond
  * its header; anything else is 404 (and an empty listing). */
 static int serve_one(int fd, const char *head)
 {
@@ -70,7 +71,8 @@ static int serve_one(int fd, const char *head)
     uint64_t first, last;
 
     lab_begin(head, line, sizeof line, &first, &last);
-    if (strncmp(line, "GET /lb/big.bin ", 16) == 0)
+    if (strncmp(line, "GET /lb/big.bin ", 16) == 0 ||
+        strncmp(line, "GET /lb/opt.bin ", 16) == 0)
         return lab_answer_range(fd, first, last, BIG, 0);
     if (strncmp(line, "GET /lb/bad.bin ", 16) == 0) {
         if (first == 0)
@@ -96,7 +98,7 @@ static int setup(void **state)
     cb = VSIAllocFilesystemPluginCallbacksStruct();
     if (!cb)
         return -1;
-    vt__handler_fill_callbacks(cb);
+    vt__handler_fill_callbacks(cb, &vt__backend_s3);
     if (VSIInstallPluginHandler("/vsitune/", cb) != 0)
         return -1;
     VSIFreeFilesystemPluginCallbacksStruct(cb);
@@ -213,6 +215,45 @@ static void test_failed_read_raises(void **state)
     free(buf);
 }
 
+/* Two 10-byte ranges two blocks apart (block b and b + 2) through fp: the
+ * GETs this cost. */
+static int gets_for_two_ranges(VSILFILE *fp, uint64_t b)
+{
+    vsi_l_offset offs[2] = { b * 65536, (b + 2) * 65536 };
+    size_t sizes[2] = { 10, 10 };
+    unsigned char a[10], c[10];
+    void *data[2] = { a, c };
+    int before = seen("GET /lb/opt.bin ", NULL);
+
+    assert_int_equal(VSIFReadMultiRangeL(2, data, offs, sizes, fp), 0);
+    for (int i = 0; i < 10; i++) {
+        assert_int_equal(a[i], lab_byte(offs[0] + i));
+        assert_int_equal(c[i], lab_byte(offs[1] + i));
+    }
+    return seen("GET /lb/opt.bin ", NULL) - before;
+}
+
+/* A handle's read options are the ones set when it was opened
+ * (vt_read_opts): VSITUNE_MERGE_GAP changed while it is open applies to the
+ * handles opened after the change, not to its reads. */
+static void test_options_resolved_at_open(void **state)
+{
+    VSILFILE *fp, *later;
+
+    (void)state;
+    CPLSetConfigOption("VSITUNE_MERGE_GAP", "0");
+    fp = VSIFOpenL("/vsitune/lb/opt.bin", "rb");
+    assert_non_null(fp);
+    CPLSetConfigOption("VSITUNE_MERGE_GAP", "1M");
+    later = VSIFOpenL("/vsitune/lb/opt.bin", "rb");
+    assert_non_null(later);
+    assert_int_equal(gets_for_two_ranges(fp, 100), 2);   /* gap 0: not merged */
+    assert_int_equal(gets_for_two_ranges(later, 150), 1); /* 1M: one GET */
+    CPLSetConfigOption("VSITUNE_MERGE_GAP", NULL);
+    assert_int_equal(VSIFCloseL(fp), 0);
+    assert_int_equal(VSIFCloseL(later), 0);
+}
+
 static void test_missing_stat_fails(void **state)
 {
     VSIStatBufL st;
@@ -261,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_reads_bytes_and_cache),
         cmocka_unit_test(test_read_multi_range),
         cmocka_unit_test(test_failed_read_raises),
+        cmocka_unit_test(test_options_resolved_at_open),
         cmocka_unit_test(test_missing_stat_fails),
         cmocka_unit_test(test_gdal_questions_go_to_registered),
     };

@@ -22,6 +22,8 @@
 #include "http_lab.h"
 #include "read/listing.h"
 
+#define BE (&vt__backend_s3) /* the service these listings are of */
+
 #define LIST_HEAD "<?xml version=\"1.0\" encoding=\"UTF-8\"?>" \
     "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
 #define KEY(k, n) "<Contents><Key>" k "</Key><LastModified>2026-12-01T10:00:00.000Z" \
@@ -85,7 +87,7 @@ static void test_stem_listing_once(void **state)
     char err[256] = "";
 
     (void)state;
-    assert_int_equal(vt__listing_get("lb/dir/x.tif", &l, err, sizeof err), VT_OK);
+    assert_int_equal(vt__listing_get(BE, "lb/dir/x.tif", &l, err, sizeof err), VT_OK);
     assert_int_equal(seen("GET /lb/?", "prefix=dir%2Fx "), 1);
     assert_int_equal(seen("GET /lb/?delimiter=%2F&max-keys=1000&prefix=dir%2Fx ", NULL), 1);
     assert_int_equal(vt__listing_count(l), 4);
@@ -100,30 +102,30 @@ static void test_stem_listing_once(void **state)
     assert_false(vt__listing_find(l, "x.aux.xml", &e));
 
     /* Another name of the same stem: the same listing, no request. */
-    assert_int_equal(vt__listing_get("lb/dir/x.tif.ovr", &again, err, sizeof err), VT_OK);
+    assert_int_equal(vt__listing_get(BE, "lb/dir/x.tif.ovr", &again, err, sizeof err), VT_OK);
     assert_int_equal(vt__listing_count(again), 4);
     assert_int_equal(seen("GET /lb/?", "prefix=dir%2Fx "), 1);
     vt__listing_release(again);
     vt__listing_release(l);
 
     /* Stats from memory: present, absent (covered by the stem), not covered. */
-    assert_int_equal(vt__listing_lookup("lb/dir/x_rpc.txt", &e), 1);
+    assert_int_equal(vt__listing_lookup(BE, "lb/dir/x_rpc.txt", &e), 1);
     assert_int_equal(e.size, 77);
-    assert_int_equal(vt__listing_lookup("lb/dir/x.aux.xml", &e), 0);
-    assert_int_equal(vt__listing_lookup("lb/dir/y.tif", &e), -1);
-    assert_int_equal(vt__listing_lookup("lb/other/x.tif", &e), -1);
-    assert_true(vt__listing_dir_held("lb/dir/y.tif"));
-    assert_false(vt__listing_dir_held("lb/other/y.tif"));
+    assert_int_equal(vt__listing_lookup(BE, "lb/dir/x.aux.xml", &e), 0);
+    assert_int_equal(vt__listing_lookup(BE, "lb/dir/y.tif", &e), -1);
+    assert_int_equal(vt__listing_lookup(BE, "lb/other/x.tif", &e), -1);
+    assert_true(vt__listing_dir_held(BE, "lb/dir/y.tif"));
+    assert_false(vt__listing_dir_held(BE, "lb/other/y.tif"));
     assert_int_equal(seen("GET /lb/?", "prefix=dir%2Fx "), 1);
 
     /* Forgotten (the name was written): the next question lists again. */
     vt__listing_forget("lb/dir/x.tif");
-    assert_int_equal(vt__listing_lookup("lb/dir/x_rpc.txt", &e), -1);
-    assert_int_equal(vt__listing_get("lb/dir/x.tif", &l, err, sizeof err), VT_OK);
+    assert_int_equal(vt__listing_lookup(BE, "lb/dir/x_rpc.txt", &e), -1);
+    assert_int_equal(vt__listing_get(BE, "lb/dir/x.tif", &l, err, sizeof err), VT_OK);
     vt__listing_release(l);
     assert_int_equal(seen("GET /lb/?", "prefix=dir%2Fx "), 2);
     vt__listing_forget_prefix("");
-    assert_int_equal(vt__listing_lookup("lb/dir/x_rpc.txt", &e), -1);
+    assert_int_equal(vt__listing_lookup(BE, "lb/dir/x_rpc.txt", &e), -1);
 }
 
 static void *get_z(void *arg)
@@ -131,7 +133,7 @@ static void *get_z(void *arg)
     vt_listing *l = NULL;
     char err[256];
 
-    if (vt__listing_get("lb/dir/z.tif", &l, err, sizeof err) == VT_OK) {
+    if (vt__listing_get(BE, "lb/dir/z.tif", &l, err, sizeof err) == VT_OK) {
         *(size_t *)arg = vt__listing_count(l);
         vt__listing_release(l);
     }
@@ -161,7 +163,7 @@ static void test_directory_page(void **state)
     char err[256] = "";
 
     (void)state;
-    assert_int_equal(vt__listing_get_dir("lb/d2", 100, &l, err, sizeof err), VT_OK);
+    assert_int_equal(vt__listing_get_dir(BE, "lb/d2", 100, &l, err, sizeof err), VT_OK);
     assert_int_equal(seen("GET /lb/?delimiter=%2F&max-keys=100&prefix=d2%2F ", NULL), 1);
     assert_true(vt__listing_truncated(l));
     assert_true(vt__listing_has_marker(l));
@@ -179,12 +181,12 @@ static void test_failed_list_not_remembered(void **state)
     char err[256] = "";
 
     (void)state;
-    assert_int_not_equal(vt__listing_get("nob/dir/x.tif", &l, err, sizeof err), VT_OK);
+    assert_int_not_equal(vt__listing_get(BE, "nob/dir/x.tif", &l, err, sizeof err), VT_OK);
     assert_null(l);
     assert_true(err[0] != '\0');
-    assert_int_not_equal(vt__listing_get("nob/dir/x.tif", &l, err, sizeof err), VT_OK);
+    assert_int_not_equal(vt__listing_get(BE, "nob/dir/x.tif", &l, err, sizeof err), VT_OK);
     assert_int_equal(seen("GET /nob/?", NULL), 2);
-    assert_int_equal(vt__listing_lookup("nob/dir/x.tif", NULL), -1);
+    assert_int_equal(vt__listing_lookup(BE, "nob/dir/x.tif", NULL), -1);
 }
 
 static void test_gdal_names_and_no_sidecars(void **state)
@@ -194,11 +196,11 @@ static void test_gdal_names_and_no_sidecars(void **state)
     vt_list_entry e;
 
     (void)state;
-    vt__listing_remember_names("lb/g", names);
-    assert_int_equal(vt__listing_in_gdal_dir("lb/g/a.tif.aux.xml"), 1);
-    assert_int_equal(vt__listing_in_gdal_dir("lb/g/b.tif"), 0);
-    assert_int_equal(vt__listing_in_gdal_dir("lb/h/a.tif"), -1);
-    copy = vt__listing_names_of_dir("lb/g/a.tif", 0);
+    vt__listing_remember_names(BE, "lb/g", names);
+    assert_int_equal(vt__listing_in_gdal_dir(BE, "lb/g/a.tif.aux.xml"), 1);
+    assert_int_equal(vt__listing_in_gdal_dir(BE, "lb/g/b.tif"), 0);
+    assert_int_equal(vt__listing_in_gdal_dir(BE, "lb/h/a.tif"), -1);
+    copy = vt__listing_names_of_dir(BE, "lb/g/a.tif", 0);
     assert_non_null(copy);
     assert_string_equal(copy[0], "a.tif");
     assert_string_equal(copy[1], "a.tif.aux.xml");
@@ -206,13 +208,13 @@ static void test_gdal_names_and_no_sidecars(void **state)
     for (int i = 0; copy[i]; i++)
         free(copy[i]);
     free(copy);
-    assert_null(vt__listing_names_of_dir("lb/g/a.tif", 1)); /* more than 1 name */
+    assert_null(vt__listing_names_of_dir(BE, "lb/g/a.tif", 1)); /* more than 1 name */
 
-    vt__listing_remember_no_sidecars("lb/c/cog.tif", 4242, 1796119200LL);
-    assert_int_equal(vt__listing_lookup("lb/c/cog.tif", &e), 1);
+    vt__listing_remember_no_sidecars(BE, "lb/c/cog.tif", 4242, 1796119200LL);
+    assert_int_equal(vt__listing_lookup(BE, "lb/c/cog.tif", &e), 1);
     assert_int_equal(e.size, 4242);
-    assert_int_equal(vt__listing_lookup("lb/c/cog.tif.aux.xml", &e), 0);
-    assert_int_equal(vt__listing_lookup("lb/c/cog.tfw", &e), -1); /* not covered */
+    assert_int_equal(vt__listing_lookup(BE, "lb/c/cog.tif.aux.xml", &e), 0);
+    assert_int_equal(vt__listing_lookup(BE, "lb/c/cog.tfw", &e), -1); /* not covered */
     assert_int_equal(seen("GET /lb/?", "prefix=c%2F"), 0);
 }
 

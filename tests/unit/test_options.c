@@ -6,7 +6,10 @@
  * numeric row's parses to its value, a boolean's and an enum's name it).
  * And every option name the plugin's sources spell (a string literal
  * "VSITUNE_...", "GDAL_...", "CPL_...", "AWS_...", "OGR_...", "CURL_...",
- * "SSL_...") is a row, but for the few that are not options it reads.
+ * "SSL_...", GCS's "GS_...", "GOOGLE_...", "GOA2_...", "GO2A_...", Azure's
+ * "AZURE_...") is a row, but for the few that are not options it reads. A
+ * backend reading options of another prefix adds it to prefixes[] (options.c
+ * says what else a new option needs).
  * The doc reader is tested on its own so that a loose rule cannot pass. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -98,8 +101,10 @@ static int known_name(const char *name)
  * said. */
 static int unknown_literals(const char *text, const char *file)
 {
-    static const char *const prefixes[] = {"VSITUNE_", "GDAL_", "CPL_", "AWS_",
-                                           "OGR_", "CURL_", "SSL_"};
+    static const char *const prefixes[] = {
+        "VSITUNE_", "GDAL_", "CPL_", "AWS_", "OGR_", "CURL_", "SSL_",
+        "GS_", "GOOGLE_", "GOA2_", "GO2A_", /* GCS */
+        "AZURE_"};
     int bad = 0;
 
     for (const char *q = strchr(text, '"'); q; q = strchr(q + 1, '"')) {
@@ -131,6 +136,12 @@ static void test_literals(void **state)
     assert_int_equal(unknown_literals("x(\"VSITUNE_CACHE_SIZE\", \"AWS_FOO\")", "t"), 1);
     assert_int_equal(unknown_literals("\"CPL_DEBUG\" \"GDAL_\" \"AWS_X y\"", "t"), 0);
     assert_int_equal(unknown_literals("\"a\" \"GDAL_NOPE\"", "t"), 1);
+    /* the cloud backends' prefixes are scanned too */
+    assert_int_equal(unknown_literals("\"GS_NOPE\" \"GOOGLE_NOPE\" "
+                                      "\"GOA2_NOPE\" \"GO2A_NOPE\" "
+                                      "\"AZURE_NOPE\"", "t"), 5);
+    assert_int_equal(unknown_literals("\"GS_USER_PROJECT\" \"GO2A_AUD\"",
+                                      "t"), 0);
 }
 
 static char *read_file(const char *path)

@@ -89,7 +89,7 @@ static int setup(void **state)
     cb = VSIAllocFilesystemPluginCallbacksStruct();
     if (!cb)
         return -1;
-    vt__handler_fill_callbacks(cb);
+    vt__handler_fill_callbacks(cb, &vt__backend_s3);
     rc = vt__takeover_install(cb, 1);
     VSIFreeFilesystemPluginCallbacksStruct(cb);
     return rc;

@@ -127,8 +127,8 @@ typedef struct vt_backend {
                         struct vt_gdal_fail *out);
 
     /* Forget what the service taught about names starting with prefix
-     * ("bucket/dir"; NULL or "": everything, redirects and credentials
-     * included): GDAL's VSICurlClearCache / VSICurlPartialClearCache. */
+     * ("bucket/dir"; "": every name): GDAL's VSICurlPartialClearCache; NULL:
+     * everything, redirects and credentials included: VSICurlClearCache. */
     void (*forget)(const char *prefix);
 } vt_backend;
 
@@ -136,5 +136,6 @@ typedef struct vt_backend {
 extern const vt_backend vt__backend_s3;
 extern const vt_backend vt__backend_gs;
 extern const vt_backend vt__backend_curl; /* backends/curl/: /vsicurl/ */
+extern const vt_backend vt__backend_az;
 
 #endif

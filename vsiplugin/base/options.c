@@ -1,11 +1,29 @@
 /* options.c: the one table of every option the plugin reads (config.h,
- * vt__opts): vsitune's own and the GDAL and AWS options it reads as stock
- * GDAL does. Name, kind, default, range or values, per path or not, the
- * default as docs/configuration.md writes it, one doc line. The numeric and
+ * vt__opts): vsitune's own and the GDAL, AWS, GCS, Azure and /vsicurl/
+ * options it reads as stock GDAL does. Name, kind, default, range or
+ * values, per path or not, the default as docs/configuration.md writes it,
+ * one doc line. The numeric and
  * vsitune's boolean and enum rows are also what config.c parses and checks
  * values with; tests/unit/test_options.c holds docs/configuration.md to this
  * table (every row documented with its default, every VSITUNE_* option
- * documented is a row). Data only. */
+ * documented is a row). Data only.
+ *
+ * Adding an option (a backend's, say) takes four steps. ctest test_options
+ * fails while a name the sources spell lacks 1-3, but only for names of a
+ * prefix it scans: step 4 is what makes it see a new prefix at all.
+ * 1. config.h: VT_OPT_<NAME> in enum vt_opt, in its module's group.
+ * 2. Here: its row. STR for a string, and for a number GDAL parses itself
+ *    (atoi, CPLAtoGIntBig) read by name; BOOL (default 0 or 1) for one read
+ *    with CPLTestBool; SIZE/NUM/ENUM only for what vt__opt_size, vt__opt_num
+ *    or vt__opt_choice read. Per path 1 when the stock GDAL release it copies
+ *    reads it with VSIGetPathSpecificOption (vt__cfg_dup, vt__gs_opt), 0
+ *    for CPLGetConfigOption. The default as the doc writes it: "`value`" in
+ *    backquotes (a numeric or boolean row's must parse to def), or "unset".
+ * 3. docs/configuration.md: a row in its module's table, the name in
+ *    backquotes in the first cell, a default cell holding the row's default
+ *    as written here.
+ * 4. A name whose prefix is not one of test_options.c's prefixes[]: add the
+ *    prefix there, so that the sources' literals of that form are checked. */
 #include "base/config.h"
 
 #define KIB 1024.0
@@ -216,4 +234,122 @@ const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
         "h2 where ALPN offers it", "1.0, 1.1 or 2PRIOR_KNOWLEDGE"),
     [VT_OPT_CURL_VERBOSE] = BOOL("CPL_CURL_VERBOSE", 0, 0, "`NO`",
         "curl's trace on stderr"),
+    /* ---- GCS, as GDAL 3.6's /vsigs/ reads them (cpl_google_cloud.cpp,
+     * cpl_google_oauth2.cpp); docs/configuration.md, "GCS" */
+    [VT_OPT_GS_ENDPOINT] = STR("CPL_GS_ENDPOINT", 1,
+        "`https://storage.googleapis.com/`", "GCS endpoint, bucket appended"),
+    [VT_OPT_GS_TIMESTAMP] = STR("CPL_GS_TIMESTAMP", 1, "unset",
+        "a fixed Date for GOOG1 signing (GDAL's test option)"),
+    [VT_OPT_GS_USER_PROJECT] = STR("GS_USER_PROJECT", 1, "unset",
+        "project billed: x-goog-user-project"),
+    [VT_OPT_GS_NO_SIGN_REQUEST] = BOOL("GS_NO_SIGN_REQUEST", 1, 0, "`NO`",
+        "anonymous requests"),
+    [VT_OPT_GS_SECRET_ACCESS_KEY] = STR("GS_SECRET_ACCESS_KEY", 1, "unset",
+        "HMAC secret (GOOG1 signing)"),
+    [VT_OPT_GS_ACCESS_KEY_ID] = STR("GS_ACCESS_KEY_ID", 1, "unset",
+        "HMAC key id"),
+    [VT_OPT_GS_REFRESH_TOKEN] = STR("GS_OAUTH2_REFRESH_TOKEN", 1, "unset",
+        "OAuth2 refresh token"),
+    [VT_OPT_GS_CLIENT_ID] = STR("GS_OAUTH2_CLIENT_ID", 1, "unset",
+        "the refresh token's client id (process-wide for the boto file's)"),
+    [VT_OPT_GS_CLIENT_SECRET] = STR("GS_OAUTH2_CLIENT_SECRET", 1, "unset",
+        "the refresh token's client secret (process-wide for the boto "
+        "file's)"),
+    [VT_OPT_GS_APPLICATION_CREDENTIALS] = STR(
+        "GOOGLE_APPLICATION_CREDENTIALS", 1, "unset",
+        "a service_account or authorized_user JSON file"),
+    [VT_OPT_GS_PRIVATE_KEY] = STR("GS_OAUTH2_PRIVATE_KEY", 1, "unset",
+        "a service account's PEM key"),
+    [VT_OPT_GS_PRIVATE_KEY_FILE] = STR("GS_OAUTH2_PRIVATE_KEY_FILE", 1,
+        "unset", "a file holding it (first 32 KB)"),
+    [VT_OPT_GS_CLIENT_EMAIL] = STR("GS_OAUTH2_CLIENT_EMAIL", 1, "unset",
+        "the service account's email"),
+    [VT_OPT_GS_SCOPE] = STR("GS_OAUTH2_SCOPE", 1,
+        "`https://www.googleapis.com/auth/devstorage.read_write`",
+        "the service account's scope"),
+    [VT_OPT_GS_CREDENTIALS_FILE] = STR("CPL_GS_CREDENTIALS_FILE", 0,
+        "`~/.boto`", "the boto file"),
+    [VT_OPT_GOA2_AUTH_URL_TOKEN] = STR("GOA2_AUTH_URL_TOKEN", 0,
+        "`https://accounts.google.com/o/oauth2/token`",
+        "where a refresh token is exchanged"),
+    [VT_OPT_GOA2_CLIENT_ID] = STR("GOA2_CLIENT_ID", 0, "unset",
+        "client id when the refresh token has none"),
+    [VT_OPT_GOA2_CLIENT_SECRET] = STR("GOA2_CLIENT_SECRET", 0, "unset",
+        "client secret when the refresh token has none"),
+    [VT_OPT_GO2A_AUD] = STR("GO2A_AUD", 0,
+        "`https://www.googleapis.com/oauth2/v4/token`",
+        "where a service account's JWT is posted, its aud claim"),
+    [VT_OPT_GOA2_EXPIRATION_DELAY] = STR("GOA2_EXPIRATION_DELAY", 0,
+        "`3600`", "the JWT's lifetime, seconds (atoi, as GDAL)"),
+    [VT_OPT_GOA2_NOW] = STR("GOA2_NOW", 0, "unset",
+        "a fixed JWT issue time (GDAL's test option)"),
+    [VT_OPT_GCE_SKIP] = BOOL("CPL_GCE_SKIP", 0, 0, "`NO`",
+        "YES: never ask GCE's metadata server"),
+    [VT_OPT_GCE_CREDENTIALS_URL] = STR("CPL_GCE_CREDENTIALS_URL", 0,
+        "`http://metadata.google.internal/computeMetadata/v1/instance/"
+        "service-accounts/default/token`", "GCE's token URL"),
+    [VT_OPT_MACHINE_IS_GCE] = BOOL("CPL_MACHINE_IS_GCE", 0, 0, "`NO`",
+        "YES: take the host for a GCE instance"),
+    [VT_OPT_GCE_CHECK_LOCAL_FILES] = BOOL("CPL_GCE_CHECK_LOCAL_FILES", 0, 1,
+        "`YES`", "NO: ask GCE's metadata server without looking at the DMI "
+        "product name"),
+    /* ---- Azure, as GDAL 3.6's /vsiaz/ reads them (cpl_azure.cpp);
+     * docs/configuration.md, "Azure" */
+    [VT_OPT_AZ_CONNECTION_STRING] = STR("AZURE_STORAGE_CONNECTION_STRING", 1,
+        "unset", "account, key or SAS, and endpoint in one string"),
+    [VT_OPT_AZ_ACCOUNT] = STR("AZURE_STORAGE_ACCOUNT", 1, "unset",
+        "the storage account"),
+    [VT_OPT_AZ_ACCESS_TOKEN] = STR("AZURE_STORAGE_ACCESS_TOKEN", 1, "unset",
+        "a bearer token (process-wide for the CLI file's account, as GDAL)"),
+    [VT_OPT_AZ_ACCESS_KEY] = STR("AZURE_STORAGE_ACCESS_KEY", 1, "unset",
+        "the account's shared key"),
+    [VT_OPT_AZ_SAS_TOKEN] = STR("AZURE_STORAGE_SAS_TOKEN", 1, "unset",
+        "a SAS query string"),
+    [VT_OPT_AZ_SAS] = STR("AZURE_SAS", 0, "unset",
+        "AZURE_STORAGE_SAS_TOKEN's older name"),
+    [VT_OPT_AZ_NO_SIGN_REQUEST] = BOOL("AZURE_NO_SIGN_REQUEST", 1, 0, "`NO`",
+        "anonymous requests"),
+    [VT_OPT_AZ_VM_API_ROOT_URL] = STR("CPL_AZURE_VM_API_ROOT_URL", 0,
+        "`http://169.254.169.254`",
+        "the managed identity endpoint; \"disabled\": none"),
+    [VT_OPT_AZ_IMDS_OBJECT_ID] = STR("AZURE_IMDS_OBJECT_ID", 1, "unset",
+        "the managed identity's object id"),
+    [VT_OPT_AZ_IMDS_CLIENT_ID] = STR("AZURE_IMDS_CLIENT_ID", 1, "unset",
+        "the managed identity's client id"),
+    [VT_OPT_AZ_IMDS_MSI_RES_ID] = STR("AZURE_IMDS_MSI_RES_ID", 1, "unset",
+        "the managed identity's resource id"),
+    [VT_OPT_AZ_CONFIG_DIR] = STR("AZURE_CONFIG_DIR", 0, "`~/.azure`",
+        "the Azure CLI's directory; \"\": no CLI file"),
+    [VT_OPT_AZ_ENDPOINT] = STR("CPL_AZURE_ENDPOINT", 1,
+        "`https://<account>.blob.core.windows.net`",
+        "the endpoint, path included"),
+    [VT_OPT_AZ_USE_HTTPS] = BOOL("CPL_AZURE_USE_HTTPS", 1, 1, "`YES`",
+        "the default endpoint's scheme"),
+    [VT_OPT_AZ_TIMESTAMP] = STR("CPL_AZURE_TIMESTAMP", 0, "unset",
+        "a fixed x-ms-date (GDAL's test option)"),
+    /* ---- /vsicurl/, as GDAL 3.6's /vsicurl/ reads them (cpl_http.cpp,
+     * cpl_vsil_curl.cpp): process-wide; docs/configuration.md, "/vsicurl/".
+     * GDAL_HTTP_BEARER exists from GDAL 3.9, GDAL_HTTP_NETRC_FILE from 3.7. */
+    [VT_OPT_CURL_USERPWD] = STR("GDAL_HTTP_USERPWD", 0, "unset",
+        "user:password, Basic unless GDAL_HTTP_AUTH says otherwise"),
+    [VT_OPT_CURL_AUTH] = STR("GDAL_HTTP_AUTH", 0, "unset",
+        "the HTTP auth scheme: BASIC, BEARER, NTLM, ANY, NEGOTIATE"),
+    [VT_OPT_CURL_BEARER] = STR("GDAL_HTTP_BEARER", 0, "unset",
+        "the token GDAL_HTTP_AUTH=BEARER sends"),
+    [VT_OPT_CURL_COOKIE] = STR("GDAL_HTTP_COOKIE", 0, "unset",
+        "a Cookie header's value"),
+    [VT_OPT_CURL_HTTPS_PROXY] = STR("GDAL_HTTPS_PROXY", 0, "unset",
+        "proxy for https URLs"),
+    [VT_OPT_CURL_PROXYUSERPWD] = STR("GDAL_HTTP_PROXYUSERPWD", 0, "unset",
+        "the proxy's user:password"),
+    [VT_OPT_CURL_PROXY_AUTH] = STR("GDAL_PROXY_AUTH", 0, "unset",
+        "the proxy's auth scheme"),
+    [VT_OPT_CURL_NETRC] = BOOL("GDAL_HTTP_NETRC", 0, 1, "`YES`",
+        "curl reads the netrc file"),
+    [VT_OPT_CURL_NETRC_FILE] = STR("GDAL_HTTP_NETRC_FILE", 0,
+        "`$HOME/.netrc`", "the netrc file"),
+    [VT_OPT_CURL_USE_S3_REDIRECT] = BOOL("CPL_VSIL_CURL_USE_S3_REDIRECT", 0,
+        1, "`YES`", "go straight to a remembered signed redirect target"),
+    [VT_OPT_CURL_USE_HEAD] = BOOL("CPL_VSIL_CURL_USE_HEAD", 0, 1, "`YES`",
+        "NO: stock GDAL opens with a GET instead of a HEAD"),
 };

@@ -107,7 +107,7 @@ void vt__cache_get_stats(vt_cache *c, vt_cache_stats *out);
  * process uses its own cache. */
 int vt__cache_shared_info(vt_cache *c, vt_shm_info *out);
 
-/* fork() support, called from the owner's pthread_atfork handlers (object.c):
+/* fork() support, called from the owner's pthread_atfork handlers (object_table.c):
  * prepare takes the cache's lock in the forking thread, parent releases it,
  * child releases it and forgets blocks that other parent threads were
  * filling, so the child keeps every block that was ready. */

@@ -21,27 +21,46 @@
     "on public resources, set the AWS_NO_SIGN_REQUEST configuration option "  \
     "to YES."
 
+#define AZ_NO_CREDS_36                                                       \
+    "Missing AZURE_STORAGE_ACCOUNT+(AZURE_STORAGE_ACCESS_KEY or "             \
+    "AZURE_STORAGE_SAS_TOKEN or AZURE_NO_SIGN_REQUEST) or "                   \
+    "AZURE_STORAGE_CONNECTION_STRING configuration options or Azure CLI "     \
+    "configuration file"
+#define AZ_NO_CREDS_313                                                      \
+    "InvalidCredentials: No valid Azure credentials found. For "              \
+    "authenticated requests, you need to set AZURE_STORAGE_ACCOUNT, "         \
+    "AZURE_STORAGE_ACCESS_KEY, AZURE_STORAGE_SAS_TOKEN, "                     \
+    "AZURE_STORAGE_CONNECTION_STRING, or other configuration options. "       \
+    "Consult https://gdal.org/en/stable/user/virtual_file_systems.html"       \
+    "#vsiaz-microsoft-azure-blob-files for more details. For "                \
+    "unauthenticated requests on public resources, set the "                  \
+    "AZURE_NO_SIGN_REQUEST configuration option to YES."
+
 /* One row per release that changed a rule, oldest first, each complete. A
  * release between two rows (3.8, 3.12) has the rules of the row below it. */
 static const vt_gdal_release releases[] = {
     {.from = 3060000, .name = "3.6",
      .no_creds_before = NO_CREDS_36_BEFORE,
-     .no_creds_after = NO_CREDS_36_AFTER},
+     .no_creds_after = NO_CREDS_36_AFTER,
+     .az_no_creds = AZ_NO_CREDS_36},
     {.from = 3070000, .name = "3.7",
      .ca_first_wins_by_path = 1,
      .no_creds_before = NO_CREDS_36_BEFORE,
-     .no_creds_after = NO_CREDS_36_AFTER},
+     .no_creds_after = NO_CREDS_36_AFTER,
+     .az_no_creds = AZ_NO_CREDS_36},
     {.from = 3100000, .name = "3.10",
      .ca_first_wins_by_path = 1,
      .known_failure_says_status = 1,
      .no_creds_before = NO_CREDS_36_BEFORE,
-     .no_creds_after = NO_CREDS_36_AFTER},
+     .no_creds_after = NO_CREDS_36_AFTER,
+     .az_no_creds = AZ_NO_CREDS_36},
     {.from = 3110000, .name = "3.11",
      .ca_first_wins_by_path = 1,
      .known_failure_says_status = 1,
      .open_listing_one_page = 1,
      .no_creds_before = NO_CREDS_36_BEFORE,
-     .no_creds_after = NO_CREDS_36_AFTER},
+     .no_creds_after = NO_CREDS_36_AFTER,
+     .az_no_creds = AZ_NO_CREDS_36},
     {.from = 3130000, .name = "3.13",
      .ca_first_wins_by_path = 1,
      .known_failure_says_status = 1,
@@ -49,7 +68,9 @@ static const vt_gdal_release releases[] = {
      .network_failure_asked_again = 1,
      .read_of_missing_says = 1,
      .no_creds_before = NO_CREDS_313_BEFORE,
-     .no_creds_after = NO_CREDS_313_AFTER},
+     .no_creds_after = NO_CREDS_313_AFTER,
+     .az_ms_version_always = 1,
+     .az_no_creds = AZ_NO_CREDS_313},
 };
 
 #define N_RELEASES (sizeof(releases) / sizeof(*releases))

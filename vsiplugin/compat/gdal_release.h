@@ -59,6 +59,16 @@ typedef struct vt_gdal_release {
      * (3.13: "No valid AWS credentials found. ..."). */
     const char *no_creds_before;
     const char *no_creds_after;
+
+    /* 3.13 (cpl_azure.cpp, measured on the lab's Azurite): /vsiaz/ sends
+     * x-ms-version on every request, with a SAS or unsigned too. 0 (3.6 to
+     * 3.10 measured): with a shared key or a bearer token only. */
+    int az_ms_version_always;
+
+    /* cpl_azure.cpp, the end of its credentials chain: GDAL's words when no
+     * Azure credentials were found (3.13: "InvalidCredentials: No valid
+     * Azure credentials found. ..."). */
+    const char *az_no_creds;
 } vt_gdal_release;
 
 /* The rules of the running GDAL (or of the release a test set). Never NULL;

@@ -1,13 +1,11 @@
-/* handler.c: VSI plugin callbacks for reads (see handler.h).
- *
- * A vt_handle is one GDAL file handle: a reference on the object, a position
- * and the sequential-read detector. GDAL uses a handle from one thread at a
- * time, so handles have no lock; objects and the cache are shared and
- * thread-safe. */
+/* handler.c: VSI plugin callbacks for reads (see handler.h): stat and
+ * open, the open's failure in GDAL's words, GDAL's ReadDir news, and the
+ * callbacks filled for GDAL. A handle's reads are handler_io.c's, the
+ * sibling question handler_sib.c's (handler_int.h). */
 #include "gdal/handler.h"
+#include "gdal/handler_int.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,13 +22,14 @@
 #include "compat/gdal_release.h"
 #include "read/object.h"
 #include "read/listing.h"
-#include "base/notice.h"
 #include "read/planner.h"
 #include "read/policy.h"
-#include "backends/s3/s3.h"
-#include "stats/stats.h"
-#include "read/suspect.h"
+#include "backends/backend.h"
 #include "gdal/stock.h"
+
+/* The service this handler serves: set once, when GDAL's plugin is set up
+ * for its prefix (vt__handler_fill_callbacks, before any callback). */
+static const vt_backend *g_be;
 
 /* Why the last open on this thread failed (see vt__handler_open_error). */
 static _Thread_local char t_open_error[VT_GDAL_MSG_CAP];
@@ -38,47 +37,6 @@ static _Thread_local int t_open_error_class;
 static _Thread_local int t_open_error_vsie; /* report_as_gdal's VSIE_* */
 static _Thread_local int t_open_quiet;  /* GDAL sets no VSI error for it */
 static _Thread_local int t_open_no_error; /* this open asks for none */
-
-typedef struct vt_handle {
-    vt_object *obj;
-    uint64_t pos;
-    int eof;
-    vt_readahead ra;
-    vt_suspect sus;       /* blocks GDAL may fail to decode (suspect.h) */
-    char *says;           /* an empty handle: the server's error its first
-                             read hands GDAL (gdal_error.h), or NULL */
-    int says_vsie;
-} vt_handle;
-
-/* The CPLError class GDAL itself uses for an S3 failure, so that rasterio
- * and friends raise the exception they raise for stock /vsis3/. */
-static int cple_for(long status, const char *msg)
-{
-    if (strstr(msg, "SignatureDoesNotMatch"))
-        return CPLE_AWSSignatureDoesNotMatch;
-    if (strstr(msg, "InvalidAccessKeyId") || strstr(msg, "credentials"))
-        return CPLE_AWSInvalidCredentials;
-    if (strstr(msg, "NoSuchBucket"))
-        return CPLE_AWSBucketNotFound;
-    if (status == 404)
-        return CPLE_AWSObjectNotFound;
-    if (status == 403)
-        return CPLE_AWSAccessDenied;
-    if (status > 0)
-        return CPLE_AWSError;
-    return CPLE_FileIO;
-}
-
-static int errno_for(vt_err err)
-{
-    switch (err) {
-    case VT_ENOTFOUND: return ENOENT;
-    case VT_EACCESS: return EACCES;
-    case VT_EINVAL: return EINVAL;
-    case VT_ENOMEM: return ENOMEM;
-    default: return EIO;
-    }
-}
 
 /* Stock GDAL's IsAllowedFilename, on the name GDAL asked for. */
 static int allowed(const char *path)
@@ -92,20 +50,6 @@ static int allowed(const char *path)
     free(file);
     free(exts);
     return ok;
-}
-
-/* For a name under GDAL's CPL_VSIL_CURL_NON_CACHED, GDAL's handler drops
- * what it cached of the name and of its directory's listing each time it is
- * done with it (a stat, a closed handle); vsitune does the same to GDAL's
- * caches, so that GDAL's own listings stay as fresh as they would be. */
-static void done_with(const char *path)
-{
-    const char *slash;
-    char dir[4096];
-    if (!vt__cfg_non_cached(path) || !(slash = strrchr(path, '/')))
-        return;
-    snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-    vt__stock_partial_clear(dir);
 }
 
 /* Fill st as GDAL's /vsis3/ does: S_IFREG or S_IFDIR without permission
@@ -149,13 +93,13 @@ static int stem_lookup(const char *path, vt_list_entry *e)
     int cut;
     if (!has_extension(path) || !may_list(path))
         return -1;
-    if (vt__listing_get(path, &l, errbuf, sizeof(errbuf)) != VT_OK) {
+    if (vt__listing_get(g_be, path, &l, errbuf, sizeof(errbuf)) != VT_OK) {
         CPLDebug("VSITUNE", "stat %s: %s", path, errbuf);
         return -1;
     }
     cut = vt__listing_truncated(l);
     vt__listing_release(l);
-    return cut ? -1 : vt__listing_lookup(path, e);
+    return cut ? -1 : vt__listing_lookup(g_be, path, e);
 }
 
 /* 1 when path names a "directory" (keys under path/): from a listing we
@@ -169,14 +113,14 @@ static int is_directory(const char *path, int missing)
     vt_list_entry e;
     vt_listing *l = NULL;
     char errbuf[1024];
-    int known = vt__listing_lookup(path, &e), isdir;
+    int known = vt__listing_lookup(g_be, path, &e), isdir;
     if (known < 0 && missing)
         known = stem_lookup(path, &e);
     if (known >= 0)
         return known == 1 && e.is_dir;
     /* As GDAL's Stat: one page of 100 keys under "path/" (the same request;
      * it also answers GDAL's probes of names inside without a request) */
-    if (vt__listing_get_dir(path, 100, &l, errbuf, sizeof(errbuf)) != VT_OK)
+    if (vt__listing_get_dir(g_be, path, 100, &l, errbuf, sizeof(errbuf)) != VT_OK)
         return 0;
     isdir = vt__listing_count(l) > 0 || vt__listing_has_marker(l);
     vt__listing_release(l);
@@ -210,11 +154,11 @@ static int stat_known(const char *path, VSIStatBufL *st)
         vt__stock_stat(path, st, VSI_STAT_EXISTS_FLAG | VSI_STAT_NATURE_FLAG |
                                      VSI_STAT_SIZE_FLAG) == 0)
         return 1;
-    if (vt__object_peek(path, &size, &mtime)) {
+    if (vt__object_peek(g_be, path, &size, &mtime)) {
         fill_stat(st, 0, size, mtime);
         return 1;
     }
-    known = vt__listing_lookup(path, &e); /* 1 present, 0 absent, -1 ? */
+    known = vt__listing_lookup(g_be, path, &e); /* 1 present, 0 absent, -1 ? */
     if (known == 1)
         fill_stat(st, e.is_dir, e.size, e.mtime);
     return known == 1 ? 1 : known == 0 ? -1 : 0;
@@ -233,10 +177,10 @@ static int known_failure(const char *path, vt_err err, long status,
     char *bucket = NULL, *key = NULL;
     vt_gdal_fail f;
     int r;
-    if (vt__object_missing_was_read(path))
+    if (vt__object_missing_was_read(g_be, path))
         return 0; /* GDAL's cache holds no status for it */
-    if (!(vt__s3_split(path, &bucket, &key) == VT_OK &&
-          vt__s3_last_failure(bucket, key, &f))) {
+    if (!(g_be->split(path, &bucket, &key) == VT_OK &&
+          g_be->last_failure(bucket, key, &f))) {
         memset(&f, 0, sizeof(f));
         f.err = err;
         f.status = status;
@@ -283,7 +227,7 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
         return vt__stock_stat(path, st, flags); /* a directory: GDAL's */
     switch (stat_known(path, st)) {
     case 1:
-        done_with(path);
+        vt__handler_done_with(path);
         return 0;
     case -1:
         CPLDebug("VSITUNE", "stat %s: not in its listing, no request", path);
@@ -303,7 +247,7 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
     /* GDAL's Stat answers a name absent from its own listing of the
      * directory without a request (3.13's gdalinfo stats x.tif.vat.dbf after
      * GDAL listed for the sibling question) */
-    if (vt__listing_in_gdal_dir(path) == 0) {
+    if (vt__listing_in_gdal_dir(g_be, path) == 0) {
         CPLDebug("VSITUNE", "stat %s: not in GDAL's listing, no request", path);
         errno = ENOENT;
         return -1;
@@ -313,12 +257,12 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
      * LIST of this stem answers this probe and its siblings, as GDAL's one
      * listing of the directory does, where a GET would miss and still need
      * the LIST to tell a directory. */
-    if (has_extension(path) && vt__listing_dir_held(path)) {
+    if (has_extension(path) && vt__listing_dir_held(g_be, path)) {
         vt_list_entry e;
         int known = stem_lookup(path, &e);
         if (known == 1) {
             fill_stat(st, e.is_dir, e.size, e.mtime);
-            done_with(path);
+            vt__handler_done_with(path);
             return 0;
         }
         if (known == 0) {
@@ -327,7 +271,7 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
             return -1;
         }
     }
-    err = vt__object_open(path, &o, &status, errbuf, sizeof(errbuf));
+    err = vt__object_open(g_be, path, &o, &status, errbuf, sizeof(errbuf));
     if (err != VT_OK) {
         /* Quiet, as GDAL's own stat of a name it met before: stat is how
          * GDAL probes, and a CE_Failure here would make the Python bindings
@@ -337,18 +281,18 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
         CPLDebug("VSITUNE", "stat: %s", errbuf);
         say = known_failure(path, err, status, set_error, size_asked, vsi_set,
                             &rep);
-        done_with(path);
+        vt__handler_done_with(path);
         if (stat_as_directory(path, status == 404 &&
                                         !strstr(errbuf, "NoSuchBucket"), st) == 0)
             return 0;
         if (say)
             tell_gdal(&rep);
-        errno = errno_for(err);
+        errno = vt__handler_errno_for(err);
         return -1;
     }
     fill_stat(st, 0, vt__object_size(o), vt__object_mtime(o));
     vt__object_release(o);
-    done_with(path);
+    vt__handler_done_with(path);
     return 0;
 }
 
@@ -365,8 +309,8 @@ static int report_as_gdal(const char *path, int vsi_error_set, int again_ok)
     char *bucket = NULL, *key = NULL;
     vt_gdal_fail f;
     vt_gdal_report rep;
-    int found = vt__s3_split(path, &bucket, &key) == VT_OK &&
-                vt__s3_last_failure(bucket, key, &f);
+    int found = g_be->split(path, &bucket, &key) == VT_OK &&
+                g_be->last_failure(bucket, key, &f);
 
     if (found && again_ok && f.again && vt__gdal_keeps_failure(&f) &&
         !vt__cfg_non_cached(path)) {
@@ -430,7 +374,7 @@ static enum missing stock_on_missing(const char *path)
     dot = strrchr(base, '.');
     if (dot == NULL || strncmp(dot + 1, "zip", 3) == 0) {
         size_t listed = 0; /* an empty page is no listing to GDAL */
-        return vt__listing_lookup_n(path, &e, &listed) == 0 && listed > 0
+        return vt__listing_lookup_n(g_be, path, &e, &listed) == 0 && listed > 0
                    ? MISSING_SILENT
                    : MISSING_EMPTY_HANDLE;
     }
@@ -439,7 +383,7 @@ static enum missing stock_on_missing(const char *path)
         strcmp(base + strlen(base) - 8, ".nc.zarr") == 0)
         return MISSING_EMPTY_HANDLE;
     snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-    if (vt__listing_get_dir(dir, 1000, &l, errbuf, sizeof(errbuf)) != VT_OK ||
+    if (vt__listing_get_dir(g_be, dir, 1000, &l, errbuf, sizeof(errbuf)) != VT_OK ||
         vt__listing_count(l) == 0)
         m = MISSING_REPORT;
     else if (vt__listing_find(l, base, &e))
@@ -480,7 +424,7 @@ static void *cb_open(void *ud, const char *path, const char *access)
         errno = ENOENT;
         return NULL;
     }
-    if (vt__listing_lookup_n(path, &e, &listed) == 0 && listed > 0) {
+    if (vt__listing_lookup_n(g_be, path, &e, &listed) == 0 && listed > 0) {
         /* absent from a listing we hold, with other keys in it (so the
          * directory is not empty): GDAL answers from its own the same way,
          * without a request and without an error */
@@ -488,14 +432,14 @@ static void *cb_open(void *ud, const char *path, const char *access)
         errno = ENOENT;
         return NULL;
     }
-    err = vt__object_open(path, &o, &status, errbuf, sizeof(errbuf));
+    err = vt__object_open(g_be, path, &o, &status, errbuf, sizeof(errbuf));
     if (err != VT_OK) {
         /* Not a CPLError: GDALOpen tries stat after a failed open, and may
          * still succeed (a transient error). takeover.cpp hands this text to
          * VSIError, which GDALOpen turns into the CPLError it reports when
          * the whole open fails. */
         CPLDebug("VSITUNE", "open: %s", errbuf);
-        errno = errno_for(err);
+        errno = vt__handler_errno_for(err);
         /* A missing key: as stock GDAL (stock_on_missing). A missing bucket,
          * a denial, a server or network failure: reported with their cause. */
         if (status == 404 && !strstr(errbuf, "NoSuchBucket")) {
@@ -519,7 +463,7 @@ static void *cb_open(void *ud, const char *path, const char *access)
                                  rep.message);
                     }
                 } else if (!words) {
-                    t_open_error_class = cple_for(status, errbuf);
+                    t_open_error_class = vt__handler_cple_for(status, errbuf);
                     snprintf(t_open_error, sizeof(t_open_error), "%s", errbuf);
                 }
                 return NULL;
@@ -534,7 +478,7 @@ static void *cb_open(void *ud, const char *path, const char *access)
                 /* GDAL learns of the 404 by reading the handle: its cache
                  * keeps no status, and 3.13+ hands the read's error to
                  * GDALOpen (gdal_error.h) */
-                vt__object_missing_by_read(path);
+                vt__object_missing_by_read(g_be, path);
                 if (words && vt__gdal_read_of_missing_says()) {
                     h->says = strdup(t_open_error);
                     h->says_vsie = t_open_error_vsie;
@@ -557,7 +501,7 @@ static void *cb_open(void *ud, const char *path, const char *access)
             return NULL;
         }
         if (!report_as_gdal(path, vsi_set, 1)) {
-            t_open_error_class = cple_for(status, errbuf);
+            t_open_error_class = vt__handler_cple_for(status, errbuf);
             snprintf(t_open_error, sizeof(t_open_error), "%s", errbuf);
         }
         return NULL;
@@ -570,316 +514,16 @@ static void *cb_open(void *ud, const char *path, const char *access)
         return NULL;
     }
     h->obj = o;
+    vt__object_read_opts(o, &h->opts);
     return h;
 }
 
-/* A handle's object size; a handle without object is stock GDAL's empty
- * handle on a missing name (see stock_opens_unchecked). */
-static uint64_t handle_size(const vt_handle *h)
-{
-    return h->obj ? vt__object_size(h->obj) : 0;
-}
 
-static vsi_l_offset cb_tell(void *f)
-{
-    return ((vt_handle *)f)->pos;
-}
-
-static int cb_seek(void *f, vsi_l_offset off, int whence)
-{
-    vt_handle *h = f;
-    uint64_t size = handle_size(h);
-    if (whence == SEEK_SET)
-        h->pos = off;
-    else if (whence == SEEK_CUR)
-        h->pos += off;
-    else if (whence == SEEK_END)
-        h->pos = size + off;
-    else {
-        errno = EINVAL;
-        return -1;
-    }
-    h->eof = 0;
-    return 0;
-}
-
-static size_t cb_read(void *f, void *buf, size_t size, size_t count)
-{
-    vt_handle *h = f;
-    uint64_t osize = handle_size(h);
-    size_t want, got;
-    char errbuf[1024];
-    vt_err err;
-
-    if (size == 0 || count == 0)
-        return 0;
-    if (count > SIZE_MAX / size) {
-        errno = EINVAL;
-        return 0;
-    }
-    want = size * count;
-    if (!h->obj) { /* stock GDAL's empty handle on a missing name */
-        if (h->says) { /* its first read's error, as GDAL's (3.13+) */
-            VSIError(h->says_vsie, "%s", h->says);
-            free(h->says);
-            h->says = NULL;
-        }
-        h->eof = 1;
-        return 0;
-    }
-    got = h->pos >= osize ? 0
-          : osize - h->pos < want ? (size_t)(osize - h->pos) : want;
-    if (got > 0) {
-        vt__suspect_before_read(&h->sus, h->obj, 0, 1, &h->pos, &got);
-        err = vt__object_read(h->obj, 1, &buf, &h->pos, &got, &h->ra, errbuf,
-                              sizeof(errbuf));
-        vt__suspect_after_read(&h->sus, err == VT_OK, 0, 1, &h->pos, &got);
-        if (err != VT_OK) {
-            CPLError(CE_Failure, cple_for(0, errbuf), "%s", errbuf);
-            errno = errno_for(err);
-            return 0;
-        }
-    }
-    /* Reading past the end we know: make sure that end is the object's
-     * (after the read, whose answer may already have confirmed it). A read
-     * starting exactly at the end is how parsers look for one more box or
-     * record (JPEG 2000's, GDAL's readers at EOF): the size the first answer
-     * stated stands for it, as stock GDAL's does, without a request; a read
-     * across the end or beyond it (a tile past a total that lied) asks. */
-    if (got < want && (got > 0 || h->pos != osize) &&
-        (err = vt__object_note_end(h->obj, errbuf, sizeof(errbuf))) != VT_OK) {
-        CPLError(CE_Failure, cple_for(0, errbuf), "%s", errbuf);
-        errno = errno_for(err);
-        return 0;
-    }
-    if (got == 0) {
-        h->eof = 1;
-        return 0;
-    }
-    h->pos += got;
-    if (got < want)
-        h->eof = 1;
-    return got / size;
-}
-
-static int cb_read_multi_range(void *f, int n, void **data,
-                               const vsi_l_offset *offs, const size_t *sizes)
-{
-    vt_handle *h = f;
-    uint64_t *o64 = NULL;
-    char errbuf[1024];
-    vt_err err;
-    int i, ret = -1;
-
-    if (n <= 0)
-        return 0;
-    o64 = malloc((size_t)n * sizeof(*o64));
-    if (!o64)
-        return -1;
-    for (i = 0; i < n; i++)
-        o64[i] = offs[i];
-    if (!h->obj) { /* the empty handle: only empty ranges lie inside */
-        for (i = 0; i < n; i++)
-            if (sizes[i] > 0) {
-                CPLError(CE_Failure, CPLE_FileIO,
-                         "vsitune: multi-range read past the end of an empty "
-                         "file");
-                goto out;
-            }
-        ret = 0;
-        goto out;
-    }
-    /* vt__object_read refuses ranges past the end, naming bucket and key;
-     * GDAL's striped and scan reads grow the handle's readahead there too. */
-    vt__suspect_before_read(&h->sus, h->obj, 1, (size_t)n, o64, sizes);
-    err = vt__object_read(h->obj, (size_t)n, data, o64, sizes, &h->ra, errbuf,
-                          sizeof(errbuf));
-    vt__suspect_after_read(&h->sus, err == VT_OK, 1, (size_t)n, o64, sizes);
-    if (err != VT_OK) {
-        CPLError(CE_Failure, cple_for(0, errbuf), "%s", errbuf);
-        goto out;
-    }
-    ret = 0;
-out:
-    free(o64);
-    return ret;
-}
-
-static int cb_eof(void *f)
-{
-    return ((vt_handle *)f)->eof;
-}
-
-/* A read handle has nothing to flush: 0, as GDAL's own /vsis3/ read handle
- * (GDAL 3.13's Shapefile driver flushes the handles it reads; without this
- * callback GDAL's plugin layer reports "Flush not implemented"). */
-static int cb_flush(void *f)
-{
-    (void)f;
-    return 0;
-}
-
-static int cb_close(void *f)
-{
-    vt_handle *h = f;
-    if (h) {
-        if (h->obj) {
-            vt__suspect_close(&h->sus, h->obj);
-            done_with(vt__object_path(h->obj));
-        }
-        vt__object_release(h->obj);
-        free(h->says);
-        free(h);
-    }
-    return 0;
-}
-
-/* The sibling answer from GDAL's own listing of path's directory, when one
- * went through the router lately (a driver's or the user's ReadDir):
- * exactly what stock GDAL answers, since its open reuses that listing, and
- * no LIST. NULL when none is held, or when it holds more names than
- * GDAL_READDIR_LIMIT_ON_OPEN (stock then gives no list either and the stem
- * listing decides). */
-static char **gdal_listed_siblings(const char *path)
-{
-    size_t limit = (size_t)vt__opt_size(path, VT_OPT_READDIR_LIMIT);
-    char **names = vt__listing_names_of_dir(path, limit), **out;
-    size_t n = 0, i;
-    if (!names)
-        return NULL;
-    while (names[n])
-        n++;
-    out = (char **)CPLCalloc(n + 1, sizeof(char *));
-    for (i = 0; i < n; i++) {
-        out[i] = CPLStrdup(names[i]);
-        free(names[i]);
-    }
-    free(names);
-    CPLDebug("VSITUNE", "siblings of %s: GDAL's listing of its directory "
-             "(%zu names), no request", path, n);
-    vt__stats_avoided(VT_AVOIDED_LIST);
-    return out;
-}
-
-enum sibling_mode { SIBLINGS_AUTO, SIBLINGS_NONE, SIBLINGS_GDAL };
-
-/* Who answers the sibling question for path (see cb_sibling_files);
- * *chosen: VSITUNE_SIDECARS is set (to any value). */
-static enum sibling_mode sibling_mode(const char *path, int *chosen)
-{
-    int sidecars = vt__opt_choice(path, VT_OPT_SIDECARS, chosen);
-    char *readdir = vt__cfg_dup(path, "GDAL_DISABLE_READDIR_ON_OPEN");
-    enum sibling_mode m = SIBLINGS_AUTO;
-    if (readdir && (EQUAL(readdir, "EMPTY_DIR") || CPLTestBool(readdir)))
-        m = SIBLINGS_GDAL; /* GDAL applies its own option to a NULL answer */
-    else if (sidecars != VT_SIDECARS_AUTO)
-        m = sidecars == VT_SIDECARS_YES ? SIBLINGS_GDAL : SIBLINGS_NONE;
-    free(readdir);
-    return m;
-}
-
-/* The one answer of the plugin that differs from stock GDAL's by design (a
- * COG's external .aux.xml, .ovr, .msk are not read), said where it happens:
- * once per process, the first time a COG is opened so while the user has
- * not set VSITUNE_SIDECARS (any value, AUTO included, silences it), as a
- * notice (notice.h: GDAL's debug channel, shown without CPL_DEBUG, GDAL's
- * error state untouched). */
-static atomic_int cog_notice_said;
-
-static void say_cog_without_sidecars(const char *path)
-{
-    if (atomic_exchange(&cog_notice_said, 1))
-        return;
-    vt__notice("a COG is opened without looking for its sidecar files (the "
-               "first: s3://%s): an external .aux.xml (nodata, statistics, "
-               "metadata), .ovr or .msk beside a COG is not read, where stock "
-               "GDAL reads it. VSITUNE_SIDECARS=YES reads them as stock GDAL "
-               "does; VSITUNE_SIDECARS=AUTO keeps this and silences this line "
-               "(said once per process)",
-               path);
-}
-
-/* GDAL's question "which files lie beside this one?". GDALOpenInfo asks it
- * on every open (a non-NULL answer is kept for the drivers that look for
- * .aux.xml, .ovr, .msk, world files, .prj, ...); NULL makes GDAL list the
- * directory itself, later, and only if a driver asks (stock behaviour).
- *  VSITUNE_SIDECARS=YES: NULL, always.
- *  VSITUNE_SIDECARS=NO: "none", always, without a request.
- *  default (automatic): "none" for a COG (by its header, already in
- *    memory); else, for a name with an extension (one stock GDAL's open
- *    lists the directory for anyway), the names of one stem-scoped listing
- *    (listing.h), or NULL when that page was cut (more than 1000 keys share
- *    the stem) or failed; for a name without an extension (or a .zip,
- *    which stock's open does not list for), NULL: a LIST only if a driver
- *    asks, as stock GDAL.
- * GDAL_DISABLE_READDIR_ON_OPEN (GDAL's own option): NULL, so that GDAL
- * applies it exactly (EMPTY_DIR: the file alone; YES: probe each). */
+/* handler_sib.c answers, for the backend served. */
 static char **cb_sibling_files(void *ud, const char *path)
 {
-    vt_object *o = NULL;
-    vt_listing *l = NULL;
-    long status;
-    char errbuf[1024];
-    char **out = NULL;
-    size_t i, n;
-    int chosen;
-
     (void)ud;
-    switch (sibling_mode(path, &chosen)) {
-    case SIBLINGS_NONE:
-        vt__stats_avoided(VT_AVOIDED_LIST);
-        return (char **)CPLCalloc(1, sizeof(char *));
-    case SIBLINGS_GDAL: return NULL;
-    default: break;
-    }
-    if (vt__object_open(path, &o, &status, errbuf, sizeof(errbuf)) == VT_OK) {
-        unsigned char head[1024];
-        size_t hn = vt__object_size(o) < sizeof(head)
-                        ? (size_t)vt__object_size(o)
-                        : sizeof(head);
-        uint64_t zero = 0;
-        void *dst = head;
-        int cog = hn > 0 &&
-                  vt__object_read(o, 1, &dst, &zero, &hn, NULL, errbuf,
-                                  sizeof(errbuf)) == VT_OK &&
-                  vt__policy_is_cog(head, hn);
-        if (cog)
-            vt__listing_remember_no_sidecars(path, vt__object_size(o),
-                                             vt__object_mtime(o));
-        vt__object_release(o);
-        if (cog) {
-            CPLDebug("VSITUNE", "siblings of %s: a COG, none looked for", path);
-            if (!chosen)
-                say_cog_without_sidecars(path);
-            vt__stats_avoided(VT_AVOIDED_LIST);
-            return (char **)CPLCalloc(1, sizeof(char *));
-        }
-    }
-    {
-        const char *base = strrchr(path, '/'), *dot;
-        base = base ? base + 1 : path;
-        dot = strrchr(base, '.');
-        if (!dot || strncmp(dot + 1, "zip", 3) == 0)
-            return NULL; /* GDAL lists if and when a driver needs it */
-    }
-    if ((out = gdal_listed_siblings(path)) != NULL)
-        return out;
-    if (vt__listing_get(path, &l, errbuf, sizeof(errbuf)) != VT_OK) {
-        CPLDebug("VSITUNE", "siblings of %s: %s; GDAL lists", path, errbuf);
-        return NULL;
-    }
-    if (vt__listing_truncated(l)) {
-        CPLDebug("VSITUNE", "siblings of %s: over 1000 keys share its stem; "
-                 "GDAL lists", path);
-        vt__listing_release(l);
-        return NULL;
-    }
-    n = vt__listing_count(l);
-    out = (char **)CPLCalloc(n + 1, sizeof(char *));
-    for (i = 0; i < n; i++)
-        out[i] = CPLStrdup(vt__listing_entry(l, i)->name);
-    vt__listing_release(l);
-    return out;
+    return vt__handler_siblings(g_be, path);
 }
 
 static char **cb_read_dir(void *ud, const char *path, int max_files)
@@ -892,7 +536,7 @@ void vt__handler_note_read_dir(const char *path, char **names, int max_files)
 {
     /* complete (not cut at max_files): the sibling answer of its files */
     if (names && (max_files <= 0 || CSLCount(names) < max_files))
-        vt__listing_remember_names(path, names);
+        vt__listing_remember_names(g_be, path, names);
 }
 
 void vt__handler_open_asks_no_error(int no_error)
@@ -906,17 +550,15 @@ const char *vt__handler_open_error(int *cple_class)
     return t_open_error[0] && !t_open_quiet ? t_open_error : NULL;
 }
 
-void vt__handler_fill_callbacks(VSIFilesystemPluginCallbacksStruct *cb)
+const vt_backend *vt__handler_backend(void) { return g_be; }
+
+void vt__handler_fill_callbacks(VSIFilesystemPluginCallbacksStruct *cb,
+                                const vt_backend *be)
 {
+    g_be = be;
     cb->stat = cb_stat;
     cb->open = cb_open;
-    cb->tell = cb_tell;
-    cb->seek = cb_seek;
-    cb->read = cb_read;
-    cb->read_multi_range = cb_read_multi_range;
-    cb->eof = cb_eof;
-    cb->close = cb_close;
-    cb->flush = cb_flush;
+    vt__handler_io_callbacks(cb);
     cb->sibling_files = cb_sibling_files;
     cb->read_dir = cb_read_dir;
     cb->nBufferSize = 0; /* no VSICachedFile on top: the cache is ours */

@@ -9,8 +9,16 @@
 
 #include <cpl_vsi.h>
 
-/* Fill the callbacks of a struct from VSIAllocFilesystemPluginCallbacksStruct. */
-void vt__handler_fill_callbacks(VSIFilesystemPluginCallbacksStruct *cb);
+#include "backends/backend.h"
+
+/* Fill the callbacks of a struct from VSIAllocFilesystemPluginCallbacksStruct,
+ * for the service be (the backend whose names the handler's prefix takes:
+ * for /vsis3/, vt__backend_s3). Call once, before GDAL calls any of them. */
+void vt__handler_fill_callbacks(VSIFilesystemPluginCallbacksStruct *cb,
+                                const vt_backend *be);
+
+/* The backend given to vt__handler_fill_callbacks (NULL before). */
+const vt_backend *vt__handler_backend(void);
 
 /* 1 and *st when vsitune (or GDAL's own cache) already knows path
  * ("bucket/key"), without a request; else 0. For GDAL's own code's stats of

@@ -102,7 +102,8 @@ void GDALRegister_vsitune(void)
     cb = VSIAllocFilesystemPluginCallbacksStruct();
     if (cb == NULL)
         return;
-    vt__handler_fill_callbacks(cb);
+    /* the handler serves S3's names, on /vsis3/ or /vsitune/ */
+    vt__handler_fill_callbacks(cb, &vt__backend_s3);
     if (vt__takeover_install(cb, takeover) != 0)
         takeover = 0; /* /vsis3/ stays GDAL's; /vsitune/ may still work */
     VSIFreeFilesystemPluginCallbacksStruct(cb); /* GDAL keeps a copy */

@@ -51,6 +51,7 @@
 extern "C" {
 #include "auth/creds.h"
 #include "gdal/handler.h"
+#include "read/forget.h"
 #include "read/object.h"
 #include "read/policy.h"
 #include "backends/s3/s3.h"
@@ -108,8 +109,7 @@ bool is_ours(const char *name)
 void forget(const char *name)
 {
     if (is_ours(name)) {
-        vt__object_forget(name + kStockPrefixLen);
-        vt__s3_forget_failures(name + kStockPrefixLen);
+        vt__forget_name(vt__handler_backend(), name + kStockPrefixLen);
         vt__stream_forget(name + kStockPrefixLen, 0);
     }
 }
@@ -117,8 +117,7 @@ void forget(const char *name)
 void forget_prefix(const char *name)
 {
     if (is_ours(name)) {
-        vt__object_forget_prefix(name + kStockPrefixLen);
-        vt__s3_forget_failures(name + kStockPrefixLen);
+        vt__forget_prefix(vt__handler_backend(), name + kStockPrefixLen);
         vt__stream_forget(name + kStockPrefixLen, 1);
     }
 }
@@ -132,7 +131,8 @@ int size_known(const char *name)
     long long mtime;
     if (!vt__stream_any())
         return -1;
-    return vt__object_peek(name + kStockPrefixLen, &size, &mtime);
+    return vt__object_peek(vt__handler_backend(), name + kStockPrefixLen, &size,
+                           &mtime);
 }
 
 // After it: when the reader did not answer from what it held, the size it
@@ -147,7 +147,8 @@ void note_learned(const char *name, int known_before, const VSIStatBufL *st)
         return;
     if (st)
         size = static_cast<uint64_t>(st->st_size);
-    else if (!vt__object_peek(name + kStockPrefixLen, &size, &mtime))
+    else if (!vt__object_peek(vt__handler_backend(), name + kStockPrefixLen,
+                              &size, &mtime))
         return;
     vt__stream_learned(actual_url(g_stock, name).c_str(), size);
 }
@@ -448,11 +449,10 @@ class Hooks
     void ClearCache()
     {
         orig(&Hooks::ClearCache);
-        vt__object_clear_all();
-        vt__s3_forget_routes(); /* GDAL forgets its redirects too */
-        vt__s3_forget_failures(nullptr); /* and the failures it kept */
-        vt__creds_reset();      /* and the credentials it fetched */
-        vt__stream_clear();     /* GDAL's streaming handler forgot too */
+        /* GDAL forgets its redirects, the failures it kept and the
+         * credentials it fetched too (be->forget) */
+        vt__forget_all(vt__handler_backend());
+        vt__stream_clear(); /* GDAL's streaming handler forgot too */
     }
     void PartialClearCache(const char *prefix)
     {

@@ -210,18 +210,23 @@ static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
     return era * 146097 + (int64_t)doe - 719468;
 }
 
-/* Exactly n digits into *out. */
-static const char *fixed_digits(const char *p, int n, int *out)
+/* Exactly n digits into *out, then the character sep: what follows sep,
+ * or NULL (and NULL when p is NULL, so that calls chain). */
+static const char *digits_then(const char *p, int n, int *out, char sep)
 {
     int v = 0;
 
+    if (!p)
+        return NULL;
     for (int i = 0; i < n; i++) {
         if (p[i] < '0' || p[i] > '9')
             return NULL;
         v = v * 10 + (p[i] - '0');
     }
+    if (p[n] != sep)
+        return NULL;
     *out = v;
-    return p + n;
+    return p + n + 1;
 }
 
 int64_t vt__parse_http_date(const char *s)
@@ -242,10 +247,9 @@ int64_t vt__parse_http_date(const char *s)
         q = match_word(p, days[i]);
     if (!q || q[0] != ',' || q[1] != ' ')
         return -1;
-    p = fixed_digits(q + 2, 2, &day);
-    if (!p || *p != ' ')
+    p = digits_then(q + 2, 2, &day, ' ');
+    if (!p)
         return -1;
-    p++;
     for (int i = 0; i < 12; i++) {
         q = match_word(p, months[i]);
         if (q) {
@@ -255,19 +259,13 @@ int64_t vt__parse_http_date(const char *s)
     }
     if (mon < 0 || *q != ' ')
         return -1;
-    p = fixed_digits(q + 1, 4, &year);
-    if (!p || *p != ' ')
+    p = digits_then(q + 1, 4, &year, ' ');
+    p = digits_then(p, 2, &hh, ':');
+    p = digits_then(p, 2, &mm, ':');
+    p = digits_then(p, 2, &ss, ' ');
+    if (!p)
         return -1;
-    p = fixed_digits(p + 1, 2, &hh);
-    if (!p || *p != ':')
-        return -1;
-    p = fixed_digits(p + 1, 2, &mm);
-    if (!p || *p != ':')
-        return -1;
-    p = fixed_digits(p + 1, 2, &ss);
-    if (!p || *p != ' ')
-        return -1;
-    p = match_word(p + 1, "gmt");
+    p = match_word(p, "gmt");
     if (!p)
         return -1;
     p = skip_blanks(p);

@@ -32,6 +32,7 @@ struct vt_listing {
     int names_only;    /* not a LIST of ours: GDAL's own listing of the
                           directory (names, no sizes): for the sibling
                           question only (vt__listing_names_of_dir) */
+    const vt_backend *be; /* the service listed */
     vt_list_page page;
     time_t at;
     pid_t loader;      /* mu: process whose thread is listing (0: loaded) */
@@ -111,11 +112,12 @@ static char *stem_path(const char *path, size_t *dir_len)
     return out;
 }
 
-/* The endpoint identity of path's bucket (vt__s3_endpoint_base); 0 on
+/* The endpoint identity of path's bucket (be->endpoint); 0 on
  * error. */
-static int endpoint_of(const char *path, char *ep, size_t eplen)
+static int endpoint_of(const vt_backend *be, const char *path, char *ep,
+                       size_t eplen)
 {
-    char *base = vt__backend_s3.endpoint(path);
+    char *base = be->endpoint(path);
     int ok = base && (size_t)snprintf(ep, eplen, "%s", base) < eplen;
     free(base);
     return ok;
@@ -137,8 +139,8 @@ static vt_err fetch(vt_listing *l, char *errbuf, size_t errlen)
     }
     snprintf(dir, sizeof(dir), "%.*s", (int)(l->dir_len - bl - 1),
              l->path + bl + 1);
-    err = vt__backend_s3.list(bucket, prefix, dir, l->max_keys, &l->page,
-                              errbuf, errlen);
+    err = l->be->list(bucket, prefix, dir, l->max_keys, &l->page, errbuf,
+                      errlen);
     free(bucket);
     free(prefix);
     return err;
@@ -170,9 +172,9 @@ static void free_chain(vt_listing *l)
 
 /* Find or fetch the listing of keys starting with sp ("bucket/dir/stem",
  * whose "bucket/dir/" part is dir_len long); takes sp (malloc'd). */
-static vt_err listing_get_at(const char *path, char *sp, size_t dir_len,
-                             int max_keys, vt_listing **out, char *errbuf,
-                             size_t errlen)
+static vt_err listing_get_at(const vt_backend *be, const char *path, char *sp,
+                             size_t dir_len, int max_keys, vt_listing **out,
+                             char *errbuf, size_t errlen)
 {
     char ep[1024], *id = NULL;
     size_t idl;
@@ -180,9 +182,10 @@ static vt_err listing_get_at(const char *path, char *sp, size_t dir_len,
     vt_err err;
     long t = ttl(path);
 
-    if (!endpoint_of(path, ep, sizeof(ep))) {
+    if (!endpoint_of(be, path, ep, sizeof(ep))) {
         free(sp);
-        snprintf(errbuf, errlen, "vsitune: cannot address s3://%s", path);
+        snprintf(errbuf, errlen, "vsitune: cannot address %s%s", be->scheme,
+                 path);
         return VT_EINVAL;
     }
     idl = strlen(ep) + strlen(sp) + 16;
@@ -243,6 +246,7 @@ static vt_err listing_get_at(const char *path, char *sp, size_t dir_len,
         return VT_ENOMEM;
     }
     l->id = id;
+    l->be = be;
     l->path = sp;
     l->dir_len = dir_len;
     l->max_keys = max_keys;
@@ -278,8 +282,8 @@ static vt_err listing_get_at(const char *path, char *sp, size_t dir_len,
     return VT_OK;
 }
 
-vt_err vt__listing_get(const char *path, vt_listing **out, char *errbuf,
-                       size_t errlen)
+vt_err vt__listing_get(const vt_backend *be, const char *path,
+                       vt_listing **out, char *errbuf, size_t errlen)
 {
     size_t dir_len = 0;
     char *sp;
@@ -290,11 +294,12 @@ vt_err vt__listing_get(const char *path, vt_listing **out, char *errbuf,
         snprintf(errbuf, errlen, "vsitune: no key in %s", path);
         return VT_EINVAL;
     }
-    return listing_get_at(path, sp, dir_len, 1000, out, errbuf, errlen);
+    return listing_get_at(be, path, sp, dir_len, 1000, out, errbuf, errlen);
 }
 
-vt_err vt__listing_get_dir(const char *dirpath, int max_keys,
-                           vt_listing **out, char *errbuf, size_t errlen)
+vt_err vt__listing_get_dir(const vt_backend *be, const char *dirpath,
+                           int max_keys, vt_listing **out, char *errbuf,
+                           size_t errlen)
 {
     size_t n = strlen(dirpath);
     char *sp = malloc(n + 2);
@@ -303,7 +308,8 @@ vt_err vt__listing_get_dir(const char *dirpath, int max_keys,
     if (!sp)
         return VT_ENOMEM;
     snprintf(sp, n + 2, "%s/", dirpath);
-    return listing_get_at(dirpath, sp, n + 1, max_keys, out, errbuf, errlen);
+    return listing_get_at(be, dirpath, sp, n + 1, max_keys, out, errbuf,
+                          errlen);
 }
 
 int vt__listing_find(const vt_listing *l, const char *name,
@@ -365,13 +371,14 @@ static int covers(const vt_listing *l, const char *path)
     return !l->sidecars_of || path[plen] == '\0' || path[plen] == '.';
 }
 
-int vt__listing_lookup(const char *path, vt_list_entry *out)
+int vt__listing_lookup(const vt_backend *be, const char *path,
+                       vt_list_entry *out)
 {
-    return vt__listing_lookup_n(path, out, NULL);
+    return vt__listing_lookup_n(be, path, out, NULL);
 }
 
-int vt__listing_lookup_n(const char *path, vt_list_entry *out,
-                         size_t *entries)
+int vt__listing_lookup_n(const vt_backend *be, const char *path,
+                         vt_list_entry *out, size_t *entries)
 {
     vt_listing *l;
     int ret = -1;
@@ -383,7 +390,7 @@ int vt__listing_lookup_n(const char *path, vt_list_entry *out,
     size_t epl;
 
     if (!base || vt__cfg_non_cached(path) ||
-        !endpoint_of(path, ep, sizeof(ep)))
+        !endpoint_of(be, path, ep, sizeof(ep)))
         return -1; /* GDAL uses no listing for CPL_VSIL_CURL_NON_CACHED */
     base++;
     epl = strlen(ep);
@@ -413,7 +420,7 @@ int vt__listing_lookup_n(const char *path, vt_list_entry *out,
     return ret;
 }
 
-int vt__listing_dir_held(const char *path)
+int vt__listing_dir_held(const vt_backend *be, const char *path)
 {
     vt_listing *l;
     int held = 0;
@@ -424,7 +431,7 @@ int vt__listing_dir_held(const char *path)
     size_t epl, dl;
 
     if (!base || vt__cfg_non_cached(path) ||
-        !endpoint_of(path, ep, sizeof(ep)))
+        !endpoint_of(be, path, ep, sizeof(ep)))
         return 0;
     epl = strlen(ep);
     dl = (size_t)(base + 1 - path);
@@ -465,19 +472,20 @@ static void insert_made(vt_listing *l)
     free_chain(dead);
 }
 
-void vt__listing_remember_no_sidecars(const char *path, uint64_t size,
-                                      long long mtime)
+void vt__listing_remember_no_sidecars(const vt_backend *be, const char *path,
+                                      uint64_t size, long long mtime)
 {
     const char *base = strrchr(path, '/');
     char ep[1024];
     size_t idl, pl = strlen(path);
     vt_listing *l;
 
-    if (!base || !endpoint_of(path, ep, sizeof(ep)))
+    if (!base || !endpoint_of(be, path, ep, sizeof(ep)))
         return;
     l = calloc(1, sizeof(*l));
     if (!l)
         return;
+    l->be = be;
     idl = strlen(ep) + pl + 16;
     l->id = malloc(idl);
     l->path = strdup(path);
@@ -497,7 +505,8 @@ void vt__listing_remember_no_sidecars(const char *path, uint64_t size,
     insert_made(l);
 }
 
-void vt__listing_remember_names(const char *dirpath, char **names)
+void vt__listing_remember_names(const vt_backend *be, const char *dirpath,
+                                char **names)
 {
     char ep[1024];
     size_t n = 0, i, dl = strlen(dirpath), idl;
@@ -506,13 +515,14 @@ void vt__listing_remember_names(const char *dirpath, char **names)
     while (dl > 0 && dirpath[dl - 1] == '/')
         dl--;
     if (dl == 0 || !names || vt__cfg_non_cached(dirpath) ||
-        !endpoint_of(dirpath, ep, sizeof(ep)))
+        !endpoint_of(be, dirpath, ep, sizeof(ep)))
         return;
     while (names[n])
         n++;
     l = calloc(1, sizeof(*l));
     if (!l)
         return;
+    l->be = be;
     idl = strlen(ep) + dl + 16;
     l->id = malloc(idl);
     l->path = malloc(dl + 2);
@@ -552,7 +562,8 @@ static vt_listing *gdal_dir_of(const char *path, const char *ep, long t)
     return NULL;
 }
 
-char **vt__listing_names_of_dir(const char *path, size_t max_names)
+char **vt__listing_names_of_dir(const vt_backend *be, const char *path,
+                                size_t max_names)
 {
     vt_listing *l;
     char ep[1024], **out = NULL;
@@ -560,7 +571,7 @@ char **vt__listing_names_of_dir(const char *path, size_t max_names)
     long t;
 
     if (!strrchr(path, '/') || vt__cfg_non_cached(path) ||
-        !endpoint_of(path, ep, sizeof(ep)))
+        !endpoint_of(be, path, ep, sizeof(ep)))
         return NULL;
     t = ttl(path);
     pthread_mutex_lock(&mu);
@@ -579,7 +590,7 @@ char **vt__listing_names_of_dir(const char *path, size_t max_names)
     return out;
 }
 
-int vt__listing_in_gdal_dir(const char *path)
+int vt__listing_in_gdal_dir(const vt_backend *be, const char *path)
 {
     vt_listing *l;
     char ep[1024];
@@ -589,7 +600,7 @@ int vt__listing_in_gdal_dir(const char *path)
     long t;
 
     if (!base || vt__cfg_non_cached(path) ||
-        !endpoint_of(path, ep, sizeof(ep)))
+        !endpoint_of(be, path, ep, sizeof(ep)))
         return -1;
     t = ttl(path);
     pthread_mutex_lock(&mu);

@@ -26,17 +26,22 @@ typedef struct vt_listing vt_listing;
  * whole name when there is none). Pure. */
 size_t vt__listing_stem_len(const char *basename);
 
-/* The listing covering path "bucket/dir/name": from memory if fresh, else
+/* The functions that take be: path is a name of the service be (the
+ * backend the calling handler serves), whose endpoint keys the listing and
+ * which LISTs it.
+ *
+ * The listing covering path "bucket/dir/name": from memory if fresh, else
  * one LIST. On success *out holds a reference (vt__listing_release). */
-vt_err vt__listing_get(const char *path, vt_listing **out, char *errbuf,
-                       size_t errlen);
+vt_err vt__listing_get(const vt_backend *be, const char *path,
+                       vt_listing **out, char *errbuf, size_t errlen);
 void vt__listing_release(vt_listing *l);
 
 /* The listing of a whole directory dirpath ("bucket/dir"; "bucket" for the
  * root): one page of at most max_keys (<= 1000), as stock GDAL lists a
  * file's directory on open (1000) or a name's "name/" in stat (100). */
-vt_err vt__listing_get_dir(const char *dirpath, int max_keys,
-                           vt_listing **out, char *errbuf, size_t errlen);
+vt_err vt__listing_get_dir(const vt_backend *be, const char *dirpath,
+                           int max_keys, vt_listing **out, char *errbuf,
+                           size_t errlen);
 
 /* 1 and *out (name/etag NULL) when the listing holds name (a basename). */
 int vt__listing_find(const vt_listing *l, const char *name,
@@ -57,18 +62,19 @@ int vt__listing_has_marker(const vt_listing *l);
 /* What a fresh, complete listing already in memory says of path, without a
  * request: 1 present (*out filled: size, mtime, is_dir; name/etag NULL),
  * 0 absent, -1 no listing covers it. */
-int vt__listing_lookup(const char *path, vt_list_entry *out);
+int vt__listing_lookup(const vt_backend *be, const char *path,
+                       vt_list_entry *out);
 
 /* vt__listing_lookup, and when a listing answers (0 or 1), *entries (if
  * not NULL) is how many entries that listing holds: an absent name in an
  * empty page says nothing of the directory's other keys. */
-int vt__listing_lookup_n(const char *path, vt_list_entry *out,
-                         size_t *entries);
+int vt__listing_lookup_n(const vt_backend *be, const char *path,
+                         vt_list_entry *out, size_t *entries);
 
 /* 1 when a fresh listing of path's directory (of any stem, or the whole
  * directory; not a COG's "no sidecars") is in memory: a driver probing
  * names there (other stems, other cases) is likely to probe more. */
-int vt__listing_dir_held(const char *path);
+int vt__listing_dir_held(const vt_backend *be, const char *path);
 
 /* GDAL's own listing of directory dirpath ("bucket/dir"), names as its
  * ReadDirEx returned them through the router (complete: not cut at a
@@ -76,24 +82,26 @@ int vt__listing_dir_held(const char *path);
  * gives to the sibling question of any file there (GDALOpenInfo lists the
  * directory, or reuses that listing), so such a file costs no stem LIST.
  * Not used for stat: it has no sizes. */
-void vt__listing_remember_names(const char *dirpath, char **names);
+void vt__listing_remember_names(const vt_backend *be, const char *dirpath,
+                                char **names);
 
 /* A copy (malloc'd, NULL-terminated; free each and the array) of such a
  * listing of path's directory while fresh, when it holds at most max_names
  * (0: any number); else NULL. */
-char **vt__listing_names_of_dir(const char *path, size_t max_names);
+char **vt__listing_names_of_dir(const vt_backend *be, const char *path,
+                                size_t max_names);
 
 /* What such a listing of path's directory says of path: 1 listed, 0 not
  * (GDAL's Stat then answers "absent" without a request), -1 none held. */
-int vt__listing_in_gdal_dir(const char *path);
+int vt__listing_in_gdal_dir(const vt_backend *be, const char *path);
 
 /* A COG answered "no sidecars" (handler.c): remember it as a listing of
  * the file alone, covering its own name (size, Last-Modified) and names
  * starting with it and '.' (x.tif.aux.xml, x.tif.vat.dbf, ...), absent. So
  * GDAL's later probes of its sidecars cost no request, as the sibling
  * answer already said, on every GDAL release's probing path. */
-void vt__listing_remember_no_sidecars(const char *path, uint64_t size,
-                                      long long mtime);
+void vt__listing_remember_no_sidecars(const vt_backend *be, const char *path,
+                                      uint64_t size, long long mtime);
 
 /* Forget the listings that cover path, or everything under prefix
  * ("" for all): the name was written, deleted or renamed, or GDAL's caches

@@ -19,19 +19,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backends/backend.h"
 #include "http/engine.h"
 #include "base/error.h"
 #include "read/planner.h"
 
 typedef struct vt_object vt_object;
 
-/* Find or load the object at path "bucket/key". On success *out holds a
- * reference (release with vt__object_release). Concurrent loads of one
- * object issue one request. On failure errbuf says what the server said
+/* Find or load the object at path "bucket/key" of the service be (the
+ * backend the calling handler serves; the object keeps it: every request
+ * about it goes through be). On success *out holds a reference (release
+ * with vt__object_release). Concurrent loads of one object issue one
+ * request. On failure errbuf says what the server said
  * (bucket, key, status, S3 Code and Message); *http_status gets the status
  * (0: none). Failures are never cached. */
-vt_err vt__object_open(const char *path, vt_object **out, long *http_status,
-                       char *errbuf, size_t errlen);
+vt_err vt__object_open(const vt_backend *be, const char *path, vt_object **out,
+                       long *http_status, char *errbuf, size_t errlen);
 
 void vt__object_release(vt_object *o);
 
@@ -44,15 +47,16 @@ int vt__object_open_remembered(void);
  * extension-less name, handler.c) is missing by reading it, which keeps no
  * HTTP status in its cache: mark path's remembered 404 so (its later stats
  * and opens then say no status, gdal_error.h). The mark goes with the 404. */
-void vt__object_missing_by_read(const char *path);
+void vt__object_missing_by_read(const vt_backend *be, const char *path);
 
 /* 1 when path's remembered 404 carries that mark. */
-int vt__object_missing_was_read(const char *path);
+int vt__object_missing_was_read(const vt_backend *be, const char *path);
 
 /* What the table already knows of path, without a request: 1 and the
  * size and Last-Modified when a fresh entry for it exists (not a remembered
  * 404), else 0 (VSI_STAT_CACHE_ONLY). */
-int vt__object_peek(const char *path, uint64_t *size, long long *mtime);
+int vt__object_peek(const vt_backend *be, const char *path, uint64_t *size,
+                    long long *mtime);
 
 uint64_t vt__object_size(const vt_object *o);
 long long vt__object_mtime(const vt_object *o); /* Last-Modified, 0: unknown */
@@ -66,8 +70,23 @@ const char *vt__object_path(const vt_object *o);
  * long as the reference. */
 const char *vt__object_cache_key(const vt_object *o);
 
+/* A handle's read options, resolved once when the handle opens (for the
+ * object's path, base/config.h: the same values, and the same warnings for
+ * bad ones, as reading them by name) and read from here by each of its
+ * reads: no option lookup on the read path. */
+typedef struct vt_read_opts {
+    uint64_t merge_gap;     /* VSITUNE_MERGE_GAP, bytes */
+    uint64_t max_request;   /* VSITUNE_MAX_REQUEST_SIZE, at least a block */
+    uint64_t readahead_max; /* VSITUNE_READAHEAD_MAX, bytes */
+} vt_read_opts;
+
+/* Resolve o's read options into *out now. Makes the block cache if need be
+ * (its block size bounds max_request); call with no lock held. */
+void vt__object_read_opts(const vt_object *o, vt_read_opts *out);
+
 /* Read n ranges: dst[i] gets len[i] bytes at off[i]; every range must lie
- * inside the object (else VT_EINVAL naming bucket and key). ra: the calling
+ * inside the object (else VT_EINVAL naming bucket and key). opts: the
+ * calling handle's options (NULL: resolved for this read). ra: the calling
  * handle's readahead state (NULL: none): when the read goes to the network
  * and continues the handle's previous fetch, whole blocks past it ride
  * along (planner.h), never more than the cache can keep (an eighth of
@@ -77,9 +96,10 @@ const char *vt__object_cache_key(const vt_object *o);
  * On failure errbuf holds the full error (bucket, key, status, S3 code and
  * message), also in threads that waited for another's fetch. Thread-safe;
  * may block on network I/O. */
-vt_err vt__object_read(vt_object *o, size_t n, void *const *dst,
-                       const uint64_t *off, const size_t *len,
-                       vt_readahead *ra, char *errbuf, size_t errlen);
+vt_err vt__object_read(vt_object *o, const vt_read_opts *opts, size_t n,
+                       void *const *dst, const uint64_t *off,
+                       const size_t *len, vt_readahead *ra, char *errbuf,
+                       size_t errlen);
 
 /* A read reached past the end of the object as known. When that size came
  * only from a stated total (never from seeing every byte) and was never
@@ -88,16 +108,19 @@ vt_err vt__object_read(vt_object *o, size_t n, void *const *dst,
  * saying so. Otherwise VT_OK and no request. Thread-safe. */
 vt_err vt__object_note_end(vt_object *o, char *errbuf, size_t errlen);
 
-/* Forget the metadata of path "bucket/key" (it is being written, deleted
- * or renamed through GDAL's own handler). Open handles keep their copy. */
-void vt__object_forget(const char *path);
+/* The object module's part of forgetting (read/forget.h tells every module,
+ * listings and the backend included; call that). Open handles keep their
+ * copy.
+ *
+ * The object at path "bucket/key" of be: its table entry, its cached blocks
+ * and its host-wide metadata. */
+void vt__object_forget(const vt_backend *be, const char *path);
 
-/* Forget the metadata and the cached blocks of every object whose path
- * starts with prefix ("bucket/dir"): VSICurlPartialClearCache, Sync and
- * RmdirRecursive through GDAL's own handler. */
+/* The objects in the table whose path starts with prefix ("bucket/dir";
+ * "": all), their cached blocks and their host-wide metadata. */
 void vt__object_forget_prefix(const char *prefix);
 
-/* Forget all metadata and every cached block (VSICurlClearCache). */
+/* Every object in the table, their blocks, and all host-wide metadata. */
 void vt__object_clear_all(void);
 
 /* What the first answer about an object (the header GET) says. */

@@ -35,7 +35,7 @@ static vt_err s3_list(const char *bucket, const char *prefix, const char *dir,
 static void s3_forget(const char *prefix)
 {
     vt__s3_forget_failures(prefix);
-    if (!prefix || !prefix[0]) {
+    if (!prefix) {
         vt__s3_forget_routes();
         vt__creds_reset();
     }

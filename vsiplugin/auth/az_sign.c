@@ -1,0 +1,235 @@
+/* az_sign.c: Azure's Shared Key signature (az_auth.h).
+ *
+ * Why: a request GDAL 3.6 signs with AZURE_STORAGE_ACCESS_KEY carries an
+ * HMAC-SHA256, keyed by the decoded account key, over a string built from
+ * the verb, eleven standard headers, the x-ms-* headers and the resource
+ * with its query parameters. Pure: the caller gives the headers it sends
+ * and the date in them, so the same inputs give GDAL's very signature
+ * (tests/unit/test_az_auth.c holds stock GDAL's own as vectors). */
+#include "auth/az_auth.h"
+
+#include <ctype.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+/* A growing string. */
+struct sbuf {
+    char *s;
+    size_t n, cap;
+    int oom;
+};
+
+static void sb_add(struct sbuf *b, const char *p, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = (b->cap ? b->cap * 2 : 256) + n;
+        char *s = realloc(b->s, cap);
+        if (!s) {
+            b->oom = 1;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->n, p, n);
+    b->n += n;
+    b->s[b->n] = '\0';
+}
+
+static void sb_str(struct sbuf *b, const char *p)
+{
+    sb_add(b, p, strlen(p));
+}
+
+/* The value of header name in lines ("" when absent), trimmed: its start
+ * and length. */
+static const char *header_val(const char *const *headers, const char *name,
+                              size_t *len)
+{
+    size_t nl = strlen(name);
+    for (size_t i = 0; headers && headers[i]; i++) {
+        const char *h = headers[i];
+        if (strncasecmp(h, name, nl) != 0 || h[nl] != ':')
+            continue;
+        h += nl + 1;
+        while (*h == ' ' || *h == '\t')
+            h++;
+        size_t n = strlen(h);
+        while (n && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+            n--;
+        *len = n;
+        return h;
+    }
+    *len = 0;
+    return "";
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* "name:value" of every x-ms-* header, the name lowercased, the value
+ * trimmed, sorted. NULL-terminated malloc'd array (count in *n). */
+static char **ms_headers(const char *const *headers, size_t *n)
+{
+    size_t cnt = 0, k = 0;
+    char **v;
+
+    for (size_t i = 0; headers && headers[i]; i++)
+        cnt += strncasecmp(headers[i], "x-ms-", 5) == 0;
+    v = calloc(cnt + 1, sizeof(*v));
+    if (!v)
+        return NULL;
+    for (size_t i = 0; headers && headers[i]; i++) {
+        const char *h = headers[i], *colon = strchr(h, ':');
+        size_t vl;
+        if (strncasecmp(h, "x-ms-", 5) != 0 || !colon)
+            continue;
+        char name[128];
+        size_t nl = (size_t)(colon - h);
+        if (nl >= sizeof(name))
+            nl = sizeof(name) - 1;
+        for (size_t j = 0; j < nl; j++)
+            name[j] = (char)tolower((unsigned char)h[j]);
+        name[nl] = '\0';
+        const char *val = header_val(headers + i, name, &vl);
+        size_t len = nl + vl + 2;
+        v[k] = malloc(len);
+        if (!v[k])
+            break;
+        snprintf(v[k], len, "%s:%.*s", name, (int)vl, val);
+        k++;
+    }
+    qsort(v, k, sizeof(*v), cmp_str);
+    *n = k;
+    return v;
+}
+
+static void free_list(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+char *vt__az_string_to_sign(const char *verb, const char *const *headers,
+                            const char *account, const char *resource,
+                            const char *const *params)
+{
+    /* the standard headers, in Shared Key's order */
+    static const char *const std_headers[] = {
+        "Content-Encoding", "Content-Language", "Content-Length",
+        "Content-MD5", "Content-Type", "Date", "If-Modified-Since",
+        "If-Match", "If-None-Match", "If-Unmodified-Since", "Range"};
+    struct sbuf b = {0};
+    size_t nms = 0, np = 0;
+    char **ms = ms_headers(headers, &nms), **ps = NULL;
+
+    if (!ms)
+        return NULL;
+    sb_str(&b, verb);
+    sb_str(&b, "\n");
+    for (size_t i = 0; i < sizeof(std_headers) / sizeof(std_headers[0]); i++) {
+        size_t vl;
+        const char *v = header_val(headers, std_headers[i], &vl);
+        /* Content-Length 0 is signed empty (x-ms-version 2015-02-21+) */
+        if (!strcmp(std_headers[i], "Content-Length") && vl == 1 && *v == '0')
+            vl = 0;
+        sb_add(&b, v, vl);
+        sb_str(&b, "\n");
+    }
+    for (size_t i = 0; i < nms; i++) {
+        sb_str(&b, ms[i]);
+        sb_str(&b, "\n");
+    }
+    sb_str(&b, "/");
+    sb_str(&b, account);
+    sb_str(&b, resource);
+    while (params && params[np])
+        np++;
+    ps = calloc(np + 1, sizeof(*ps));
+    if (!ps)
+        b.oom = 1;
+    for (size_t i = 0; ps && i < np; i++)
+        ps[i] = (char *)params[i];
+    if (ps)
+        qsort(ps, np, sizeof(*ps), cmp_str);
+    for (size_t i = 0; ps && i < np; i++) {
+        const char *eq = strchr(ps[i], '=');
+        sb_str(&b, "\n");
+        if (!eq) {
+            sb_str(&b, ps[i]);
+            sb_str(&b, ":");
+            continue;
+        }
+        sb_add(&b, ps[i], (size_t)(eq - ps[i]));
+        sb_str(&b, ":");
+        sb_str(&b, eq + 1);
+    }
+    free(ps);
+    free_list(ms);
+    if (b.oom || !b.s) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
+int vt__az_sign(const char *key_b64, const char *sts, char *out,
+                size_t outlen)
+{
+    size_t kl = strlen(key_b64);
+    unsigned char *key = malloc(kl / 4 * 3 + 4);
+    unsigned char md[32];
+    unsigned int mdn = 0;
+    int n, rc = -1;
+
+    if (outlen)
+        out[0] = '\0';
+    if (!key || kl == 0 || kl % 4 != 0 || outlen < 45)
+        goto out;
+    n = EVP_DecodeBlock(key, (const unsigned char *)key_b64, (int)kl);
+    if (n < 0)
+        goto out;
+    /* EVP_DecodeBlock counts the padding's bytes: drop them */
+    if (key_b64[kl - 1] == '=')
+        n--;
+    if (key_b64[kl - 2] == '=')
+        n--;
+    if (!HMAC(EVP_sha256(), key, n, (const unsigned char *)sts, strlen(sts),
+              md, &mdn) || mdn != 32)
+        goto out;
+    EVP_EncodeBlock((unsigned char *)out, md, 32);
+    rc = 0;
+out:
+    if (key)
+        OPENSSL_cleanse(key, kl / 4 * 3 + 4);
+    OPENSSL_cleanse(md, sizeof md);
+    free(key);
+    return rc;
+}
+
+void vt__az_rfc1123(long long t, char out[40])
+{
+    static const char *const days[] = {"Sun", "Mon", "Tue", "Wed",
+                                       "Thu", "Fri", "Sat"};
+    static const char *const months[] = {"Jan", "Feb", "Mar", "Apr",
+                                         "May", "Jun", "Jul", "Aug",
+                                         "Sep", "Oct", "Nov", "Dec"};
+    time_t tt = (time_t)t;
+    struct tm tm;
+
+    gmtime_r(&tt, &tm);
+    snprintf(out, 40, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday],
+             tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour,
+             tm.tm_min, tm.tm_sec);
+}

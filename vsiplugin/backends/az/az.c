@@ -1,0 +1,524 @@
+/* az.c: Azure Blob storage as a vt_backend (backends/backend.h):
+ * vt__backend_az, what GDAL 3.6's /vsiaz/ reaches.
+ *
+ * Why: the read path asks for objects and byte ranges; this file turns
+ * them into the very requests stock GDAL 3.6 sends for the same options
+ * (measured on the lab's Azurite with CPL_CURL_VERBOSE): the URL
+ * <endpoint>/<container>/<blob>[?<SAS>], the user's headers, x-ms-date, and with a shared key
+ * x-ms-version and a Shared Key Authorization (auth/az_sign.c) signed over
+ * Range and If-Match, with a bearer token the token and x-ms-version; and
+ * it keeps the last failure in the words GDAL 3.6 gives it (Azure's error
+ * body never becomes the message: GDAL's /vsiaz/ says "HTTP response code:
+ * <n>"). Credentials are auth/az_creds.c's, listings az_list.c's. No lock
+ * of its own (the failure record is per thread). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cpl_conv.h>
+#include <cpl_error.h>
+
+#include "auth/az_auth.h"
+#include "auth/sigv4.h"
+#include "backends/az/az_int.h"
+#include "backends/backend.h"
+#include "backends/userhdr.h"
+#include "base/config.h"
+#include "base/xmlscan.h"
+#include "compat/gdal_error.h"
+#include "compat/gdal_release.h"
+
+#define AZ_MAX_HEADERS 8
+#define LIST_BODY_MAX (8u << 20)
+
+/* ---- names ------------------------------------------------------------ */
+
+static vt_err az_split(const char *path, char **container, char **key)
+{
+    const char *s;
+
+    *container = *key = NULL;
+    while (path && *path == '/')
+        path++;
+    if (!path || !*path)
+        return VT_EINVAL;
+    s = strchr(path, '/');
+    *container = s ? strndup(path, (size_t)(s - path)) : strdup(path);
+    *key = strdup(s ? s + 1 : "");
+    if (!*container || !*key || !**container) {
+        vt_err e = *container && *key ? VT_EINVAL : VT_ENOMEM;
+        free(*container);
+        free(*key);
+        *container = *key = NULL;
+        return e;
+    }
+    return VT_OK;
+}
+
+/* "container/key" (the options path) */
+static char *opt_path(const char *container, const char *key)
+{
+    size_t l = strlen(container) + strlen(key) + 2;
+    char *p = malloc(l);
+    if (p)
+        snprintf(p, l, "%s%s%s", container, *key ? "/" : "", key);
+    return p;
+}
+
+static char *az_endpoint(const char *path)
+{
+    vt_az_cfg c;
+    char err[512];
+    char *e = NULL;
+
+    if (vt__az_config(path, &c, err, sizeof err) != VT_OK)
+        return NULL;
+    e = c.endpoint ? strdup(c.endpoint) : NULL;
+    vt__az_config_clear(&c);
+    return e;
+}
+
+static int az_access_identity(const char *path, char *out, size_t outlen)
+{
+    vt_az_cfg c;
+    char err[512];
+    int rc;
+
+    if (vt__cfg_bool(path, "VSITUNE_SHARED_CACHE_ACROSS_CREDENTIALS", 0)) {
+        snprintf(out, outlen, "*");
+        return 0;
+    }
+    if (vt__az_config(path, &c, err, sizeof err) != VT_OK)
+        return -1;
+    rc = vt__az_identity(&c, out, outlen);
+    vt__az_config_clear(&c);
+    return rc;
+}
+
+/* ---- requests --------------------------------------------------------- */
+
+static void az_req_clear(vt_backend_req *r)
+{
+    if (!r)
+        return;
+    free(r->url);
+    for (size_t i = 0; r->headers && r->headers[i]; i++)
+        free(r->headers[i]);
+    free(r->headers);
+    free(r->cainfo);
+    memset(r, 0, sizeof(*r));
+}
+
+/* Append the header "name: value" (value: the parts a and b joined). */
+static vt_err push(char **h, size_t *n, size_t cap, const char *name,
+                   const char *a, const char *b)
+{
+    size_t l = strlen(name) + strlen(a) + (b ? strlen(b) : 0) + 4;
+    if (*n >= cap)
+        return VT_EINVAL;
+    h[*n] = malloc(l);
+    if (!h[*n])
+        return VT_ENOMEM;
+    snprintf(h[*n], l, "%s: %s%s", name, a, b ? b : "");
+    (*n)++;
+    return VT_OK;
+}
+
+/* The path part of the endpoint ("/devstoreaccount1" for Azurite's,
+ * "" for Azure's own): Shared Key's resource starts with it. */
+static const char *endpoint_path(const char *ep)
+{
+    const char *s = strstr(ep, "//");
+    const char *p = s ? strchr(s + 2, '/') : NULL;
+    return p ? p : "";
+}
+
+/* Build a request for container/key (key "" with query: the container),
+ * query being "name=encoded value" pairs joined by '&', sorted by name
+ * (as GDAL's map of parameters), params their decoded forms for signing. */
+static vt_err build(const char *method, const char *container,
+                    const char *key, const char *query,
+                    const char *const *params, uint64_t off, uint64_t len,
+                    const char *etag, vt_backend_req *out, char *errbuf,
+                    size_t errlen)
+{
+    vt_az_cfg c;
+    char *path = opt_path(container, key), *ec = NULL, *ek = NULL;
+    char *res = NULL, *sts = NULL, range[64], date[40], sig[64];
+    char *fixed_date = NULL;
+    char **user = NULL;
+    size_t n = 0, nuser = 0, cap = 0, ul, rl;
+    vt_err err;
+
+    memset(out, 0, sizeof(*out));
+    if (errlen)
+        errbuf[0] = '\0';
+    if (!path)
+        return VT_ENOMEM;
+    err = vt__az_config(path, &c, errbuf, errlen);
+    if (err != VT_OK) {
+        free(path);
+        return err;
+    }
+    /* the user's headers first, as GDAL 3.6 sends them on /vsiaz/ (its
+     * x-ms-* ones are then signed with the rest) */
+    user = vt__user_headers(path);
+    while (user && user[nuser])
+        nuser++;
+    cap = nuser + AZ_MAX_HEADERS;
+    out->headers = calloc(cap + 1, sizeof(char *));
+    ec = vt__uri_encode(container, 0);
+    ek = vt__uri_encode(key, 1);
+    if (!out->headers || !ec || !ek) {
+        err = VT_ENOMEM;
+        goto out;
+    }
+    ul = strlen(c.endpoint) + strlen(ec) + strlen(ek) +
+         (query ? strlen(query) : 0) + (c.sas ? strlen(c.sas) : 0) + 8;
+    out->url = malloc(ul);
+    if (!out->url) {
+        err = VT_ENOMEM;
+        goto out;
+    }
+    snprintf(out->url, ul, "%s/%s%s%s%s%s%s%s", c.endpoint, ec, *key ? "/" : "",
+             ek, query || c.sas ? "?" : "", query ? query : "",
+             query && c.sas ? "&" : "", c.sas ? c.sas : "");
+    for (size_t i = 0; i < nuser; i++) {
+        out->headers[n++] = user[i];
+        user[i] = NULL;
+    }
+    if (len) {
+        snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, off,
+                 off + len - 1);
+        err = push(out->headers, &n, cap, "Range", range, NULL);
+    }
+    if (!err && etag)
+        err = push(out->headers, &n, cap, "If-Match", etag, NULL);
+    if (err)
+        goto out;
+    if (c.token) {
+        err = push(out->headers, &n, cap, "Authorization", "Bearer ", c.token);
+        if (!err)
+            err = push(out->headers, &n, cap, "x-ms-version", VT_AZ_MS_VERSION,
+                       NULL);
+        goto out;
+    }
+    /* CPL_AZURE_TIMESTAMP: GDAL's fixed date, for signatures that can be
+     * compared */
+    fixed_date = vt__cfg_dup(NULL, "CPL_AZURE_TIMESTAMP");
+    if (fixed_date)
+        snprintf(date, sizeof(date), "%s", fixed_date);
+    else
+        vt__az_rfc1123((long long)time(NULL), date);
+    err = push(out->headers, &n, cap, "x-ms-date", date, NULL);
+    /* x-ms-version: signed requests only, until GDAL 3.13 sends it always */
+    if (!err && (c.key || vt__gdal_release()->az_ms_version_always))
+        err = push(out->headers, &n, cap, "x-ms-version", VT_AZ_MS_VERSION,
+                   NULL);
+    if (err || !c.key)
+        goto out;
+    rl = strlen(endpoint_path(c.endpoint)) + strlen(container) + strlen(ek) + 4;
+    res = malloc(rl);
+    if (!res) {
+        err = VT_ENOMEM;
+        goto out;
+    }
+    snprintf(res, rl, "%s/%s%s%s", endpoint_path(c.endpoint), container,
+             *key ? "/" : "", ek);
+    sts = vt__az_string_to_sign(method, (const char *const *)out->headers,
+                                c.account, res, params);
+    if (!sts) {
+        err = VT_ENOMEM;
+        goto out;
+    }
+    if (vt__az_sign(c.key, sts, sig, sizeof sig) != 0) {
+        snprintf(errbuf, errlen, "az://%s/%s: AZURE_STORAGE_ACCESS_KEY is not "
+                 "a base64 key", container, key);
+        err = VT_ECREDS;
+        goto out;
+    }
+    {
+        size_t al = strlen(c.account) + strlen(sig) + 2;
+        char *who = malloc(al);
+        if (!who) {
+            err = VT_ENOMEM;
+            goto out;
+        }
+        snprintf(who, al, "%s:%s", c.account, sig);
+        err = push(out->headers, &n, cap, "Authorization", "SharedKey ", who);
+        free(who);
+    }
+out:
+    if (!err) {
+        out->cainfo = vt__cfg_ca_bundle(NULL, query ? VT_CA_LIST : VT_CA_READ);
+        out->req.method = method;
+        out->req.url = out->url;
+        out->req.headers = (const char *const *)out->headers;
+        out->req.expect_len = len;
+        out->req.max_retries = -1;
+        out->req.retry_delay = -1;
+        out->req.has_cainfo = 1;
+        out->req.cainfo = out->cainfo;
+    } else {
+        if (!errbuf[0])
+            snprintf(errbuf, errlen, "az://%s/%s: %s", container, key,
+                     vt_strerror(err));
+        az_req_clear(out);
+    }
+    vt__user_headers_free(user);
+    free(fixed_date);
+    free(sts);
+    free(res);
+    free(ec);
+    free(ek);
+    free(path);
+    vt__az_config_clear(&c);
+    return err;
+}
+
+static vt_err az_build_get(const char *container, const char *key,
+                           uint64_t off, uint64_t len, const char *etag,
+                           vt_backend_req *out, char *errbuf, size_t errlen)
+{
+    if (!container || !key)
+        return VT_EINVAL;
+    return build("GET", container, key, NULL, NULL, off, len, etag, out,
+                 errbuf, errlen);
+}
+
+/* ---- answers ---------------------------------------------------------- */
+
+static vt_err az_status_err(long status)
+{
+    switch (status) {
+    case 200:
+    case 206:
+        return VT_OK;
+    case 401:
+    case 403:
+        return VT_EACCESS;
+    case 404:
+        return VT_ENOTFOUND;
+    case 412:
+        return VT_ECHANGED;
+    case 416:
+        return VT_ERANGE;
+    case 429:
+        return VT_ETRANSIENT;
+    default:
+        return status >= 500 && status <= 599 ? VT_ETRANSIENT : VT_EHTTP;
+    }
+}
+
+static void az_describe(char *buf, size_t len, const char *container,
+                        const char *key, const vt_http_resp *r, vt_err err)
+{
+    char *code = NULL, *msg = NULL;
+    const char *why = r->error[0] ? r->error : "";
+
+    if (r->status >= 300 && r->body && r->body_len) {
+        code = vt__xml_tag((const char *)r->body, r->body_len, "Code");
+        msg = vt__xml_tag((const char *)r->body, r->body_len, "Message");
+        if (msg && strchr(msg, '\n')) /* Azure adds RequestId and Time */
+            *strchr(msg, '\n') = '\0';
+    }
+    if (r->status <= 0)
+        snprintf(buf, len, "az://%s/%s: %s%s%s", container, key,
+                 r->cause[0] ? r->cause : vt_strerror(err), why[0] ? ": " : "",
+                 why);
+    else if (r->status < 300)
+        snprintf(buf, len, "az://%s/%s: HTTP %ld: %s (%s)", container, key,
+                 r->status, why[0] ? why : "unusable answer", vt_strerror(err));
+    else
+        snprintf(buf, len, "az://%s/%s: HTTP %ld%s%s%s%s", container, key,
+                 r->status, code ? " " : "", code ? code : "",
+                 msg ? ": " : "", msg ? msg : "");
+    free(code);
+    free(msg);
+}
+
+/* ---- the last failure, for GDAL's report ------------------------------ */
+
+static _Thread_local struct {
+    int set;
+    vt_err err;
+    long status;
+    char target[2048]; /* "container/key" */
+    char where[2100];  /* "az://container/key" */
+    char url[4096];
+    char transport[256];
+    char cause[160];
+    char message[1024]; /* VT_ECREDS: GDAL's words */
+} t_fail;
+
+static void fail_record(const char *container, const char *key, vt_err err,
+                        const vt_http_resp *r, const char *url,
+                        const char *message)
+{
+    t_fail.set = 1;
+    t_fail.err = err;
+    t_fail.status = r ? r->status : 0;
+    snprintf(t_fail.target, sizeof(t_fail.target), "%s/%s", container, key);
+    snprintf(t_fail.where, sizeof(t_fail.where), "az://%s/%s", container, key);
+    snprintf(t_fail.url, sizeof(t_fail.url), "%s", url ? url : "");
+    snprintf(t_fail.transport, sizeof(t_fail.transport), "%s",
+             r ? r->error : "");
+    snprintf(t_fail.cause, sizeof(t_fail.cause), "%s", r ? r->cause : "");
+    snprintf(t_fail.message, sizeof(t_fail.message), "%s",
+             message ? message : "");
+}
+
+/* GDAL 3.6's /vsiaz/ does not read Azure's error body into its message (no
+ * S3-like error parsing for Azure): the body is left out, so the failure is
+ * worded "HTTP response code: <n>" as stock words it. */
+static int az_last_failure(const char *container, const char *key,
+                           struct vt_gdal_fail *out)
+{
+    char target[2048];
+
+    memset(out, 0, sizeof(*out));
+    snprintf(target, sizeof(target), "%s/%s", container, key);
+    if (!t_fail.set || strcmp(target, t_fail.target) != 0)
+        return 0;
+    out->err = t_fail.err;
+    out->status = t_fail.status;
+    out->transport = t_fail.transport[0] ? t_fail.transport : NULL;
+    out->cause = t_fail.cause[0] ? t_fail.cause : NULL;
+    out->message = t_fail.message[0] ? t_fail.message : NULL;
+    out->where = t_fail.where;
+    out->url = t_fail.url[0] ? t_fail.url : NULL;
+    return 1;
+}
+
+static vt_err perform(const char *method, const char *container,
+                      const char *key, const char *query,
+                      const char *const *params, uint64_t off, uint64_t len,
+                      const char *etag, size_t max_body, vt_http_resp *resp,
+                      char *errbuf, size_t errlen)
+{
+    vt_backend_req rq;
+    vt_err err;
+
+    memset(resp, 0, sizeof(*resp));
+    t_fail.set = 0;
+    if (!container || !key)
+        return VT_EINVAL;
+    err = build(method, container, key, query, params, off, len, etag, &rq,
+                errbuf, errlen);
+    if (err) {
+        fail_record(container, key, err, NULL, NULL, errbuf);
+        return err;
+    }
+    if (max_body)
+        rq.req.max_body = max_body;
+    err = vt__engine_perform(&rq.req, resp);
+    if (!err)
+        err = az_status_err(resp->status);
+    if (err) {
+        az_describe(errbuf, errlen, container, key, resp, err);
+        CPLDebug("VSITUNE", "%s", errbuf);
+        fail_record(container, key, err, resp, rq.url, NULL);
+    }
+    az_req_clear(&rq);
+    return err;
+}
+
+static vt_err az_get(const char *container, const char *key, uint64_t off,
+                     uint64_t len, const char *etag, vt_http_resp *resp,
+                     char *errbuf, size_t errlen)
+{
+    return perform("GET", container, key, NULL, NULL, off, len, etag, 0, resp,
+                   errbuf, errlen);
+}
+
+static vt_err az_head(const char *container, const char *key,
+                      vt_http_resp *resp, char *errbuf, size_t errlen)
+{
+    return perform("HEAD", container, key, NULL, NULL, 0, 0, NULL, 0, resp,
+                   errbuf, errlen);
+}
+
+/* List Blobs (GDAL's ReadDir): restype=container&comp=list, "/" as the
+ * delimiter, the prefix when not empty, maxresults when asked; in the URL
+ * in name order as GDAL's map of parameters, signed decoded. */
+static vt_err az_list(const char *container, const char *prefix,
+                      const char *dir, int max_keys, vt_list_page *out,
+                      char *errbuf, size_t errlen)
+{
+    char *enc = vt__uri_encode(prefix ? prefix : "", 0);
+    char *query = NULL, *pprefix = NULL, maxr[48] = "", pmax[48];
+    const char *params[6];
+    size_t ql, np = 0;
+    vt_http_resp r;
+    vt_err err = VT_ENOMEM;
+
+    memset(out, 0, sizeof(*out));
+    memset(&r, 0, sizeof(r));
+    if (!enc)
+        goto out;
+    if (max_keys > 0)
+        snprintf(maxr, sizeof(maxr), "maxresults=%d&", max_keys);
+    ql = strlen(enc) + 128;
+    query = malloc(ql);
+    pprefix = malloc(strlen(prefix ? prefix : "") + 8);
+    if (!query || !pprefix)
+        goto out;
+    snprintf(query, ql, "comp=list&delimiter=%%2F&%s%s%s%srestype=container",
+             maxr, *enc ? "prefix=" : "", enc, *enc ? "&" : "");
+    params[np++] = "comp=list";
+    params[np++] = "delimiter=/";
+    if (max_keys > 0) {
+        snprintf(pmax, sizeof(pmax), "maxresults=%d", max_keys);
+        params[np++] = pmax;
+    }
+    if (prefix && *prefix) {
+        sprintf(pprefix, "prefix=%s", prefix);
+        params[np++] = pprefix;
+    }
+    params[np++] = "restype=container";
+    params[np] = NULL;
+    err = perform("GET", container, "", query, params, 0, 0, NULL,
+                  LIST_BODY_MAX, &r, errbuf, errlen);
+    if (err == VT_OK) {
+        err = vt__az_parse_list((const char *)r.body, r.body_len,
+                                dir ? dir : "", out);
+        if (err != VT_OK)
+            snprintf(errbuf, errlen,
+                     "az://%s/?prefix=%s: not an EnumerationResults",
+                     container, prefix ? prefix : "");
+    }
+out:
+    vt__http_resp_clear(&r);
+    free(enc);
+    free(query);
+    free(pprefix);
+    return err;
+}
+
+/* GDAL's VSICurlClearCache: the managed identity tokens it kept. Nothing
+ * else is remembered per name (no redirects, no regions). */
+static void az_forget(const char *prefix)
+{
+    if (!prefix || !prefix[0])
+        vt__az_forget_tokens();
+}
+
+const vt_backend vt__backend_az = {
+    .name = "az",
+    .gdal_prefix = "/vsiaz/",
+    .scheme = "az://",
+    .split = az_split,
+    .endpoint = az_endpoint,
+    .access_identity = az_access_identity,
+    .build_get = az_build_get,
+    .req_clear = az_req_clear,
+    .get = az_get,
+    .head = az_head,
+    .list = az_list,
+    .describe = az_describe,
+    .status_err = az_status_err,
+    .last_failure = az_last_failure,
+    .forget = az_forget,
+};

@@ -1,0 +1,273 @@
+/* object_header.c: an object's first answer: the header GET, the judge of
+ * what it says (vt__object_judge_first), the HEAD that settles a doubtful
+ * one, and the header blocks it seeds into the cache (kept pinned for the
+ * last objects loaded). Why apart: the rules for trusting a first answer
+ * (issue 13) are a concern of their own, tested on their own
+ * (tests/unit/test_object.c). */
+#include "read/object_int.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cpl_error.h>
+
+#include "cache/cache.h"
+#include "base/config.h"
+#include "stats/stats.h"
+#include "base/xmlscan.h"
+
+/* ---- header blocks of recent objects: kept whatever the budget ----
+ * GDAL reads an object's header in dozens of small reads, and often stats,
+ * opens and reads it in separate steps. The header blocks of the last
+ * HDR_RING objects loaded stay pinned (pinned blocks stay findable even past
+ * the budget, cache.h), so VSITUNE_CACHE_SIZE=0 still opens a file with one
+ * request: at most HDR_RING x VSITUNE_HEADER_SIZE bytes. Own lock, never held
+ * with another: the pins it lets go are released after unlocking. */
+#define HDR_RING 16
+#define HDR_RING_BLOCKS 4
+static pthread_mutex_t ring_mu = PTHREAD_MUTEX_INITIALIZER;
+static vt_block *hdr_ring[HDR_RING][HDR_RING_BLOCKS];
+static unsigned hdr_next;
+
+/* Keeps the n <= HDR_RING_BLOCKS pins (the caller's array holds no more). */
+static void ring_keep(vt_cache *c, vt_block *const pins[HDR_RING_BLOCKS],
+                      size_t n)
+{
+    vt_block *old[HDR_RING_BLOCKS];
+    size_t i;
+
+    pthread_mutex_lock(&ring_mu);
+    memcpy(old, hdr_ring[hdr_next], sizeof(old));
+    memset(hdr_ring[hdr_next], 0, sizeof(old));
+    for (i = 0; i < n && i < HDR_RING_BLOCKS; i++)
+        hdr_ring[hdr_next][i] = pins[i];
+    hdr_next = (hdr_next + 1) % HDR_RING;
+    pthread_mutex_unlock(&ring_mu);
+    for (i = 0; i < HDR_RING_BLOCKS; i++)
+        if (old[i])
+            vt__cache_release(c, old[i]);
+}
+
+/* Store the bytes [0, len) that start the object as cache blocks; the
+ * first HDR_RING_BLOCKS of them stay pinned in the ring. */
+static void seed_blocks(vt_object *o, const unsigned char *data, size_t len)
+{
+    vt_cache *c = vt__object_cache();
+    size_t bs = vt__cache_block_size(c), npins = 0;
+    vt_block *pins[HDR_RING_BLOCKS];
+    uint64_t idx;
+    for (idx = 0; (uint64_t)idx * bs < len; idx++) {
+        size_t start = (size_t)idx * bs;
+        size_t n = len - start < bs ? len - start : bs;
+        vt_block_role role;
+        vt_block *b;
+        /* only whole blocks, or the object's last block */
+        if (n < bs && start + n != o->size)
+            break;
+        b = vt__cache_lookup(c, o->cache_key, idx, &role);
+        if (!b)
+            break;
+        if (role == VT_ROLE_FILL)
+            vt__cache_fill(c, b, data + start, n);
+        if (npins < HDR_RING_BLOCKS)
+            pins[npins++] = b;
+        else
+            vt__cache_release(c, b);
+    }
+    ring_keep(c, pins, npins);
+}
+
+/* What the first answer about an object says (see object.h). */
+vt_first vt__object_judge_first(const vt_http_resp *r, uint64_t asked,
+                                uint64_t *size, char *why, size_t whylen)
+{
+    char *code = NULL, *actual = NULL;
+    vt_first v = VT_FIRST_DOUBT;
+
+    *size = 0;
+    why[0] = '\0';
+    if (r->status == 416) {
+        /* S3 answers a range of an empty object with 416 InvalidRange and
+         * <ActualObjectSize>0; a 416 that names another size (in its
+         * Content-Range or its body) contradicts itself: we asked from 0. */
+        if (r->body && r->body_len) {
+            code = vt__xml_tag((const char *)r->body, r->body_len, "Code");
+            actual = vt__xml_tag((const char *)r->body, r->body_len,
+                                 "ActualObjectSize");
+        }
+        if (r->has_total && r->total_size > 0)
+            snprintf(why, whylen, "HTTP 416 for bytes 0-%llu of an object of "
+                     "%llu bytes (Content-Range)", (unsigned long long)asked - 1,
+                     (unsigned long long)r->total_size);
+        else if (actual && strcmp(actual, "0") != 0)
+            snprintf(why, whylen, "HTTP 416 for bytes 0-%llu of an object of "
+                     "%.40s bytes (ActualObjectSize)",
+                     (unsigned long long)asked - 1, actual);
+        else if ((r->has_total && r->total_size == 0) ||
+                 (actual && strcmp(actual, "0") == 0))
+            v = VT_FIRST_EMPTY;
+        else
+            snprintf(why, whylen, "HTTP 416%s%s with no object size",
+                     code ? " " : "", code ? code : "");
+    } else if (r->status == 206) {
+        /* The engine checked the range against the request and the body
+         * against the range; what it cannot know is the total. */
+        if (!r->has_content_range)
+            snprintf(why, whylen, "HTTP 206 without a usable Content-Range");
+        else if (!r->has_total)
+            snprintf(why, whylen, "HTTP 206 with Content-Range bytes "
+                     "%llu-%llu/* (no object size)",
+                     (unsigned long long)r->range_first,
+                     (unsigned long long)r->range_last);
+        else if (r->range_first != 0 || r->body_len != r->range_last + 1 ||
+                 (r->range_last + 1 < asked &&
+                  r->range_last + 1 != r->total_size))
+            snprintf(why, whylen, "HTTP 206 with Content-Range bytes "
+                     "%llu-%llu/%llu and %zu body bytes for bytes 0-%llu",
+                     (unsigned long long)r->range_first,
+                     (unsigned long long)r->range_last,
+                     (unsigned long long)r->total_size, r->body_len,
+                     (unsigned long long)asked - 1);
+        else {
+            *size = r->total_size;
+            v = VT_FIRST_OK;
+        }
+    } else if (r->status == 200) {
+        /* The server ignored Range and sent the whole object: usable when
+         * its length is stated and met, and not empty (an empty 200 is how
+         * a broken proxy answers too; a HEAD tells). */
+        if (!r->has_total || r->total_size != r->body_len)
+            snprintf(why, whylen, "HTTP 200 with %zu body bytes and no "
+                     "matching Content-Length", r->body_len);
+        else if (r->body_len == 0)
+            snprintf(why, whylen, "HTTP 200 with an empty body");
+        else {
+            *size = r->body_len;
+            v = VT_FIRST_OK;
+        }
+    } else {
+        snprintf(why, whylen, "HTTP %ld", r->status);
+    }
+    free(code);
+    free(actual);
+    return v;
+}
+
+/* A doubtful first answer: ask for the size and ETag with a HEAD. On
+ * success o->size/etag are set (etag malloc'd) and *use_bytes says whether
+ * the first answer's bytes belong to that same object version. */
+static vt_err confirm_head(vt_object *o, const vt_http_resp *first,
+                           const char *why, int *use_bytes, long *http_status,
+                           char *errbuf, size_t errlen)
+{
+    vt_http_resp h;
+    vt_err err;
+    char herr[512];
+
+    *use_bytes = 0;
+    CPLDebug("VSITUNE", "%s%s/%s: first answer doubtful (%s): HEAD",
+             o->be->scheme, o->bucket, o->key, why);
+    err = o->be->head(o->bucket, o->key, &h, herr, sizeof(herr));
+    *http_status = h.status;
+    if (err == VT_OK && !h.has_total) {
+        err = VT_EPROTO;
+        snprintf(herr, sizeof(herr), "%s%s/%s: HTTP %ld without "
+                 "Content-Length", o->be->scheme, o->bucket, o->key, h.status);
+    }
+    if (err != VT_OK) {
+        /* Never remembered, not even a 404: the two answers disagree. */
+        snprintf(errbuf, errlen, "vsitune: cannot open %s%s/%s: %s; then "
+                 "HEAD: %s", o->be->scheme, o->bucket, o->key, why,
+                 herr[0] ? herr : vt_strerror(err));
+        if (err == VT_ENOTFOUND)
+            *http_status = 0;
+        goto out;
+    }
+    o->size = h.total_size;
+    o->mtime = h.last_modified;
+    o->etag = strdup(h.etag ? h.etag : "");
+    if (!o->etag) {
+        err = VT_ENOMEM;
+        goto out;
+    }
+    /* The bytes of a 206 are the object's when the HEAD names the same
+     * version and a size the range fits in. */
+    *use_bytes = first->status == 206 && first->has_content_range &&
+                 first->range_first == 0 && first->body_len > 0 &&
+                 first->range_last < o->size &&
+                 (first->range_last + 1 == first->body_len) &&
+                 first->etag && h.etag && strcmp(first->etag, h.etag) == 0;
+out:
+    vt__http_resp_clear(&h);
+    return err;
+}
+
+/* Fetch the header of a new object; fills o->size/etag/cache_key. Only a
+ * size and ETag from an answer consistent in itself are kept (see
+ * vt__object_judge_first); a doubtful one is checked with a HEAD, or fails
+ * this open only. */
+vt_err vt__object_load_header(vt_object *o, long *http_status, char *errbuf,
+                              size_t errlen)
+{
+    vt_http_resp r;
+    vt_err err;
+    uint64_t hsize = vt__opt_size(o->path, VT_OPT_HEADER_SIZE);
+    uint64_t size = 0;
+    size_t klen;
+    int use_bytes = 0, remember = 1;
+    char why[256];
+    vt_first v;
+
+    err = o->be->get(o->bucket, o->key, 0, hsize, NULL, &r, errbuf, errlen);
+    *http_status = r.status;
+    if (err != VT_OK && r.status != 416) {
+        if (errbuf[0] == '\0' || r.status != 0)
+            vt__object_describe(o, errbuf, errlen, &r, err,
+                                "vsitune: cannot open");
+        goto out;
+    }
+    errbuf[0] = '\0';
+    err = VT_OK;
+    v = vt__object_judge_first(&r, hsize, &size, why, sizeof(why));
+    if (v == VT_FIRST_OK || v == VT_FIRST_EMPTY) {
+        o->size = size;
+        o->mtime = r.last_modified;
+        o->etag = strdup(r.etag ? r.etag : "");
+        use_bytes = v == VT_FIRST_OK;
+        vt__stats_avoided(VT_AVOIDED_HEAD); /* the size came with the header */
+    } else if (r.status == 200 && r.body_len == 0 && r.has_total &&
+               r.total_size == 0) {
+        /* An empty 200 stating Content-Length 0: an empty object whose
+         * server ignored Range (stock GDAL takes it so, without a HEAD), or
+         * a broken proxy's answer. Taken for this open only: never
+         * remembered, so the next open asks again. */
+        o->size = 0;
+        o->mtime = r.last_modified;
+        o->etag = strdup(r.etag ? r.etag : "");
+        remember = 0;
+    } else {
+        err = confirm_head(o, &r, why, &use_bytes, http_status, errbuf,
+                           errlen);
+        if (err != VT_OK)
+            goto out;
+    }
+    klen = strlen(o->ident ? o->ident : o->id) +
+           strlen(o->etag ? o->etag : "") + 2;
+    o->cache_key = malloc(klen);
+    if (!o->etag || !o->cache_key) {
+        err = VT_ENOMEM;
+        goto out;
+    }
+    snprintf(o->cache_key, klen, "%s\n%s", o->ident ? o->ident : o->id,
+             o->etag);
+    o->loaded_at = remember ? time(NULL) : 0; /* 0: stale at the next open */
+    if (o->size > 0 && use_bytes)
+        seed_blocks(o, r.body, r.body_len);
+    o->size_seen = use_bytes && r.body_len == o->size;
+out:
+    vt__http_resp_clear(&r);
+    return err;
+}
