@@ -2,7 +2,9 @@
 
 - `lab`: one S3 lab (tests/lab/labd.js) per test session, started on first use and
   stopped at the end; its request log, connection counts, faults and delay are
-  reset before every test that uses it, so each test reads only its own requests.
+  reset before every test that uses it, so each test reads only its own requests
+  (with VT_RECORD_SEQ=FILE, each such test's whole log is appended to FILE after it:
+  parity.record_seq, for scripts/reqseq.py).
 - `cogs`: the fixture COGs (s2 and small, tests/lab/fixtures.py) uploaded to bucket
   `lab` with their >= 200 sibling keys: {"s2": {"key", "path", "size", ...}, ...}.
   `small_cog`: only the small one (fast). Tests must not overwrite these keys:
@@ -42,10 +44,19 @@ def lab():
 
 @pytest.fixture(autouse=True)
 def _lab_reset(request):
-    """Reset the lab before each test that uses it (and only those)."""
-    if "lab" in request.fixturenames:
-        request.getfixturevalue("lab").reset()
+    """Reset the lab before each test that uses it (and only those). With VT_RECORD_SEQ
+    (parity.record_seq, scripts/reqseq.py), the test's whole log is recorded after it."""
+    if "lab" not in request.fixturenames:
+        yield
+        return
+    lab = request.getfixturevalue("lab")
+    lab.reset()
     yield
+    if parity.SEQ_FILE:
+        try:
+            parity.record_seq(None, None, lab.log())
+        except lab_client.LabError:
+            pass  # a lab that died: the test's own failure says so
 
 
 @pytest.fixture(scope="session")

@@ -95,6 +95,48 @@ def records():
     return RECORDS
 
 
+# -- request sequences (scripts/reqseq.py; docs/architecture.md "Proving no behaviour change") --
+# Opt-in: with VT_RECORD_SEQ=FILE, every case's plugin side appends its slice of the lab's
+# log to FILE, one JSON line per run, keyed by pytest's test id, case, step and the run's
+# number within the test; conftest.py appends the whole log of the other tests that used
+# the lab. Raw fields only: what counts as equal (concurrent requests, signatures) is
+# scripts/reqseq.py's to decide, so a rule can change without running GDAL again.
+# Taken out of the environment: a pytest this one starts (test_parity_served.py runs the suite
+# against a declining plugin) must not append its runs under the same test ids.
+SEQ_FILE = os.environ.pop("VT_RECORD_SEQ", None)
+_SEQ_RUNS = Counter()
+_SEQ_FIELDS = ("seq", "time", "dur_ms", "endpoint", "method", "kind", "bucket", "key",
+               "query", "range", "status", "fault")
+
+
+def record_seq(case, what, log, test=None):
+    """Append one run's requests (the lab's log entries, ordered by seq) to VT_RECORD_SEQ,
+    keyed by `test` (default: the running pytest test's id)."""
+    if not SEQ_FILE:
+        return
+    test = test or os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" (", 1)[0]
+    _SEQ_RUNS[(test, case, what)] += 1
+    reqs = []
+    for e in sorted(log, key=lambda e: e["seq"]):
+        r = {k: e.get(k) for k in _SEQ_FIELDS}
+        r["if_match"] = bool(e.get("if_match"))
+        r["ua"] = (e.get("user_agent") or "").split("/", 1)[0]
+        reqs.append(r)
+    line = {"test": test, "case": case, "what": what, "n": _SEQ_RUNS[(test, case, what)],
+            "requests": reqs}
+    with open(SEQ_FILE, "a") as f:
+        f.write(json.dumps(line, sort_keys=True) + "\n")
+
+
+def _record(lab, case, what, vsitune, seq):
+    """A side's requests since seq: summarised into requests.json; the plugin's sequence
+    also to VT_RECORD_SEQ."""
+    log = lab.log(since=seq)
+    records().add(case, what, "vsitune" if vsitune else "stock", summarise(log))
+    if vsitune:
+        record_seq(case, what, log)
+
+
 def summarise(log):
     c = Counter(e["kind"] for e in log)
     out = {"total": len(log)}
@@ -318,7 +360,7 @@ def both(lab, case, what, probes, extra=None, extra_stock=None, extra_vt=None, e
         env_extra.update((extra_vt if vsitune else extra_stock) or {})
         seq = last_seq(lab)
         res, rc = one_side(lab, vsitune, probes, env_extra, endpoint)
-        records().add(case, what, "vsitune" if vsitune else "stock", summarise(lab.log(since=seq)))
+        _record(lab, case, what, vsitune, seq)
         w = writes_since(lab, seq)
         undo_writes(lab, w)
         res.append({"op": "process", "rc": rc, "writes": [list(x) for x in w]})
@@ -357,8 +399,7 @@ class Pairs:
                 key = (vsitune, tuple(sorted(env.items())))
                 self.sides.pop(key).close()
                 res, _ = one_side(self.lab, vsitune, probes, env)
-            records().add(case, what, "vsitune" if vsitune else "stock",
-                          summarise(self.lab.log(since=seq)))
+            _record(self.lab, case, what, vsitune, seq)
             w = writes_since(self.lab, seq)
             undo_writes(self.lab, w)
             res.append({"op": "process", "writes": [list(x) for x in w]})
@@ -413,7 +454,7 @@ def both_tool(lab, case, what, argv, extra=None, parse_json=False, endpoint="h1"
         env_extra.update((extra_vt if vsitune else extra_stock) or {})
         seq = last_seq(lab)
         r = tool(lab, argv, vsitune, env_extra, endpoint, timeout)
-        records().add(case, what, "vsitune" if vsitune else "stock", summarise(lab.log(since=seq)))
+        _record(lab, case, what, vsitune, seq)
         w = writes_since(lab, seq)
         undo_writes(lab, w)
         r["writes"] = [list(x) for x in w]
