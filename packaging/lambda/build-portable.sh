@@ -90,7 +90,8 @@ CXXFLAGS=(-std=c++17 -O2 -g -fPIC -fvisibility=hidden -fvisibility-inlines-hidde
 INC=(-I"$SRC/vsiplugin" -I"$SRC/common" -I"$GDAL_INC" -I"$CURL/include")
 
 # -- the plugin: every .c under vsiplugin/ and common/ (as CMake's vtcore +
-# gdal/plugin.c; not the segment watcher, a program), takeover, driver
+# gdal/plugin.c; not the segment watcher, a program), and every .cpp (the
+# C++ ABI side: takeover, its vtable and streaming parts, the driver)
 objs=()
 for f in $(find "$SRC/vsiplugin" "$SRC/common" -name '*.c' ! -path '*/shmwatch/*' | sort); do
   o=$OBJ/$(basename "$f").o
@@ -98,9 +99,9 @@ for f in $(find "$SRC/vsiplugin" "$SRC/common" -name '*.c' ! -path '*/shmwatch/*
   objs+=("$o")
   [ "$(jobs -rp | wc -l)" -lt "$JOBS" ] || wait -n
 done
-for f in takeover.cpp driver.cpp; do
-  o=$OBJ/$f.o
-  $CXX "${CXXFLAGS[@]}" "${INC[@]}" -c "$SRC/vsiplugin/gdal/$f" -o "$o" &
+for f in $(find "$SRC/vsiplugin" -name '*.cpp' | sort); do
+  o=$OBJ/$(basename "$f").o
+  $CXX "${CXXFLAGS[@]}" "${INC[@]}" -c "$f" -o "$o" &
   objs+=("$o")
 done
 wait_all() { local p rc=0; for p in $(jobs -rp); do wait "$p" || rc=1; done; return "$rc"; }
