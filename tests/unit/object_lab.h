@@ -1,0 +1,44 @@
+/* object_lab.h: what the unit tests of the object module's files
+ * (test_object_read.c, test_object_header.c, test_object_missing.c, ...)
+ * share on top of http_lab.h: the lab started as S3, an object opened, one
+ * range read, the bytes read checked against the lab's. Header-only; not a
+ * test itself. Include after http_lab.h and cmocka.h. */
+#ifndef VT_OBJECT_LAB_H
+#define VT_OBJECT_LAB_H
+
+#include "read/object.h"
+
+/* Start the lab with handle and point GDAL's S3 options at it: a cmocka
+ * group setup's body. */
+static inline int lab_setup_s3(lab_handler handle)
+{
+    if (lab_start(handle))
+        return -1;
+    lab_as_s3();
+    return 0;
+}
+
+/* Open path of S3 into *o: the open's result; errbuf gets 512 bytes. */
+static inline vt_err lab_open(const char *path, vt_object **o, long *status, char *errbuf)
+{
+    return vt__object_open(&vt__backend_s3, path, o, status, errbuf, 512);
+}
+
+/* Read len bytes at off of o into dst (opts NULL: the object's own);
+ * errbuf gets 512 bytes. */
+static inline vt_err lab_read1(vt_object *o, const vt_read_opts *opts, void *dst,
+                               uint64_t off, size_t len, char *errbuf)
+{
+    void *dsts[1] = { dst };
+    return vt__object_read(o, opts, 1, dsts, &off, &len, NULL, errbuf, 512);
+}
+
+/* Fails the test unless buf holds the lab's n bytes at off. */
+static inline void lab_check_bytes(const unsigned char *buf, uint64_t off, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] != lab_byte(off + i))
+            fail_msg("byte %llu differs", (unsigned long long)(off + i));
+}
+
+#endif
