@@ -18,6 +18,16 @@ static inline int lab_setup_s3(lab_handler handle)
     return 0;
 }
 
+/* The lab's usual answer to a request line: for "GET /lb/<name>.bin ", total
+ * bytes (lab_answer_range); for anything else, S3's 404. */
+static inline int lab_answer_object(int fd, const char *line, uint64_t first, uint64_t last,
+                                    uint64_t total)
+{
+    if (strncmp(line, "GET /lb/", 8) == 0 && strstr(line, ".bin "))
+        return lab_answer_range(fd, first, last, total, 0);
+    return lab_answer_no_such_key(fd);
+}
+
 /* Open path of S3 into *o: the open's result; errbuf gets 512 bytes. */
 static inline vt_err lab_open(const char *path, vt_object **o, long *status, char *errbuf)
 {

@@ -32,9 +32,7 @@ static int serve_one(int fd, const char *head)
     uint64_t first, last;
 
     lab_begin(head, line, sizeof line, &first, &last);
-    if (strncmp(line, "GET /lb/", 8) == 0 && strstr(line, ".bin "))
-        return lab_answer_range(fd, first, last, BIG, 0);
-    return lab_answer_no_such_key(fd);
+    return lab_answer_object(fd, line, first, last, BIG);
 }
 
 static int setup(void **state)

@@ -45,9 +45,7 @@ static int serve_one(int fd, const char *head)
         return answer(fd, "500 Internal Server Error", "",
                       "<Error><Code>InternalError</Code><Message>We encountered an "
                       "internal error. Please try again.</Message></Error>");
-    if (strncmp(line, "GET /lb/", 8) == 0 && strstr(line, ".bin "))
-        return lab_answer_range(fd, first, last, BIG, 0);
-    return lab_answer_no_such_key(fd);
+    return lab_answer_object(fd, line, first, last, BIG);
 }
 
 static int setup(void **state)
