@@ -28,6 +28,19 @@ static inline int lab_answer_object(int fd, const char *line, uint64_t first, ui
     return lab_answer_no_such_key(fd);
 }
 
+/* A HEAD's answer for an object of total bytes (ETag "e1", as
+ * lab_answer_range's): its Content-Length, no body. */
+static inline int lab_answer_head(int fd, uint64_t total)
+{
+    char head[256];
+
+    snprintf(head, sizeof head,
+             "HTTP/1.1 200 OK\r\nContent-Length: %llu\r\nETag: \"e1\"\r\n"
+             "Last-Modified: Tue, 01 Dec 2026 10:00:00 GMT\r\n\r\n",
+             (unsigned long long)total);
+    return send_all(fd, head, strlen(head));
+}
+
 /* Open path of S3 into *o: the open's result; errbuf gets 512 bytes. */
 static inline vt_err lab_open(const char *path, vt_object **o, long *status, char *errbuf)
 {

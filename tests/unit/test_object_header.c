@@ -27,18 +27,6 @@
 #define BIG 12000000ULL
 #define HEADER 65536u
 
-/* A HEAD's answer: Content-Length total, no body. */
-static int answer_head(int fd, uint64_t total)
-{
-    char head[256];
-
-    snprintf(head, sizeof head,
-             "HTTP/1.1 200 OK\r\nContent-Length: %llu\r\nETag: \"e1\"\r\n"
-             "Last-Modified: Tue, 01 Dec 2026 10:00:00 GMT\r\n\r\n",
-             (unsigned long long)total);
-    return send_all(fd, head, strlen(head));
-}
-
 /* The first bytes of an object whose size the server does not say. */
 static int answer_unknown_total(int fd, uint64_t first, uint64_t last)
 {
@@ -76,7 +64,7 @@ static int serve_one(int fd, const char *head)
     if (strncmp(line, "GET /lb/doubt", 13) == 0 && first == 0)
         return answer_unknown_total(fd, first, last);
     if (strncmp(line, "HEAD /lb/doubt.bin ", 19) == 0)
-        return answer_head(fd, BIG);
+        return lab_answer_head(fd, BIG);
     if (strncmp(line, "GET /lb/big.bin ", 16) == 0 || strncmp(line, "GET /lb/hs.bin ", 15) == 0 ||
         strncmp(line, "GET /lb/doubt.bin ", 18) == 0)
         return lab_answer_range(fd, first, last, BIG, 0);
