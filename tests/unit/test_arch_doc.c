@@ -192,9 +192,6 @@ static const struct { const char *file, *tested_by; } no_own_test[] = {
     /* the host-wide metadata: test_object.c attaches the shared segment
      * (owed: another process's answer adopted without a request) */
     { "read/object_shared.c", "test_object.c" },
-    /* the sibling answer: test_handler.c's opens ask it (owed: a test of
-     * its own, VSITUNE_SIDECARS and the COG rule) */
-    { "gdal/handler_sib.c", "test_handler.c" },
 };
 
 static int file_exists(const char *path)
