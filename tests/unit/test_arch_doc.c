@@ -183,9 +183,6 @@ static const struct { const char *file, *tested_by; } no_own_test[] = {
     /* the sockets the I/O thread opens: every request of test_engine.c goes
      * through them (owed: a stalled connection shut down by its port) */
     { "http/engine_sock.c", "test_engine.c" },
-    /* the origin and object memory of the retry budget (owed: one attempt
-     * each once an origin ran out of retries) */
-    { "http/engine_origin.c", "test_engine.c" },
     /* no behaviour of its own: the engine's lock, condition variables and
      * counters, defined apart to break a circle */
     { "http/engine_state.c", "test_engine.c" },
