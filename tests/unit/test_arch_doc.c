@@ -186,9 +186,6 @@ static const struct { const char *file, *tested_by; } no_own_test[] = {
     /* no behaviour of its own: the engine's lock, condition variables and
      * counters, defined apart to break a circle */
     { "http/engine_state.c", "test_engine.c" },
-    /* the host-wide metadata: test_object.c attaches the shared segment
-     * (owed: another process's answer adopted without a request) */
-    { "read/object_shared.c", "test_object.c" },
 };
 
 static int file_exists(const char *path)

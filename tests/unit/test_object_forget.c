@@ -22,23 +22,13 @@
 #include "http_lab.h"
 #include "object_lab.h"
 
-#define BIG 12000000ULL
+#define BIG LAB_BIG
 #define FAR 5000000ULL /* an offset well past the header */
-
-/* Every /lb/....bin is BIG bytes; anything else 404. */
-static int serve_one(int fd, const char *head)
-{
-    char line[256];
-    uint64_t first, last;
-
-    lab_begin(head, line, sizeof line, &first, &last);
-    return lab_answer_object(fd, line, first, last, BIG);
-}
 
 static int setup(void **state)
 {
     (void)state;
-    return lab_setup_s3(serve_one);
+    return lab_setup_s3(lab_serve_objects);
 }
 
 /* How many header GETs and how many GETs far into the object the server
