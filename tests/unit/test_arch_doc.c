@@ -178,11 +178,10 @@ static void test_every_source_file_named(void **state)
  * exercises it instead. The list only shrinks: an entry whose file is gone,
  * or that has its own test now, fails here. */
 static const struct { const char *file, *tested_by; } no_own_test[] = {
-    /* the engine's I/O thread: its contract is engine.h's, tested whole */
-    { "http/engine_io.c", "test_engine.c" },
-    /* the sockets the I/O thread opens: every request of test_engine.c goes
-     * through them (owed: a stalled connection shut down by its port) */
-    { "http/engine_sock.c", "test_engine.c" },
+    /* the sockets the I/O thread opens: every request of test_engine_io.c
+     * and test_engine.c goes through them (owed: a stalled connection shut
+     * down by its port) */
+    { "http/engine_sock.c", "test_engine_io.c" },
     /* no behaviour of its own: the engine's lock, condition variables and
      * counters, defined apart to break a circle */
     { "http/engine_state.c", "test_engine.c" },
