@@ -7,7 +7,12 @@
  * a longer name: cache.c is not named by shmcache.c); a header is named too
  * by its source's short form, `name.c/.h` or `name.cpp/.h`, as the table
  * writes them. The matcher is tested on its own so that a loose rule cannot
- * pass every file. */
+ * pass every file.
+ *
+ * And the tests mirror the modules (issue 19, item 8): every .c of read/,
+ * gdal/handler* and http/ has a tests/unit/test_<basename>.c of its own,
+ * unless the exemption list below names it and says which test exercises
+ * it instead. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -168,11 +173,111 @@ static void test_every_source_file_named(void **state)
     VSIFree(doc);
 }
 
+/* The .c files of the read path, the handler and the engine that have no
+ * tests/unit/test_<basename>.c of their own, each with the test that
+ * exercises it instead. The list only shrinks: an entry whose file is gone,
+ * or that has its own test now, fails here. */
+static const struct { const char *file, *tested_by; } no_own_test[] = {
+    /* the sockets the I/O thread opens: every request of test_engine_io.c
+     * and test_engine.c goes through them (owed: a stalled connection shut
+     * down by its port) */
+    { "http/engine_sock.c", "test_engine_io.c" },
+    /* no behaviour of its own: the engine's lock, condition variables and
+     * counters, defined apart to break a circle */
+    { "http/engine_state.c", "test_engine.c" },
+};
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* The exemption of rel ("folder/name.c"), or -1. */
+static int exemption(const char *rel)
+{
+    for (size_t i = 0; i < sizeof no_own_test / sizeof no_own_test[0]; i++)
+        if (strcmp(no_own_test[i].file, rel) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* Checks the .c files of src/vsiplugin/<folder> whose name starts with
+ * prefix; returns how many break the rule, each printed. *seen counts them. */
+static int check_tests_of(const char *src, const char *folder, const char *prefix, int *seen)
+{
+    char dir[1024];
+    DIR *d;
+    struct dirent *e;
+    int bad = 0;
+
+    snprintf(dir, sizeof dir, "%s/vsiplugin/%s", src, folder);
+    d = opendir(dir);
+    assert_non_null(d);
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        char rel[512], test[1024], by[1024];
+        int ex, own;
+
+        if (n < 3 || strcmp(e->d_name + n - 2, ".c") != 0 ||
+            strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        (*seen)++;
+        snprintf(rel, sizeof rel, "%s/%s", folder, e->d_name);
+        snprintf(test, sizeof test, "%s/tests/unit/test_%.*s.c", src, (int)(n - 2), e->d_name);
+        own = file_exists(test);
+        ex = exemption(rel);
+        if (!own && ex < 0) {
+            print_error("vsiplugin/%s has no tests/unit/test_%.*s.c (write one, or "
+                        "exempt it in test_arch_doc.c saying which test covers it)\n",
+                        rel, (int)(n - 2), e->d_name);
+            bad++;
+        } else if (own && ex >= 0) {
+            print_error("vsiplugin/%s has its own test now: drop its exemption\n", rel);
+            bad++;
+        } else if (ex >= 0) {
+            snprintf(by, sizeof by, "%s/tests/unit/%s", src, no_own_test[ex].tested_by);
+            if (!file_exists(by)) {
+                print_error("vsiplugin/%s: exempted as tested by %s, which is gone\n", rel,
+                            no_own_test[ex].tested_by);
+                bad++;
+            }
+        }
+    }
+    closedir(d);
+    return bad;
+}
+
+static void test_every_module_has_tests(void **state)
+{
+    const char *src = getenv("VT_SOURCE_DIR");
+    char path[1024];
+    int seen = 0, bad = 0;
+
+    (void)state;
+    assert_non_null(src);
+    bad += check_tests_of(src, "read", "", &seen);
+    bad += check_tests_of(src, "gdal", "handler", &seen);
+    bad += check_tests_of(src, "http", "", &seen);
+    /* the walk found the folders (not an empty or wrong tree) */
+    assert_true(seen >= 20);
+    /* every exemption names a file that exists */
+    for (size_t i = 0; i < sizeof no_own_test / sizeof no_own_test[0]; i++) {
+        snprintf(path, sizeof path, "%s/vsiplugin/%s", src, no_own_test[i].file);
+        if (!file_exists(path)) {
+            print_error("exemption for vsiplugin/%s: no such file\n", no_own_test[i].file);
+            bad++;
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matcher),
         cmocka_unit_test(test_every_source_file_named),
+        cmocka_unit_test(test_every_module_has_tests),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
