@@ -121,6 +121,12 @@ extern const struct vt_opt_def vt__opts[VT_OPT_COUNT];
  * before any lookup with a path. The string is copied. */
 void vt__cfg_set_prefix(const char *prefix);
 
+/* For this thread's lookups from now on: path-specific options under prefix
+ * (a static string, shorter than 32 bytes: the GDAL prefix of the handler
+ * whose call the thread serves, "/vsigs/"), or NULL: the process prefix
+ * above. Returns the scope it replaces, to restore when the call ends. */
+const char *vt__cfg_scope_prefix(const char *prefix);
+
 /* The value for path, malloc'd (caller frees); NULL when unset or empty. */
 char *vt__cfg_dup(const char *path, const char *name);
 

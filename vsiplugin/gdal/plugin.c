@@ -102,9 +102,11 @@ void GDALRegister_vsitune(void)
     cb = VSIAllocFilesystemPluginCallbacksStruct();
     if (cb == NULL)
         return;
-    /* the handler serves S3's names, on /vsis3/ or /vsitune/ */
-    vt__handler_fill_callbacks(cb, &vt__backend_s3);
-    if (vt__takeover_install(cb, takeover) != 0)
+    /* the handler serves S3's names, on /vsis3/ or /vsitune/; its options
+     * under the process prefix (below) */
+    vt__handler_fill_callbacks(cb, &vt__backend_s3, NULL);
+    if (vt__takeover_install(vt__backend_s3.gdal_prefix, VT_READER_PREFIX,
+                             &vt__backend_s3, cb, takeover) != 0)
         takeover = 0; /* /vsis3/ stays GDAL's; /vsitune/ may still work */
     VSIFreeFilesystemPluginCallbacksStruct(cb); /* GDAL keeps a copy */
     prefix = takeover ? "/vsis3/" : VT_READER_PREFIX;
