@@ -65,6 +65,7 @@ enum vt_opt {
     /* vsitune's own booleans and enums (vt__opt_choice) */
     VT_OPT_TAKEOVER,            /* VSITUNE_TAKEOVER */
     VT_OPT_TAKEOVER_GS,         /* VSITUNE_TAKEOVER_GS */
+    VT_OPT_TAKEOVER_AZ,         /* VSITUNE_TAKEOVER_AZ */
     VT_OPT_SIDECARS,            /* VSITUNE_SIDECARS */
     VT_OPT_SHARED_CACHE,        /* VSITUNE_SHARED_CACHE */
     VT_OPT_ACROSS_CREDENTIALS,  /* VSITUNE_SHARED_CACHE_ACROSS_CREDENTIALS */
