@@ -66,17 +66,17 @@ static void test_registered_calls_land(void **state)
     (void)state;
     reset();
     vt__stock_set_callbacks(&rec);
-    assert_int_equal(vt__stock_stat(path, &st, VSI_STAT_NATURE_FLAG), 0);
+    assert_int_equal(vt__stock_stat(NULL, path, &st, VSI_STAT_NATURE_FLAG), 0);
     assert_true(VSI_ISDIR(st.st_mode));
     assert_ptr_equal(last_path, path);
     assert_int_equal(last_arg, VSI_STAT_NATURE_FLAG);
-    names = vt__stock_read_dir("lb/dir", 7);
+    names = vt__stock_read_dir(NULL, "lb/dir", 7);
     assert_non_null(names);
     assert_string_equal(names[0], "listed.tif");
     CSLDestroy(names);
     assert_string_equal(last_path, "lb/dir");
     assert_int_equal(last_arg, 7);
-    vt__stock_partial_clear("lb");
+    vt__stock_partial_clear(NULL, "lb");
     assert_string_equal(last_path, "lb");
     assert_int_equal(n_stat, 1);
     assert_int_equal(n_read_dir, 1);
@@ -91,9 +91,9 @@ static void assert_stat_and_clear_fail_cleanly(void)
     VSIStatBufL st;
 
     errno = 0;
-    assert_int_equal(vt__stock_stat("lb/dir/", &st, 0), -1);
+    assert_int_equal(vt__stock_stat(NULL, "lb/dir/", &st, 0), -1);
     assert_int_equal(errno, ENOENT);
-    vt__stock_partial_clear("lb");
+    vt__stock_partial_clear(NULL, "lb");
 }
 
 static void test_nothing_registered_fails_cleanly(void **state)
@@ -102,7 +102,7 @@ static void test_nothing_registered_fails_cleanly(void **state)
     reset();
     vt__stock_set_callbacks(NULL);
     assert_stat_and_clear_fail_cleanly();
-    assert_null(vt__stock_read_dir("lb/dir", 0));
+    assert_null(vt__stock_read_dir(NULL, "lb/dir", 0));
     assert_int_equal(n_stat + n_read_dir + n_clear, 0);
 }
 
@@ -115,7 +115,7 @@ static void test_null_members_fail_cleanly(void **state)
     reset();
     vt__stock_set_callbacks(&only_read_dir);
     assert_stat_and_clear_fail_cleanly();
-    names = vt__stock_read_dir("lb/dir", 0);
+    names = vt__stock_read_dir(NULL, "lb/dir", 0);
     assert_non_null(names);
     CSLDestroy(names);
     assert_int_equal(n_stat + n_clear, 0);
@@ -133,8 +133,8 @@ static void test_registration_is_a_copy(void **state)
     reset();
     vt__stock_set_callbacks(&cb);
     memset(&cb, 0, sizeof cb);
-    assert_int_equal(vt__stock_stat("lb/dir/", &st, 0), 0);
-    vt__stock_partial_clear("lb");
+    assert_int_equal(vt__stock_stat(NULL, "lb/dir/", &st, 0), 0);
+    vt__stock_partial_clear(NULL, "lb");
     assert_int_equal(n_stat, 1);
     assert_int_equal(n_clear, 1);
     vt__stock_set_callbacks(NULL);

@@ -89,8 +89,8 @@ static int setup(void **state)
     cb = VSIAllocFilesystemPluginCallbacksStruct();
     if (!cb)
         return -1;
-    vt__handler_fill_callbacks(cb, &vt__backend_s3);
-    rc = vt__takeover_install(cb, 1);
+    vt__handler_fill_callbacks(cb, &vt__backend_s3, nullptr);
+    rc = vt__takeover_install("/vsis3/", VT_READER_PREFIX, &vt__backend_s3, cb, 1);
     VSIFreeFilesystemPluginCallbacksStruct(cb);
     return rc;
 }
@@ -113,7 +113,8 @@ static void test_handler_object_still_gdal(void **state)
     assert_ptr_equal(now, stock_before);
     assert_string_equal(typeid(*now).name(), stock_type.c_str());
     assert_true(VSIFileManager::GetHandler("/vsitune/") != now);
-    assert_int_equal(vt__takeover_install(nullptr, 1), 0); /* idempotent */
+    assert_int_equal(vt__takeover_install("/vsis3/", VT_READER_PREFIX, &vt__backend_s3,
+                                          nullptr, 1), 0); /* idempotent */
 }
 
 /* GDAL's requests for a name: its stat (a HEAD, or a GET of its shape). */
@@ -135,18 +136,18 @@ static void test_registered_stock_is_gdals(void **state)
     (void)state;
     /* stat: GDAL's own request (not vsitune's header GET) for a 404; only
      * the requests are judged, not what GDAL's stat makes of the answer */
-    (void)vt__stock_stat("lb/gdal.bin", &st, 0);
+    (void)vt__stock_stat(&vt__backend_s3, "lb/gdal.bin", &st, 0);
     assert_int_equal(gdal_asked("gdal.bin"), 1);
     assert_int_equal(seen("GET /lb/gdal.bin ", "Range: bytes=0-65535\r\n"), 0);
     /* GDAL's cache keeps the 404: no request */
-    (void)vt__stock_stat("lb/gdal.bin", &st, 0);
+    (void)vt__stock_stat(&vt__backend_s3, "lb/gdal.bin", &st, 0);
     assert_int_equal(gdal_asked("gdal.bin"), 1);
     /* GDAL's PartialClearCache (the probe's slot) drops it: asked again */
-    vt__stock_partial_clear("lb/gdal.bin");
-    (void)vt__stock_stat("lb/gdal.bin", &st, 0);
+    vt__stock_partial_clear(&vt__backend_s3, "lb/gdal.bin");
+    (void)vt__stock_stat(&vt__backend_s3, "lb/gdal.bin", &st, 0);
     assert_int_equal(gdal_asked("gdal.bin"), 2);
     /* a listing: GDAL's own LIST */
-    names = vt__stock_read_dir("lb/sub", 0);
+    names = vt__stock_read_dir(&vt__backend_s3, "lb/sub", 0);
     CSLDestroy(names);
     assert_true(seen("GET /lb/?", NULL) > lists);
 }

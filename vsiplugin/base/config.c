@@ -27,6 +27,16 @@
  * keeps a late vt__cfg_set_prefix (tests) from tearing a read. */
 static pthread_mutex_t prefix_mu = PTHREAD_MUTEX_INITIALIZER;
 static char g_prefix[PREFIX_CAP] = "/vsis3/";
+/* The prefix of the handler this thread is serving a call of, or NULL:
+ * the process one (vt__cfg_scope_prefix). */
+static _Thread_local const char *t_prefix;
+
+const char *vt__cfg_scope_prefix(const char *prefix)
+{
+    const char *was = t_prefix;
+    t_prefix = prefix;
+    return was;
+}
 
 void vt__cfg_set_prefix(const char *prefix)
 {
@@ -42,9 +52,13 @@ const char *vt__cfg_gdal_path(const char *path, char *buf, size_t len)
     int n;
     while (path && *path == '/')
         path++;
-    pthread_mutex_lock(&prefix_mu);
-    n = snprintf(buf, len, "%s%s", g_prefix, path ? path : "");
-    pthread_mutex_unlock(&prefix_mu);
+    if (t_prefix) {
+        n = snprintf(buf, len, "%s%s", t_prefix, path ? path : "");
+    } else {
+        pthread_mutex_lock(&prefix_mu);
+        n = snprintf(buf, len, "%s%s", g_prefix, path ? path : "");
+        pthread_mutex_unlock(&prefix_mu);
+    }
     return (n < 0 || (size_t)n >= len) ? NULL : buf;
 }
 

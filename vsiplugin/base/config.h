@@ -64,6 +64,8 @@ enum vt_opt {
     VT_OPT_MAX_STREAMS,         /* VSITUNE_MAX_STREAMS */
     /* vsitune's own booleans and enums (vt__opt_choice) */
     VT_OPT_TAKEOVER,            /* VSITUNE_TAKEOVER */
+    VT_OPT_TAKEOVER_GS,         /* VSITUNE_TAKEOVER_GS */
+    VT_OPT_TAKEOVER_AZ,         /* VSITUNE_TAKEOVER_AZ */
     VT_OPT_SIDECARS,            /* VSITUNE_SIDECARS */
     VT_OPT_SHARED_CACHE,        /* VSITUNE_SHARED_CACHE */
     VT_OPT_ACROSS_CREDENTIALS,  /* VSITUNE_SHARED_CACHE_ACROSS_CREDENTIALS */
@@ -146,6 +148,12 @@ extern const struct vt_opt_def vt__opts[VT_OPT_COUNT];
  * "/vsitune/"; default "/vsis3/"). plugin.c sets it once, at registration,
  * before any lookup with a path. The string is copied. */
 void vt__cfg_set_prefix(const char *prefix);
+
+/* For this thread's lookups from now on: path-specific options under prefix
+ * (a static string, shorter than 32 bytes: the GDAL prefix of the handler
+ * whose call the thread serves, "/vsigs/"), or NULL: the process prefix
+ * above. Returns the scope it replaces, to restore when the call ends. */
+const char *vt__cfg_scope_prefix(const char *prefix);
 
 /* The value for path, malloc'd (caller frees); NULL when unset or empty. */
 char *vt__cfg_dup(const char *path, const char *name);

@@ -27,9 +27,12 @@
 #include "backends/backend.h"
 #include "gdal/stock.h"
 
-/* The service this handler serves: set once, when GDAL's plugin is set up
- * for its prefix (vt__handler_fill_callbacks, before any callback). */
-static const vt_backend *g_be;
+/* The handlers installed: one per backend (vt__handler_fill_callbacks),
+ * each callbacks struct's pUserData pointing at its own. Filled before GDAL
+ * calls any callback, never changed after. */
+#define VT_READERS 8
+static vt_reader g_readers[VT_READERS];
+static size_t g_nreaders;
 
 /* Why the last open on this thread failed (see vt__handler_open_error). */
 static _Thread_local char t_open_error[VT_GDAL_MSG_CAP];
@@ -39,13 +42,13 @@ static _Thread_local int t_open_quiet;  /* GDAL sets no VSI error for it */
 static _Thread_local int t_open_no_error; /* this open asks for none */
 
 /* Stock GDAL's IsAllowedFilename, on the name GDAL asked for. */
-static int allowed(const char *path)
+static int allowed(const vt_backend *be, const char *path)
 {
     char name[4096];
     char *file = vt__cfg_dup_raw(path, "CPL_VSIL_CURL_ALLOWED_FILENAME");
     char *exts = vt__cfg_dup_raw(path, "CPL_VSIL_CURL_ALLOWED_EXTENSIONS");
     int ok;
-    snprintf(name, sizeof(name), "/vsis3/%s", path);
+    snprintf(name, sizeof(name), "%s%s", be->gdal_prefix, path);
     ok = vt__policy_allowed_name(name, file, exts);
     free(file);
     free(exts);
@@ -86,20 +89,21 @@ static int has_extension(const char *path)
  * the keys starting with its stem, which GDAL's next probes of the same
  * stem are then answered from): 1 present (*e), 0 absent, -1 no answer
  * (listings not allowed, the LIST failed or was cut at 1000 keys). */
-static int stem_lookup(const char *path, vt_list_entry *e)
+static int stem_lookup(const vt_backend *be, const char *path,
+                       vt_list_entry *e)
 {
     vt_listing *l = NULL;
     char errbuf[1024];
     int cut;
     if (!has_extension(path) || !may_list(path))
         return -1;
-    if (vt__listing_get(g_be, path, &l, errbuf, sizeof(errbuf)) != VT_OK) {
+    if (vt__listing_get(be, path, &l, errbuf, sizeof(errbuf)) != VT_OK) {
         CPLDebug("VSITUNE", "stat %s: %s", path, errbuf);
         return -1;
     }
     cut = vt__listing_truncated(l);
     vt__listing_release(l);
-    return cut ? -1 : vt__listing_lookup(g_be, path, e);
+    return cut ? -1 : vt__listing_lookup(be, path, e);
 }
 
 /* 1 when path names a "directory" (keys under path/): from a listing we
@@ -108,19 +112,19 @@ static int stem_lookup(const char *path, vt_list_entry *e)
  * listing, whose "name/" prefix answers it as GDAL's LIST of "name/" would,
  * and GDAL's probes of the same stem after; else GDAL's own request, one
  * page of 100 keys under "name/". */
-static int is_directory(const char *path, int missing)
+static int is_directory(const vt_backend *be, const char *path, int missing)
 {
     vt_list_entry e;
     vt_listing *l = NULL;
     char errbuf[1024];
-    int known = vt__listing_lookup(g_be, path, &e), isdir;
+    int known = vt__listing_lookup(be, path, &e), isdir;
     if (known < 0 && missing)
-        known = stem_lookup(path, &e);
+        known = stem_lookup(be, path, &e);
     if (known >= 0)
         return known == 1 && e.is_dir;
     /* As GDAL's Stat: one page of 100 keys under "path/" (the same request;
      * it also answers GDAL's probes of names inside without a request) */
-    if (vt__listing_get_dir(g_be, path, 100, &l, errbuf, sizeof(errbuf)) != VT_OK)
+    if (vt__listing_get_dir(be, path, 100, &l, errbuf, sizeof(errbuf)) != VT_OK)
         return 0;
     isdir = vt__listing_count(l) > 0 || vt__listing_has_marker(l);
     vt__listing_release(l);
@@ -130,9 +134,10 @@ static int is_directory(const char *path, int missing)
 /* A name that is not an object may be a "directory" (a prefix of keys
  * without a trailing slash: a Zarr store, a shapefile folder): GDAL's own
  * Stat then lists it; so does vsitune (is_directory). */
-static int stat_as_directory(const char *path, int missing, VSIStatBufL *st)
+static int stat_as_directory(const vt_backend *be, const char *path,
+                             int missing, VSIStatBufL *st)
 {
-    if (!is_directory(path, missing))
+    if (!is_directory(be, path, missing))
         return -1;
     fill_stat(st, 1, 0, 0);
     return 0;
@@ -142,7 +147,8 @@ static int stat_as_directory(const char *path, int missing, VSIStatBufL *st)
  * own cache, where a listing the user made or a write put it; from
  * vsitune's object table; from a listing vsitune holds), -1 when a listing
  * says it is absent, 0 when unknown. */
-static int stat_known(const char *path, VSIStatBufL *st)
+static int stat_known(const vt_backend *be, const char *path,
+                      VSIStatBufL *st)
 {
     uint64_t size;
     long long mtime;
@@ -150,15 +156,15 @@ static int stat_known(const char *path, VSIStatBufL *st)
     int known;
     /* GDAL's cache: its full Stat then answers from it, with the st_mode its
      * cache-only answer leaves at 0 for a directory */
-    if (vt__stock_stat(path, st, VSI_STAT_CACHE_ONLY) == 0 &&
-        vt__stock_stat(path, st, VSI_STAT_EXISTS_FLAG | VSI_STAT_NATURE_FLAG |
+    if (vt__stock_stat(be, path, st, VSI_STAT_CACHE_ONLY) == 0 &&
+        vt__stock_stat(be, path, st, VSI_STAT_EXISTS_FLAG | VSI_STAT_NATURE_FLAG |
                                      VSI_STAT_SIZE_FLAG) == 0)
         return 1;
-    if (vt__object_peek(g_be, path, &size, &mtime)) {
+    if (vt__object_peek(be, path, &size, &mtime)) {
         fill_stat(st, 0, size, mtime);
         return 1;
     }
-    known = vt__listing_lookup(g_be, path, &e); /* 1 present, 0 absent, -1 ? */
+    known = vt__listing_lookup(be, path, &e); /* 1 present, 0 absent, -1 ? */
     if (known == 1)
         fill_stat(st, e.is_dir, e.size, e.mtime);
     return known == 1 ? 1 : known == 0 ? -1 : 0;
@@ -170,17 +176,17 @@ static int stat_known(const char *path, VSIStatBufL *st)
  * vsitune remembers, or a name absent from a listing it holds). Taken before
  * any later request (a listing) replaces that answer. 1 when GDAL says
  * something: *rep is filled. */
-static int known_failure(const char *path, vt_err err, long status,
+static int known_failure(const vt_backend *be, const char *path, vt_err err, long status,
                          int set_error, int size_asked, int vsi_error_set,
                          vt_gdal_report *rep)
 {
     char *bucket = NULL, *key = NULL;
     vt_gdal_fail f;
     int r;
-    if (vt__object_missing_was_read(g_be, path))
+    if (vt__object_missing_was_read(be, path))
         return 0; /* GDAL's cache holds no status for it */
-    if (!(g_be->split(path, &bucket, &key) == VT_OK &&
-          g_be->last_failure(bucket, key, &f))) {
+    if (!(be->split(path, &bucket, &key) == VT_OK &&
+          be->last_failure(bucket, key, &f))) {
         memset(&f, 0, sizeof(f));
         f.err = err;
         f.status = status;
@@ -200,14 +206,16 @@ static void tell_gdal(const vt_gdal_report *rep)
         VSIError(rep->vsie, "%s", rep->message);
 }
 
-int vt__handler_stat_known(const char *path, VSIStatBufL *st)
+int vt__handler_stat_known(const vt_backend *be, const char *path,
+                           VSIStatBufL *st)
 {
     if (vt__policy_is_dir_like(path))
         return 0;
-    return stat_known(path, st) == 1;
+    return stat_known(be, path, st) == 1;
 }
 
-static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
+static int stat_in(const vt_backend *be, const char *path, VSIStatBufL *st,
+                   int flags)
 {
     vt_object *o = NULL;
     long status = 0;
@@ -218,21 +226,20 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
     int size_asked = (flags & VSI_STAT_SIZE_FLAG) != 0;
     int vsi_set = VSIGetLastErrorNo() != 0, say;
 
-    (void)ud;
-    if (!allowed(path)) {
+    if (!allowed(be, path)) {
         errno = ENOENT;
         return -1;
     }
     if (vt__policy_is_dir_like(path))
-        return vt__stock_stat(path, st, flags); /* a directory: GDAL's */
-    switch (stat_known(path, st)) {
+        return vt__stock_stat(be, path, st, flags); /* a directory: GDAL's */
+    switch (stat_known(be, path, st)) {
     case 1:
-        vt__handler_done_with(path);
+        vt__handler_done_with(be, path);
         return 0;
     case -1:
         CPLDebug("VSITUNE", "stat %s: not in its listing, no request", path);
         if (!(flags & VSI_STAT_CACHE_ONLY) &&
-            known_failure(path, VT_ENOTFOUND, 404, set_error, size_asked,
+            known_failure(be, path, VT_ENOTFOUND, 404, set_error, size_asked,
                           vsi_set, &rep))
             tell_gdal(&rep);
         errno = ENOENT;
@@ -247,7 +254,7 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
     /* GDAL's Stat answers a name absent from its own listing of the
      * directory without a request (3.13's gdalinfo stats x.tif.vat.dbf after
      * GDAL listed for the sibling question) */
-    if (vt__listing_in_gdal_dir(g_be, path) == 0) {
+    if (vt__listing_in_gdal_dir(be, path) == 0) {
         CPLDebug("VSITUNE", "stat %s: not in GDAL's listing, no request", path);
         errno = ENOENT;
         return -1;
@@ -257,12 +264,12 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
      * LIST of this stem answers this probe and its siblings, as GDAL's one
      * listing of the directory does, where a GET would miss and still need
      * the LIST to tell a directory. */
-    if (has_extension(path) && vt__listing_dir_held(g_be, path)) {
+    if (has_extension(path) && vt__listing_dir_held(be, path)) {
         vt_list_entry e;
-        int known = stem_lookup(path, &e);
+        int known = stem_lookup(be, path, &e);
         if (known == 1) {
             fill_stat(st, e.is_dir, e.size, e.mtime);
-            vt__handler_done_with(path);
+            vt__handler_done_with(be, path);
             return 0;
         }
         if (known == 0) {
@@ -271,7 +278,7 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
             return -1;
         }
     }
-    err = vt__object_open(g_be, path, &o, &status, errbuf, sizeof(errbuf));
+    err = vt__object_open(be, path, &o, &status, errbuf, sizeof(errbuf));
     if (err != VT_OK) {
         /* Quiet, as GDAL's own stat of a name it met before: stat is how
          * GDAL probes, and a CE_Failure here would make the Python bindings
@@ -279,10 +286,10 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
          * error a retry fixed). A failing open reports the reason (see
          * cb_open). What later GDALs do say is said (known_failure). */
         CPLDebug("VSITUNE", "stat: %s", errbuf);
-        say = known_failure(path, err, status, set_error, size_asked, vsi_set,
+        say = known_failure(be, path, err, status, set_error, size_asked, vsi_set,
                             &rep);
-        vt__handler_done_with(path);
-        if (stat_as_directory(path, status == 404 &&
+        vt__handler_done_with(be, path);
+        if (stat_as_directory(be, path, status == 404 &&
                                         !strstr(errbuf, "NoSuchBucket"), st) == 0)
             return 0;
         if (say)
@@ -292,7 +299,7 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
     }
     fill_stat(st, 0, vt__object_size(o), vt__object_mtime(o));
     vt__object_release(o);
-    vt__handler_done_with(path);
+    vt__handler_done_with(be, path);
     return 0;
 }
 
@@ -304,13 +311,14 @@ static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
  * the one this name met last (gdal_error.h, vt_gdal_fail.again), as GDAL
  * words a failure it remembers. 0 when there is no such answer to report
  * (the caller words it). */
-static int report_as_gdal(const char *path, int vsi_error_set, int again_ok)
+static int report_as_gdal(const vt_backend *be, const char *path,
+                          int vsi_error_set, int again_ok)
 {
     char *bucket = NULL, *key = NULL;
     vt_gdal_fail f;
     vt_gdal_report rep;
-    int found = g_be->split(path, &bucket, &key) == VT_OK &&
-                g_be->last_failure(bucket, key, &f);
+    int found = be->split(path, &bucket, &key) == VT_OK &&
+                be->last_failure(bucket, key, &f);
 
     if (found && again_ok && f.again && vt__gdal_keeps_failure(&f) &&
         !vt__cfg_non_cached(path)) {
@@ -357,7 +365,7 @@ static int report_as_gdal(const char *path, int vsi_error_set, int again_ok)
  *   or unlistable directory): it checks the object and reports S3's error. */
 enum missing { MISSING_REPORT, MISSING_SILENT, MISSING_EMPTY_HANDLE };
 
-static enum missing stock_on_missing(const char *path)
+static enum missing stock_on_missing(const vt_backend *be, const char *path)
 {
     const char *slash = strrchr(path, '/'), *base, *dot;
     char *readdir = vt__cfg_dup(path, "GDAL_DISABLE_READDIR_ON_OPEN");
@@ -374,7 +382,7 @@ static enum missing stock_on_missing(const char *path)
     dot = strrchr(base, '.');
     if (dot == NULL || strncmp(dot + 1, "zip", 3) == 0) {
         size_t listed = 0; /* an empty page is no listing to GDAL */
-        return vt__listing_lookup_n(g_be, path, &e, &listed) == 0 && listed > 0
+        return vt__listing_lookup_n(be, path, &e, &listed) == 0 && listed > 0
                    ? MISSING_SILENT
                    : MISSING_EMPTY_HANDLE;
     }
@@ -383,7 +391,7 @@ static enum missing stock_on_missing(const char *path)
         strcmp(base + strlen(base) - 8, ".nc.zarr") == 0)
         return MISSING_EMPTY_HANDLE;
     snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-    if (vt__listing_get_dir(g_be, dir, 1000, &l, errbuf, sizeof(errbuf)) != VT_OK ||
+    if (vt__listing_get_dir(be, dir, 1000, &l, errbuf, sizeof(errbuf)) != VT_OK ||
         vt__listing_count(l) == 0)
         m = MISSING_REPORT;
     else if (vt__listing_find(l, base, &e))
@@ -392,7 +400,7 @@ static enum missing stock_on_missing(const char *path)
         m = MISSING_REPORT; /* GDAL checks the object then: a case mismatch */
     else if (vt__listing_truncated(l))
         /* 3.11+ reads one page of 1000, then opens; before, it asks */
-        m = vt__gdal_release()->open_listing_one_page || is_directory(path, 1)
+        m = vt__gdal_release()->open_listing_one_page || is_directory(be, path, 1)
                 ? MISSING_EMPTY_HANDLE
                 : MISSING_SILENT;
     else
@@ -401,7 +409,8 @@ static enum missing stock_on_missing(const char *path)
     return m;
 }
 
-static void *cb_open(void *ud, const char *path, const char *access)
+static vt_handle *open_in(const vt_reader *rd, const char *path,
+                          const char *access)
 {
     vt_handle *h;
     vt_object *o = NULL;
@@ -412,19 +421,19 @@ static void *cb_open(void *ud, const char *path, const char *access)
     vt_err err;
     vt_gdal_report rep;
     int vsi_set = VSIGetLastErrorNo() != 0;
+    const vt_backend *be = rd->be;
 
-    (void)ud;
     if (strpbrk(access, "wa+")) { /* takeover.cpp sends these to GDAL's */
         errno = EACCES;
         return NULL;
     }
     t_open_error[0] = '\0';
     t_open_quiet = 0;
-    if (!allowed(path)) { /* as GDAL: no request, no error message */
+    if (!allowed(be, path)) { /* as GDAL: no request, no error message */
         errno = ENOENT;
         return NULL;
     }
-    if (vt__listing_lookup_n(g_be, path, &e, &listed) == 0 && listed > 0) {
+    if (vt__listing_lookup_n(be, path, &e, &listed) == 0 && listed > 0) {
         /* absent from a listing we hold, with other keys in it (so the
          * directory is not empty): GDAL answers from its own the same way,
          * without a request and without an error */
@@ -432,7 +441,7 @@ static void *cb_open(void *ud, const char *path, const char *access)
         errno = ENOENT;
         return NULL;
     }
-    err = vt__object_open(g_be, path, &o, &status, errbuf, sizeof(errbuf));
+    err = vt__object_open(be, path, &o, &status, errbuf, sizeof(errbuf));
     if (err != VT_OK) {
         /* Not a CPLError: GDALOpen tries stat after a failed open, and may
          * still succeed (a transient error). takeover.cpp hands this text to
@@ -445,10 +454,10 @@ static void *cb_open(void *ud, const char *path, const char *access)
         if (status == 404 && !strstr(errbuf, "NoSuchBucket")) {
             /* GDAL's words now: the listing below replaces the last answer */
             int remembered = vt__object_open_remembered();
-            int words = remembered ? known_failure(path, err, status, 1, 0,
+            int words = remembered ? known_failure(be, path, err, status, 1, 0,
                                                    vsi_set, &rep)
-                                   : report_as_gdal(path, vsi_set, 0);
-            switch (stock_on_missing(path)) {
+                                   : report_as_gdal(be, path, vsi_set, 0);
+            switch (stock_on_missing(be, path)) {
             case MISSING_SILENT:
                 t_open_error[0] = '\0';
                 return NULL;
@@ -474,11 +483,13 @@ static void *cb_open(void *ud, const char *path, const char *access)
             h = calloc(1, sizeof(*h));
             if (!h)
                 errno = ENOMEM;
+            else
+                h->rd = rd;
             if (h && !remembered) {
                 /* GDAL learns of the 404 by reading the handle: its cache
                  * keeps no status, and 3.13+ hands the read's error to
                  * GDALOpen (gdal_error.h) */
-                vt__object_missing_by_read(g_be, path);
+                vt__object_missing_by_read(be, path);
                 if (words && vt__gdal_read_of_missing_says()) {
                     h->says = strdup(t_open_error);
                     h->says_vsie = t_open_error_vsie;
@@ -491,7 +502,7 @@ static void *cb_open(void *ud, const char *path, const char *access)
             /* A missing bucket vsitune remembers (VSITUNE_NEGATIVE_TTL), no
              * request: GDAL meets its cached failure too (gdal_error.h) */
             t_open_error[0] = '\0';
-            if (known_failure(path, err, status, !t_open_no_error, 0, vsi_set,
+            if (known_failure(be, path, err, status, !t_open_no_error, 0, vsi_set,
                               &rep) &&
                 rep.vsie != VSIE_None) {
                 t_open_error_class = rep.cple;
@@ -500,7 +511,7 @@ static void *cb_open(void *ud, const char *path, const char *access)
             }
             return NULL;
         }
-        if (!report_as_gdal(path, vsi_set, 1)) {
+        if (!report_as_gdal(be, path, vsi_set, 1)) {
             t_open_error_class = vt__handler_cple_for(status, errbuf);
             snprintf(t_open_error, sizeof(t_open_error), "%s", errbuf);
         }
@@ -514,29 +525,55 @@ static void *cb_open(void *ud, const char *path, const char *access)
         return NULL;
     }
     h->obj = o;
+    h->rd = rd;
     vt__object_read_opts(o, &h->opts);
     return h;
 }
 
 
+/* The GDAL callbacks: each runs its question for the handler GDAL called
+ * (ud: its vt_reader), with path-specific options looked up under that
+ * handler's prefix for the call's duration (config.h). */
+static int cb_stat(void *ud, const char *path, VSIStatBufL *st, int flags)
+{
+    const vt_reader *rd = ud;
+    const char *was = vt__cfg_scope_prefix(rd->cfg_prefix);
+    int ret = stat_in(rd->be, path, st, flags);
+    vt__cfg_scope_prefix(was);
+    return ret;
+}
+
+static void *cb_open(void *ud, const char *path, const char *access)
+{
+    const vt_reader *rd = ud;
+    const char *was = vt__cfg_scope_prefix(rd->cfg_prefix);
+    vt_handle *h = open_in(rd, path, access);
+    vt__cfg_scope_prefix(was);
+    return h;
+}
+
 /* handler_sib.c answers, for the backend served. */
 static char **cb_sibling_files(void *ud, const char *path)
 {
-    (void)ud;
-    return vt__handler_siblings(g_be, path);
+    const vt_reader *rd = ud;
+    const char *was = vt__cfg_scope_prefix(rd->cfg_prefix);
+    char **names = vt__handler_siblings(rd->be, path);
+    vt__cfg_scope_prefix(was);
+    return names;
 }
 
 static char **cb_read_dir(void *ud, const char *path, int max_files)
 {
-    (void)ud;
-    return vt__stock_read_dir(path, max_files);
+    const vt_reader *rd = ud;
+    return vt__stock_read_dir(rd->be, path, max_files);
 }
 
-void vt__handler_note_read_dir(const char *path, char **names, int max_files)
+void vt__handler_note_read_dir(const vt_backend *be, const char *path,
+                               char **names, int max_files)
 {
     /* complete (not cut at max_files): the sibling answer of its files */
     if (names && (max_files <= 0 || CSLCount(names) < max_files))
-        vt__listing_remember_names(g_be, path, names);
+        vt__listing_remember_names(be, path, names);
 }
 
 void vt__handler_open_asks_no_error(int no_error)
@@ -550,12 +587,22 @@ const char *vt__handler_open_error(int *cple_class)
     return t_open_error[0] && !t_open_quiet ? t_open_error : NULL;
 }
 
-const vt_backend *vt__handler_backend(void) { return g_be; }
-
-void vt__handler_fill_callbacks(VSIFilesystemPluginCallbacksStruct *cb,
-                                const vt_backend *be)
+int vt__handler_fill_callbacks(VSIFilesystemPluginCallbacksStruct *cb,
+                               const vt_backend *be, const char *cfg_prefix)
 {
-    g_be = be;
+    vt_reader *rd = NULL;
+    size_t i;
+    for (i = 0; i < g_nreaders; i++)
+        if (g_readers[i].be == be)
+            rd = &g_readers[i];
+    if (rd == NULL) {
+        if (g_nreaders == VT_READERS)
+            return -1;
+        rd = &g_readers[g_nreaders++];
+        rd->be = be;
+    }
+    rd->cfg_prefix = cfg_prefix;
+    cb->pUserData = rd;
     cb->stat = cb_stat;
     cb->open = cb_open;
     vt__handler_io_callbacks(cb);
@@ -563,4 +610,5 @@ void vt__handler_fill_callbacks(VSIFilesystemPluginCallbacksStruct *cb,
     cb->read_dir = cb_read_dir;
     cb->nBufferSize = 0; /* no VSICachedFile on top: the cache is ours */
     cb->nCacheSize = 0;
+    return 0;
 }

@@ -11,24 +11,34 @@
 
 #include "backends/backend.h"
 
-/* Fill the callbacks of a struct from VSIAllocFilesystemPluginCallbacksStruct,
- * for the service be (the backend whose names the handler's prefix takes:
- * for /vsis3/, vt__backend_s3). Call once, before GDAL calls any of them. */
-void vt__handler_fill_callbacks(VSIFilesystemPluginCallbacksStruct *cb,
-                                const vt_backend *be);
+/* One installed handler: the service whose names its prefix takes, and the
+ * prefix its path-specific options are looked up under (config.h's
+ * vt__cfg_scope_prefix; NULL: the process prefix, vt__cfg_set_prefix). */
+typedef struct vt_reader {
+    const vt_backend *be;
+    const char *cfg_prefix;
+} vt_reader;
 
-/* The backend given to vt__handler_fill_callbacks (NULL before). */
-const vt_backend *vt__handler_backend(void);
+/* Fill the callbacks of a struct from VSIAllocFilesystemPluginCallbacksStruct
+ * for a handler serving be's names (for /vsis3/, vt__backend_s3), options
+ * under cfg_prefix (a static string or NULL, as vt_reader's); its pUserData
+ * is that handler's vt_reader, one per backend (filling for the same backend
+ * again replaces its cfg_prefix). Call before GDAL calls any of them, from
+ * one thread. 0, or -1 when 8 backends are already served. */
+int vt__handler_fill_callbacks(VSIFilesystemPluginCallbacksStruct *cb,
+                               const vt_backend *be, const char *cfg_prefix);
 
 /* 1 and *st when vsitune (or GDAL's own cache) already knows path
- * ("bucket/key"), without a request; else 0. For GDAL's own code's stats of
+ * ("bucket/key", a name of be), without a request; else 0. For GDAL's own code's stats of
  * its names while it writes or deletes (takeover.cpp). */
-int vt__handler_stat_known(const char *path, VSIStatBufL *st);
+int vt__handler_stat_known(const vt_backend *be, const char *path,
+                           VSIStatBufL *st);
 
 /* GDAL's own ReadDirEx(path "bucket/dir", max_files) just answered names
  * (takeover.cpp): a complete listing is kept as the sibling answer of the
  * files there, the answer stock GDAL's open gives from it (listing.h). */
-void vt__handler_note_read_dir(const char *path, char **names, int max_files);
+void vt__handler_note_read_dir(const vt_backend *be, const char *path,
+                               char **names, int max_files);
 
 /* The next opens on this thread ask for no VSI error (no_error 1: GDAL's
  * Open with bSetError false) or do (0, the default). takeover.cpp says so

@@ -21,6 +21,7 @@
  * detector and the read options resolved at open. Made by handler.c's
  * open, freed by handler_io.c's close. */
 typedef struct vt_handle {
+    const struct vt_reader *rd; /* the handler that opened it (handler.h) */
     vt_object *obj;
     uint64_t pos;
     int eof;
@@ -37,9 +38,10 @@ typedef struct vt_handle {
 int vt__handler_cple_for(long status, const char *msg);
 int vt__handler_errno_for(vt_err err);
 
-/* handler_io.c. GDAL is done with path (a stat, a closed handle): under
- * CPL_VSIL_CURL_NON_CACHED, drop what GDAL's own handler cached of it. */
-void vt__handler_done_with(const char *path);
+/* handler_io.c. GDAL is done with path, a name of be (a stat, a closed
+ * handle): under CPL_VSIL_CURL_NON_CACHED, drop what GDAL's own handler
+ * cached of it. */
+void vt__handler_done_with(const vt_backend *be, const char *path);
 
 /* handler_io.c. Fill the handle callbacks (tell, seek, read,
  * read_multi_range, eof, close, flush). */

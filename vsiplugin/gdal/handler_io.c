@@ -8,6 +8,7 @@
  * A vt_handle is used by one thread at a time (GDAL's rule), so handles
  * have no lock; objects and the cache are shared and thread-safe. */
 #include "gdal/handler_int.h"
+#include "gdal/handler.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -57,14 +58,14 @@ int vt__handler_errno_for(vt_err err)
  * what it cached of the name and of its directory's listing each time it is
  * done with it (a stat, a closed handle); vsitune does the same to GDAL's
  * caches, so that GDAL's own listings stay as fresh as they would be. */
-void vt__handler_done_with(const char *path)
+void vt__handler_done_with(const vt_backend *be, const char *path)
 {
     const char *slash;
     char dir[4096];
     if (!vt__cfg_non_cached(path) || !(slash = strrchr(path, '/')))
         return;
     snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-    vt__stock_partial_clear(dir);
+    vt__stock_partial_clear(be, dir);
 }
 
 /* A handle's object size; a handle without object is stock GDAL's empty
@@ -218,8 +219,10 @@ static int cb_close(void *f)
     vt_handle *h = f;
     if (h) {
         if (h->obj) {
+            const char *was = vt__cfg_scope_prefix(h->rd->cfg_prefix);
             vt__suspect_close(&h->sus, h->obj);
-            vt__handler_done_with(vt__object_path(h->obj));
+            vt__handler_done_with(h->rd->be, vt__object_path(h->obj));
+            vt__cfg_scope_prefix(was);
         }
         vt__object_release(h->obj);
         free(h->says);

@@ -3,7 +3,9 @@
  * GDAL loads gdal_vsitune.so from GDAL_DRIVER_PATH (or <libdir>/gdalplugins)
  * and calls GDALRegister_vsitune(), the only exported symbol. It installs the
  * vsitune handler on /vsis3/ (or on /vsitune/ with VSITUNE_TAKEOVER=NO, leaving
- * stock /vsis3/ alone) and registers a driver named VSITUNE with no open
+ * stock /vsis3/ alone), the same for /vsigs/ and /vsiaz/ with
+ * VSITUNE_TAKEOVER_GS / VSITUNE_TAKEOVER_AZ=YES (else on /vsitune_gs/,
+ * /vsitune_az/ only), and registers a driver named VSITUNE with no open
  * function: it shows in `gdalinfo --formats` and its unload hook stops the
  * I/O engine at GDALDestroy. Registration is idempotent (rasterio registers
  * drivers twice). GDAL_SKIP (or OGR_SKIP) naming VSITUNE turns the plugin
@@ -57,6 +59,39 @@ static void wire_layers(void)
     vt__stats_set_cache_source(vt__object_cache);
 }
 
+/* The other services vsitune serves besides S3: GDAL's prefix, vsitune's
+ * reader for it, the knob that leaves the prefix to GDAL, and the prefix its
+ * path-specific options are read under, taken over or not. */
+static const struct more_backend {
+    const vt_backend *be;
+    const char *reader;
+    enum vt_opt knob;
+} g_more[] = {
+    {&vt__backend_gs, "/vsitune_gs/", VT_OPT_TAKEOVER_GS},
+    {&vt__backend_az, "/vsitune_az/", VT_OPT_TAKEOVER_AZ},
+};
+
+/* Install each of g_more as /vsis3/ is (cb: a callbacks struct to fill). A
+ * prefix that cannot be taken over stays GDAL's; its reader may still work. */
+static void install_more(VSIFilesystemPluginCallbacksStruct *cb)
+{
+    size_t i;
+    for (i = 0; i < sizeof(g_more) / sizeof(g_more[0]); i++) {
+        const struct more_backend *m = &g_more[i];
+        int takeover = vt__opt_choice(NULL, m->knob, NULL);
+        const char *opts = takeover ? m->be->gdal_prefix : m->reader;
+        if (vt__handler_fill_callbacks(cb, m->be, opts) != 0)
+            continue;
+        if (vt__takeover_install(m->be->gdal_prefix, m->reader, m->be, cb,
+                                 takeover) != 0)
+            opts = m->reader;
+        if (opts == m->reader) /* the options of a name read there */
+            (void)vt__handler_fill_callbacks(cb, m->be, m->reader);
+        CPLDebug("VSITUNE", "vsitune serves %s reads on %s", m->be->name,
+                 opts);
+    }
+}
+
 __attribute__((visibility("default"))) void GDALRegister_vsitune(void);
 
 void GDALRegister_vsitune(void)
@@ -102,15 +137,18 @@ void GDALRegister_vsitune(void)
     cb = VSIAllocFilesystemPluginCallbacksStruct();
     if (cb == NULL)
         return;
-    /* the handler serves S3's names, on /vsis3/ or /vsitune/ */
-    vt__handler_fill_callbacks(cb, &vt__backend_s3);
-    if (vt__takeover_install(cb, takeover) != 0)
+    /* the handler serves S3's names, on /vsis3/ or /vsitune/; its options
+     * under the process prefix (below) */
+    vt__handler_fill_callbacks(cb, &vt__backend_s3, NULL);
+    if (vt__takeover_install(vt__backend_s3.gdal_prefix, VT_READER_PREFIX,
+                             &vt__backend_s3, cb, takeover) != 0)
         takeover = 0; /* /vsis3/ stays GDAL's; /vsitune/ may still work */
-    VSIFreeFilesystemPluginCallbacksStruct(cb); /* GDAL keeps a copy */
     prefix = takeover ? "/vsis3/" : VT_READER_PREFIX;
     vt__cfg_set_prefix(prefix); /* path-specific options are under it */
+    install_more(cb);
     vt__driver_register(VT_DRIVER_NAME, prefix, VT_VERSION, GDAL_RELEASE_NAME,
                         unload);
+    VSIFreeFilesystemPluginCallbacksStruct(cb); /* GDAL keeps a copy */
     vt__stats_install_exit_dump();
     CPLDebug("VSITUNE", "vsitune %s active on %s (GDAL %s)", VT_VERSION,
              prefix, GDALVersionInfo("RELEASE_NAME"));

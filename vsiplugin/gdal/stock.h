@@ -1,5 +1,5 @@
-/* stock.h: GDAL's own /vsis3/ handler, as the VSI callbacks reach it
- * (stock.c).
+/* stock.h: GDAL's own handler of a prefix vsitune serves (/vsis3/, ...),
+ * as the VSI callbacks reach it (stock.c).
  *
  * handler.c answers reads itself and asks GDAL's own handler what it does
  * not answer: a directory's stat, a listing, and to drop what GDAL cached of
@@ -8,6 +8,10 @@
  * vtable, registers them at install time (nghttp2's session callbacks: the
  * lower layer never names the upper one). So handler.c has no link-time
  * dependency on takeover.cpp, and a test can register fakes.
+ *
+ * Per backend: the calls registered for a backend (its GDAL prefix's
+ * handler) answer for its names; a backend without its own gets the default
+ * set (vt__stock_set_callbacks).
  *
  * Names: path is "bucket/key" (no prefix). Thread: register before the
  * first I/O (vt__takeover_install does, at registration); the calls below
@@ -30,14 +34,25 @@ typedef struct vt_stock_callbacks {
     void (*partial_clear)(const char *path);
 } vt_stock_callbacks;
 
-/* Register cb (copied; NULL: none) for the process. Thread-safe. */
+struct vt_backend; /* backends/backend.h */
+
+/* Register cb (copied; NULL: none) as the default, for every backend
+ * without calls of its own. Thread-safe. */
 void vt__stock_set_callbacks(const vt_stock_callbacks *cb);
 
-/* The registered calls. With nothing registered: vt__stock_stat fails (-1,
- * errno ENOENT), vt__stock_read_dir returns NULL, vt__stock_partial_clear
- * does nothing; as when GDAL has no /vsis3/ handler of its own. */
-int vt__stock_stat(const char *path, VSIStatBufL *st, int flags);
-char **vt__stock_read_dir(const char *path, int max_files);
-void vt__stock_partial_clear(const char *path);
+/* Register cb (copied; NULL: none) for be's names only (at most 7
+ * backends). Thread-safe. */
+void vt__stock_set_callbacks_for(const struct vt_backend *be,
+                                 const vt_stock_callbacks *cb);
+
+/* The calls registered for be (else the default). With nothing registered:
+ * vt__stock_stat fails (-1, errno ENOENT), vt__stock_read_dir returns NULL,
+ * vt__stock_partial_clear does nothing; as when GDAL has no handler of its
+ * own for that prefix. */
+int vt__stock_stat(const struct vt_backend *be, const char *path,
+                   VSIStatBufL *st, int flags);
+char **vt__stock_read_dir(const struct vt_backend *be, const char *path,
+                          int max_files);
+void vt__stock_partial_clear(const struct vt_backend *be, const char *path);
 
 #endif

@@ -66,13 +66,40 @@ using namespace vt__takeover;
 
 namespace {
 
-const char *const kStockPrefix = "/vsis3/";
-const size_t kStockPrefixLen = 7;
+// One GDAL prefix vsitune serves: GDAL's own handler object there, its own
+// vtable and our copy, the slots redirected, and vsitune's reader for it.
+// Filled by vt__takeover_install (registration, one thread), read after.
+struct Target {
+    const char *prefix = nullptr;         // GDAL's: "/vsis3/"
+    size_t prefix_len = 0;
+    const char *reader_prefix = nullptr;  // vsitune's reader: "/vsitune/"
+    const vt_backend *be = nullptr;       // the service its names are of
+    VSIFilesystemHandler *stock = nullptr;   // GDAL's own handler
+    VSIFilesystemHandler *reader = nullptr;  // vsitune's reader
+    void **orig = nullptr;   // the stock object's own vtable
+    void **table = nullptr;  // its copy: kPrefixWords + slots, never freed
+    size_t nslots = 0;
+    size_t slot_clear = SIZE_MAX, slot_partial = SIZE_MAX;
+    Redirect redirects[24];
+    size_t nredirects = 0;
+    bool streaming = false;  // /vsis3/: its /vsis3_streaming/ twin
+    bool taken_over = false;
 
-VSIFilesystemHandler *g_stock = nullptr;   // GDAL's own /vsis3/ handler
-VSIFilesystemHandler *g_reader = nullptr;  // vsitune's reader, on /vsitune/
-void **g_orig = nullptr;                   // the stock object's own vtable
-bool g_taken_over = false;
+    void **table_slots() { return table + kPrefixWords; }
+};
+
+const size_t kMaxTargets = 4;
+Target g_targets[kMaxTargets];
+size_t g_ntargets = 0;
+
+// The target whose GDAL handler object is fs (a hook's `this`).
+Target &target_of(VSIFilesystemHandler *fs)
+{
+    for (size_t i = 0; i < g_ntargets; i++)
+        if (g_targets[i].stock == fs)
+            return g_targets[i];
+    std::abort();  // a hook on an object not redirected: a bug in this file
+}
 
 thread_local int t_delegating = 0;
 
@@ -83,63 +110,55 @@ struct Delegating {
     Delegating &operator=(const Delegating &) = delete;
 };
 
-/* The stock object's vtable copy: kPrefixWords + slots, never freed (the
- * object uses it until the process ends). */
-void **g_table = nullptr;
-size_t g_nslots = 0;
-
-void **table_slots() { return g_table + kPrefixWords; }
-
 /* ---- the hooks ---------------------------------------------------------- */
 
-size_t g_slot_clear = SIZE_MAX, g_slot_partial = SIZE_MAX;
-
-std::string reader_name(const char *name)
+std::string reader_name(const Target &t, const char *name)
 {
-    return std::string(VT_READER_PREFIX) + (name + kStockPrefixLen);
+    return std::string(t.reader_prefix) + (name + t.prefix_len);
 }
 
-bool is_ours(const char *name)
+bool is_ours(const Target &t, const char *name)
 {
-    return name != nullptr &&
-           std::strncmp(name, kStockPrefix, kStockPrefixLen) == 0;
+    return name != nullptr && std::strncmp(name, t.prefix, t.prefix_len) == 0;
 }
 
-// Forget what vsitune knows of a /vsis3/ name (written, deleted, renamed).
-void forget(const char *name)
+// Forget what vsitune knows of a name of t (written, deleted, renamed).
+void forget(const Target &t, const char *name)
 {
-    if (is_ours(name)) {
-        vt__forget_name(vt__handler_backend(), name + kStockPrefixLen);
-        vt__stream_forget(name + kStockPrefixLen, 0);
+    if (is_ours(t, name)) {
+        vt__forget_name(t.be, name + t.prefix_len);
+        if (t.streaming)
+            vt__stream_forget(name + t.prefix_len, 0);
     }
 }
 
-void forget_prefix(const char *name)
+void forget_prefix(const Target &t, const char *name)
 {
-    if (is_ours(name)) {
-        vt__forget_prefix(vt__handler_backend(), name + kStockPrefixLen);
-        vt__stream_forget(name + kStockPrefixLen, 1);
+    if (is_ours(t, name)) {
+        vt__forget_prefix(t.be, name + t.prefix_len);
+        if (t.streaming)
+            vt__stream_forget(name + t.prefix_len, 1);
     }
 }
 
 // Before vsitune's reader answers a stat or an open of a /vsis3/ name:
 // -1 when /vsis3_streaming/ asked about nothing yet, else whether vsitune
 // already holds the object's size (1) or will fetch it (0).
-int size_known(const char *name)
+int size_known(const Target &t, const char *name)
 {
     uint64_t size;
     long long mtime;
-    if (!vt__stream_any())
+    if (!t.streaming || !vt__stream_any())
         return -1;
-    return vt__object_peek(vt__handler_backend(), name + kStockPrefixLen, &size,
-                           &mtime);
+    return vt__object_peek(t.be, name + t.prefix_len, &size, &mtime);
 }
 
 // After it: when the reader did not answer from what it held, the size it
 // found (st: its stat's answer; NULL after an open: the object table's) is
 // what GDAL's own /vsis3/ would have put in the cache /vsis3_streaming/
 // answers from (streaming.h).
-void note_learned(const char *name, int known_before, const VSIStatBufL *st)
+void note_learned(const Target &t, const char *name, int known_before,
+                  const VSIStatBufL *st)
 {
     uint64_t size;
     long long mtime;
@@ -147,10 +166,9 @@ void note_learned(const char *name, int known_before, const VSIStatBufL *st)
         return;
     if (st)
         size = static_cast<uint64_t>(st->st_size);
-    else if (!vt__object_peek(vt__handler_backend(), name + kStockPrefixLen,
-                              &size, &mtime))
+    else if (!vt__object_peek(t.be, name + t.prefix_len, &size, &mtime))
         return;
-    vt__stream_learned(actual_url(g_stock, name).c_str(), size);
+    vt__stream_learned(actual_url(t.stock, name).c_str(), size);
 }
 
 // The VSIE_ code matching a CPLE_ class, so that VSIToCPLError restores it.
@@ -173,10 +191,10 @@ int vsie_for(int cple)
 // no last component to check), or "Filename should be of the form" for a
 // bare bucket; reading the handle is GDAL's own, and cheap. What vsitune
 // knows of "prefix" (a stat, a listing) must not change that answer.
-bool is_object_read(const char *name, const char *access)
+bool is_object_read(const Target &t, const char *name, const char *access)
 {
-    return is_read_access(access) && !t_delegating && is_ours(name) &&
-           !vt__policy_is_dir_like(name + kStockPrefixLen);
+    return is_read_access(access) && !t_delegating && is_ours(t, name) &&
+           !vt__policy_is_dir_like(name + t.prefix_len);
 }
 
 // A write handle of GDAL's own: the object exists (or changes) only once the
@@ -184,11 +202,12 @@ bool is_object_read(const char *name, const char *access)
 class WriteHandle final : public VSIVirtualHandle
 {
     VSIVirtualHandle *inner_;
+    const Target &t_;
     std::string name_;
 
   public:
-    WriteHandle(VSIVirtualHandle *inner, const char *name)
-        : inner_(inner), name_(name)
+    WriteHandle(VSIVirtualHandle *inner, const Target &t, const char *name)
+        : inner_(inner), t_(t), name_(name)
     {
     }
     ~WriteHandle() override { WriteHandle::Close(); }
@@ -240,20 +259,20 @@ class WriteHandle final : public VSIVirtualHandle
             delete inner_;
             inner_ = nullptr;
         }
-        forget(name_.c_str());
+        forget(t_, name_.c_str());
         return ret;
     }
 };
 
-VT_OPEN_RESULT wrap_write(VT_OPEN_RESULT h, const char *name)
+VT_OPEN_RESULT wrap_write(VT_OPEN_RESULT h, const Target &t, const char *name)
 {
     // ABI: VT_OPEN_RESULT's type (a unique_ptr from 3.13).
 #if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
     if (!h)
         return h;
-    return VSIVirtualHandleUniquePtr(new WriteHandle(h.release(), name));
+    return VSIVirtualHandleUniquePtr(new WriteHandle(h.release(), t, name));
 #else
-    return h ? new WriteHandle(h, name) : nullptr;
+    return h ? new WriteHandle(h, t, name) : nullptr;
 #endif
 }
 
@@ -264,34 +283,36 @@ class Hooks
     {
         return reinterpret_cast<VSIFilesystemHandler *>(this);
     }
+    Target &T() { return target_of(self()); }
     // Call GDAL's own implementation of the method hooked at `slot`.
     template <typename Pmf, typename... A>
     auto orig(Pmf hook, A &&...args)
         -> decltype((this->*hook)(std::forward<A>(args)...))
     {
-        (void)hook;
-        return (this->*pmf_at<Pmf>(g_orig[slot_of_hook(
-                    reinterpret_cast<void *>(rep_of(hook).ptr))]))(
+        Target &t = T();
+        return (this->*pmf_at<Pmf>(t.orig[slot_of_hook(
+                    t, reinterpret_cast<void *>(rep_of(hook).ptr))]))(
             std::forward<A>(args)...);
     }
-    static size_t slot_of_hook(void *code);
+    static size_t slot_of_hook(const Target &t, void *code);
 
   public:
     VT_OPEN_RESULT Open(const char *name, const char *access, bool set_error,
                         CSLConstList options)
     {
-        if (is_object_read(name, access)) {
-            std::string rn = reader_name(name);
+        Target &t = T();
+        if (is_object_read(t, name, access)) {
+            std::string rn = reader_name(t, name);
             // An error set before stays as GDAL would leave it
             int prior = VSIGetLastErrorNo();
             std::string prior_msg = prior ? VSIGetLastErrorMsg() : "";
-            int known = size_known(name);
+            int known = size_known(t, name);
             vt__handler_open_asks_no_error(!set_error);
             VT_OPEN_RESULT h =
-                g_reader->Open(rn.c_str(), access, set_error, options);
+                t.reader->Open(rn.c_str(), access, set_error, options);
             vt__handler_open_asks_no_error(0);
             if (h)
-                note_learned(name, known, nullptr);
+                note_learned(t, name, known, nullptr);
             if (!h && set_error) {
                 /* Replaces the plugin handler's "<name>: strerror" text; no
                  * error at all for a missing key, as stock GDAL. */
@@ -314,45 +335,48 @@ class Hooks
         VT_OPEN_RESULT h = orig(&Hooks::Open, name, access, set_error, options);
         if (is_read_access(access))
             return h;
-        return wrap_write(std::move(h), name);
+        return wrap_write(std::move(h), t, name);
     }
     int Stat(const char *name, VSIStatBufL *st, int flags)
     {
         // GDAL's own code (a delete, a rename, an upload) stats its names:
         // what vsitune knows answers without a request, as GDAL's cache
         // would have had it; else GDAL's own Stat.
-        if (t_delegating && is_ours(name) &&
-            vt__handler_stat_known(name + kStockPrefixLen, st))
+        Target &t = T();
+        if (t_delegating && is_ours(t, name) &&
+            vt__handler_stat_known(t.be, name + t.prefix_len, st))
             return 0;
-        if (t_delegating || !is_ours(name))
+        if (t_delegating || !is_ours(t, name))
             return orig(&Hooks::Stat, name, st, flags);
-        int known = size_known(name);
-        int ret = g_reader->Stat(reader_name(name).c_str(), st, flags);
+        int known = size_known(t, name);
+        int ret = t.reader->Stat(reader_name(t, name).c_str(), st, flags);
         if (ret == 0 && VSI_ISREG(st->st_mode))
-            note_learned(name, known, st);
+            note_learned(t, name, known, st);
         return ret;
     }
     char **ReadDirEx(const char *name, int max_files)
     {
         // GDAL's listing, kept as the sibling answer of the files there
         // (its own open would reuse it; handler.h)
+        Target &t = T();
         char **names = orig(&Hooks::ReadDirEx, name, max_files);
-        if (!t_delegating && is_ours(name))
-            vt__handler_note_read_dir(name + kStockPrefixLen, names,
+        if (!t_delegating && is_ours(t, name))
+            vt__handler_note_read_dir(t.be, name + t.prefix_len, names,
                                       max_files);
         return names;
     }
     char **SiblingFiles(const char *name)
     {
-        if (t_delegating || !is_ours(name))
+        Target &t = T();
+        if (t_delegating || !is_ours(t, name))
             return orig(&Hooks::SiblingFiles, name);
-        return g_reader->SiblingFiles(reader_name(name).c_str());
+        return t.reader->SiblingFiles(reader_name(t, name).c_str());
     }
     int Unlink(const char *name)
     {
         Delegating d;
         int ret = orig(&Hooks::Unlink, name);
-        forget(name);
+        forget(T(), name);
         return ret;
     }
     int *UnlinkBatch(CSLConstList files)
@@ -360,7 +384,7 @@ class Hooks
         Delegating d;
         int *ret = orig(&Hooks::UnlinkBatch, files);
         for (CSLConstList p = files; p && *p; ++p)
-            forget(*p);
+            forget(T(), *p);
         return ret;
     }
     int Mkdir(const char *name, long mode)
@@ -377,7 +401,7 @@ class Hooks
     {
         Delegating d;
         int ret = orig(&Hooks::RmdirRecursive, name);
-        forget_prefix(name);
+        forget_prefix(T(), name);
         return ret;
     }
     // ABI: 3.13's Rename takes a progress callback.
@@ -387,8 +411,8 @@ class Hooks
     {
         Delegating d;
         int ret = orig(&Hooks::Rename, from, to, progress, progress_data);
-        forget(from);
-        forget(to);
+        forget(T(), from);
+        forget(T(), to);
         return ret;
     }
 #else
@@ -396,8 +420,8 @@ class Hooks
     {
         Delegating d;
         int ret = orig(&Hooks::Rename, from, to);
-        forget(from);
-        forget(to);
+        forget(T(), from);
+        forget(T(), to);
         return ret;
     }
 #endif
@@ -407,7 +431,7 @@ class Hooks
         Delegating d;
         bool ret = orig(&Hooks::Sync, src, dst, options, progress,
                         progress_data, outputs);
-        forget_prefix(dst);
+        forget_prefix(T(), dst);
         return ret;
     }
     // ABI: the virtuals CopyFile and MultipartUploadEnd exist from 3.10.
@@ -419,7 +443,7 @@ class Hooks
         Delegating d;
         int ret = orig(&Hooks::CopyFile, src, dst, fp, size, options,
                        progress, progress_data);
-        forget(dst);
+        forget(T(), dst);
         return ret;
     }
     bool MultipartUploadEnd(const char *name, const char *upload_id,
@@ -429,7 +453,7 @@ class Hooks
         Delegating d;
         bool ret = orig(&Hooks::MultipartUploadEnd, name, upload_id, nparts,
                         part_ids, total, options);
-        forget(name);
+        forget(T(), name);
         return ret;
     }
 #endif
@@ -442,7 +466,7 @@ class Hooks
         Delegating d;
         return wrap_write(orig(&Hooks::CreateOnlyVisibleAtCloseTime, name,
                                emulation_allowed, options),
-                          name);
+                          T(), name);
     }
 #endif
     // GDAL's internal curl class; slots found by the probe.
@@ -451,167 +475,207 @@ class Hooks
         orig(&Hooks::ClearCache);
         /* GDAL forgets its redirects, the failures it kept and the
          * credentials it fetched too (be->forget) */
-        vt__forget_all(vt__handler_backend());
-        vt__stream_clear(); /* GDAL's streaming handler forgot too */
+        Target &t = T();
+        vt__forget_all(t.be);
+        if (t.streaming)
+            vt__stream_clear(); /* GDAL's streaming handler forgot too */
     }
     void PartialClearCache(const char *prefix)
     {
         orig(&Hooks::PartialClearCache, prefix);
-        forget_prefix(prefix);
+        forget_prefix(T(), prefix);
     }
 };
-Redirect g_redirects[24];
-size_t g_nredirects = 0;
-
-size_t Hooks::slot_of_hook(void *code)
+size_t Hooks::slot_of_hook(const Target &t, void *code)
 {
-    for (size_t i = 0; i < g_nredirects; i++)
-        if (g_redirects[i].code == code)
-            return g_redirects[i].slot;
+    for (size_t i = 0; i < t.nredirects; i++)
+        if (t.redirects[i].code == code)
+            return t.redirects[i].slot;
     std::abort();  // a hook without a slot: a bug in this file
 }
 
-void add(Redirect r)
+void add(Target &t, Redirect r)
 {
-    if (r.slot != SIZE_MAX && r.slot < g_nslots &&
-        g_nredirects < sizeof(g_redirects) / sizeof(g_redirects[0]))
-        g_redirects[g_nredirects++] = r;
+    if (r.slot != SIZE_MAX && r.slot < t.nslots &&
+        t.nredirects < sizeof(t.redirects) / sizeof(t.redirects[0]))
+        t.redirects[t.nredirects++] = r;
 }
 
 }  // namespace
 
-/* ---- GDAL's own /vsis3/ code, registered for handler.c (stock.h) -------- */
+/* ---- GDAL's own code of each prefix, registered for handler.c (stock.h) - */
 
 namespace {
 
-int stock_stat(const char *path, VSIStatBufL *st, int flags)
+// The calls for target I: stock.h's callbacks take no context, so each
+// target gets its own instances.
+template <size_t I> int stock_stat(const char *path, VSIStatBufL *st, int flags)
 {
-    if (g_stock == nullptr) {
+    Target &t = g_targets[I];
+    if (t.stock == nullptr) {
         errno = ENOENT;
         return -1;
     }
-    std::string name = std::string(kStockPrefix) + path;
+    std::string name = std::string(t.prefix) + path;
     typedef int (VSIFilesystemHandler::*StatFn)(const char *, VSIStatBufL *,
                                                 int);
     size_t slot = vslot(static_cast<StatFn>(&VSIFilesystemHandler::Stat));
     // GDAL's own Stat, not the hook (the object may be redirected).
     typedef int (Hooks::*HookStat)(const char *, VSIStatBufL *, int);
-    return (reinterpret_cast<Hooks *>(g_stock)->*pmf_at<HookStat>(
-               g_orig[slot]))(name.c_str(), st, flags);
+    return (reinterpret_cast<Hooks *>(t.stock)->*pmf_at<HookStat>(
+               t.orig[slot]))(name.c_str(), st, flags);
 }
 
-void stock_partial_clear(const char *path)
+template <size_t I> void stock_partial_clear(const char *path)
 {
-    if (g_stock == nullptr || g_slot_partial == SIZE_MAX)
+    Target &t = g_targets[I];
+    if (t.stock == nullptr || t.slot_partial == SIZE_MAX)
         return;
-    std::string name = std::string(kStockPrefix) + path;
+    std::string name = std::string(t.prefix) + path;
     typedef void (Hooks::*PartialFn)(const char *);
-    (reinterpret_cast<Hooks *>(g_stock)->*pmf_at<PartialFn>(
-         g_orig[g_slot_partial]))(name.c_str());
+    (reinterpret_cast<Hooks *>(t.stock)->*pmf_at<PartialFn>(
+         t.orig[t.slot_partial]))(name.c_str());
 }
 
-char **stock_read_dir(const char *path, int max_files)
+template <size_t I> char **stock_read_dir(const char *path, int max_files)
 {
-    if (g_stock == nullptr)
+    Target &t = g_targets[I];
+    if (t.stock == nullptr)
         return nullptr;
-    std::string name = std::string(kStockPrefix) + path;
-    return g_stock->ReadDirEx(name.c_str(), max_files);
+    std::string name = std::string(t.prefix) + path;
+    return t.stock->ReadDirEx(name.c_str(), max_files);
+}
+
+template <size_t I> constexpr vt_stock_callbacks stock_calls()
+{
+    return {stock_stat<I>, stock_read_dir<I>, stock_partial_clear<I>};
+}
+
+const vt_stock_callbacks kStockCalls[kMaxTargets] = {
+    stock_calls<0>(), stock_calls<1>(), stock_calls<2>(), stock_calls<3>()};
+void (*const kPartialClear[kMaxTargets])(const char *) = {
+    stock_partial_clear<0>, stock_partial_clear<1>, stock_partial_clear<2>,
+    stock_partial_clear<3>};
+
+// The prefix the probe's calls name (a capture-less lambda cannot hold it).
+const char *g_probe_prefix = nullptr;
+
+// Point t's object at a copy of its vtable with the hooks in it (see the
+// top). 0, or -1 with a CPLError when its C++ layout is not the expected one.
+int redirect_target(Target &t)
+{
+    // The object's most derived part must start at the VSIFilesystemHandler
+    // part (single inheritance), or slot calls would need a this-adjustment.
+    if (dynamic_cast<void *>(t.stock) != static_cast<void *>(t.stock) ||
+        (t.nslots = readable_slots(t.orig)) < 8) {
+        CPLError(CE_Warning, CPLE_NotSupported,
+                 "vsitune: GDAL's %s handler does not have the expected "
+                 "C++ layout; vsitune is not active on %s (read through "
+                 "%s instead)",
+                 t.prefix, t.prefix, t.reader_prefix);
+        return -1;
+    }
+    t.table = new void *[kPrefixWords + t.nslots];
+    std::memcpy(t.table, t.orig - kPrefixWords,
+                (kPrefixWords + t.nslots) * sizeof(void *));
+    *reinterpret_cast<void ***>(t.stock) = t.table_slots();
+
+    g_probe_prefix = t.prefix;
+    t.slot_partial = probe(t.table_slots(), t.orig, t.nslots,
+                           [] { VSICurlPartialClearCache(g_probe_prefix); });
+    t.slot_clear =
+        probe(t.table_slots(), t.orig, t.nslots, [] { VSICurlClearCache(); });
+
+    add(t, redirect<Hooks, VT_OPEN_RESULT, const char *, const char *, bool,
+                    CSLConstList>(&VSIFilesystemHandler::Open, &Hooks::Open));
+    add(t, redirect(&VSIFilesystemHandler::Stat, &Hooks::Stat));
+    add(t, redirect(&VSIFilesystemHandler::SiblingFiles, &Hooks::SiblingFiles));
+    add(t, redirect(&VSIFilesystemHandler::ReadDirEx, &Hooks::ReadDirEx));
+    add(t, redirect(&VSIFilesystemHandler::Unlink, &Hooks::Unlink));
+    add(t, redirect(&VSIFilesystemHandler::UnlinkBatch, &Hooks::UnlinkBatch));
+    add(t, redirect(&VSIFilesystemHandler::Mkdir, &Hooks::Mkdir));
+    add(t, redirect(&VSIFilesystemHandler::Rmdir, &Hooks::Rmdir));
+    add(t, redirect(&VSIFilesystemHandler::RmdirRecursive,
+                    &Hooks::RmdirRecursive));
+    add(t, redirect(&VSIFilesystemHandler::Rename, &Hooks::Rename));
+    add(t, redirect(&VSIFilesystemHandler::Sync, &Hooks::Sync));
+    // ABI: these slots exist only in the releases their hooks exist in.
+#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 10, 0)
+    add(t, redirect(&VSIFilesystemHandler::CopyFile, &Hooks::CopyFile));
+    add(t, redirect(&VSIFilesystemHandler::MultipartUploadEnd,
+                    &Hooks::MultipartUploadEnd));
+#endif
+#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
+    add(t, redirect(&VSIFilesystemHandler::CreateOnlyVisibleAtCloseTime,
+                    &Hooks::CreateOnlyVisibleAtCloseTime));
+#endif
+    if (t.slot_clear != SIZE_MAX && t.slot_partial != SIZE_MAX &&
+        t.slot_clear != t.slot_partial) {
+        add(t, {t.slot_clear, reinterpret_cast<void *>(
+                                  rep_of(&Hooks::ClearCache).ptr)});
+        add(t, {t.slot_partial, reinterpret_cast<void *>(
+                                    rep_of(&Hooks::PartialClearCache).ptr)});
+    } else {
+        CPLDebug("VSITUNE",
+                 "%s: ClearCache slots not found (probe: %zd, %zd): "
+                 "VSICurlClearCache() will not clear vsitune's cache",
+                 t.prefix, (ssize_t)t.slot_clear, (ssize_t)t.slot_partial);
+    }
+    for (size_t i = 0; i < t.nredirects; i++)
+        t.table_slots()[t.redirects[i].slot] = t.redirects[i].code;
+    return 0;
 }
 
 }  // namespace
 
 extern "C" int vt__takeover_delegating(void) { return t_delegating; }
 
-extern "C" int vt__takeover_install(const VSIFilesystemPluginCallbacksStruct *cb,
+extern "C" int vt__takeover_install(const char *prefix,
+                                    const char *reader_prefix,
+                                    const struct vt_backend *be,
+                                    const VSIFilesystemPluginCallbacksStruct *cb,
                                     int takeover)
 {
-    if (g_reader != nullptr)
-        return 0;  // idempotent
-    VSIInstallPluginHandler(VT_READER_PREFIX, cb);
-    g_reader = VSIFileManager::GetHandler(VT_READER_PREFIX);
-    VSIFilesystemHandler *stock = VSIFileManager::GetHandler(kStockPrefix);
+    for (size_t i = 0; i < g_ntargets; i++)
+        if (std::strcmp(g_targets[i].prefix, prefix) == 0)
+            return 0;  // idempotent
+    if (g_ntargets == kMaxTargets)
+        return -1;
+    VSIInstallPluginHandler(reader_prefix, cb);
+    VSIFilesystemHandler *stock = VSIFileManager::GetHandler(prefix);
     // GetHandler falls back to the local-file handler for an unknown prefix.
     if (stock == nullptr ||
         stock == VSIFileManager::GetHandler("/vsitune-no-such-prefix/")) {
         CPLError(CE_Failure, CPLE_AppDefined,
-                 "vsitune: GDAL's own /vsis3/ handler is not available "
-                 "(GDAL built without curl?); vsitune stays out of the way");
+                 "vsitune: GDAL's own %s handler is not available "
+                 "(GDAL built without curl?); vsitune stays out of the way",
+                 prefix);
         return -1;
     }
-    g_stock = stock;
-    g_orig = *reinterpret_cast<void ***>(stock);
+    size_t idx = g_ntargets++;
+    Target &t = g_targets[idx];
+    t.prefix = prefix;
+    t.prefix_len = std::strlen(prefix);
+    t.reader_prefix = reader_prefix;
+    t.be = be;
+    t.reader = VSIFileManager::GetHandler(reader_prefix);
+    t.stock = stock;
+    t.orig = *reinterpret_cast<void ***>(stock);
+    t.streaming = std::strcmp(prefix, "/vsis3/") == 0;
     // handler.c reaches GDAL's own code only through these (stock.h),
-    // takeover or not: g_orig is the object's own table either way.
-    static const vt_stock_callbacks to_stock = {
-        stock_stat, stock_read_dir, stock_partial_clear};
-    vt__stock_set_callbacks(&to_stock);
+    // takeover or not: t.orig is the object's own table either way.
+    vt__stock_set_callbacks_for(be, &kStockCalls[idx]);
     if (!takeover)
         return 0;
-
-    // The object's most derived part must start at the VSIFilesystemHandler
-    // part (single inheritance), or slot calls would need a this-adjustment.
-    if (dynamic_cast<void *>(stock) != static_cast<void *>(stock) ||
-        (g_nslots = readable_slots(g_orig)) < 8) {
-        CPLError(CE_Warning, CPLE_NotSupported,
-                 "vsitune: GDAL's /vsis3/ handler does not have the expected "
-                 "C++ layout; vsitune is not active on /vsis3/ (read through "
-                 "%s instead)",
-                 VT_READER_PREFIX);
+    if (redirect_target(t) != 0)
         return -1;
-    }
-    g_table = new void *[kPrefixWords + g_nslots];
-    std::memcpy(g_table, g_orig - kPrefixWords,
-                (kPrefixWords + g_nslots) * sizeof(void *));
-    *reinterpret_cast<void ***>(stock) = table_slots();
-
-    g_slot_partial = probe(table_slots(), g_orig, g_nslots,
-                           [] { VSICurlPartialClearCache(kStockPrefix); });
-    g_slot_clear =
-        probe(table_slots(), g_orig, g_nslots, [] { VSICurlClearCache(); });
-
-    add(redirect<Hooks, VT_OPEN_RESULT, const char *, const char *, bool,
-                 CSLConstList>(&VSIFilesystemHandler::Open, &Hooks::Open));
-    add(redirect(&VSIFilesystemHandler::Stat, &Hooks::Stat));
-    add(redirect(&VSIFilesystemHandler::SiblingFiles, &Hooks::SiblingFiles));
-    add(redirect(&VSIFilesystemHandler::ReadDirEx, &Hooks::ReadDirEx));
-    add(redirect(&VSIFilesystemHandler::Unlink, &Hooks::Unlink));
-    add(redirect(&VSIFilesystemHandler::UnlinkBatch, &Hooks::UnlinkBatch));
-    add(redirect(&VSIFilesystemHandler::Mkdir, &Hooks::Mkdir));
-    add(redirect(&VSIFilesystemHandler::Rmdir, &Hooks::Rmdir));
-    add(redirect(&VSIFilesystemHandler::RmdirRecursive,
-                 &Hooks::RmdirRecursive));
-    add(redirect(&VSIFilesystemHandler::Rename, &Hooks::Rename));
-    add(redirect(&VSIFilesystemHandler::Sync, &Hooks::Sync));
-    // ABI: these slots exist only in the releases their hooks exist in.
-#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 10, 0)
-    add(redirect(&VSIFilesystemHandler::CopyFile, &Hooks::CopyFile));
-    add(redirect(&VSIFilesystemHandler::MultipartUploadEnd,
-                 &Hooks::MultipartUploadEnd));
-#endif
-#if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
-    add(redirect(&VSIFilesystemHandler::CreateOnlyVisibleAtCloseTime,
-                 &Hooks::CreateOnlyVisibleAtCloseTime));
-#endif
-    if (g_slot_clear != SIZE_MAX && g_slot_partial != SIZE_MAX &&
-        g_slot_clear != g_slot_partial) {
-        add({g_slot_clear, reinterpret_cast<void *>(
-                               rep_of(&Hooks::ClearCache).ptr)});
-        add({g_slot_partial, reinterpret_cast<void *>(
-                                 rep_of(&Hooks::PartialClearCache).ptr)});
-    } else {
-        CPLDebug("VSITUNE",
-                 "ClearCache slots not found (probe: %zd, %zd): "
-                 "VSICurlClearCache() will not clear vsitune's cache",
-                 (ssize_t)g_slot_clear, (ssize_t)g_slot_partial);
-    }
-    for (size_t i = 0; i < g_nredirects; i++)
-        table_slots()[g_redirects[i].slot] = g_redirects[i].code;
-    install_streaming(stock_partial_clear);
-    g_taken_over = true;
+    if (t.streaming)
+        install_streaming(kPartialClear[idx]);
+    t.taken_over = true;
     CPLDebug("VSITUNE",
-             "GDAL's /vsis3/ handler redirected (%zu slots, %zu hooks; "
+             "GDAL's %s handler redirected (%zu slots, %zu hooks; "
              "ClearCache slot %zd, PartialClearCache slot %zd)",
-             g_nslots, g_nredirects, (ssize_t)g_slot_clear,
-             (ssize_t)g_slot_partial);
+             t.prefix, t.nslots, t.nredirects, (ssize_t)t.slot_clear,
+             (ssize_t)t.slot_partial);
     return 0;
 }

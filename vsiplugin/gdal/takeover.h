@@ -28,15 +28,20 @@ extern "C" {
 /* The reader's prefix: always installed, read-only. */
 #define VT_READER_PREFIX "/vsitune/"
 
-/* Install the reader on VT_READER_PREFIX from cb and, when takeover is set,
- * redirect GDAL's own /vsis3/ handler as described above. Whether or not,
- * GDAL's own /vsis3/ code is registered for the VSI callbacks (stock.h:
- * its Stat and ReadDirEx; its PartialClearCache when the takeover's probe
- * found that slot, else a no-op). Idempotent.
- * Returns 0 on success, -1 with a CPLError when GDAL's own /vsis3/ handler
- * is not there (GDAL built without curl) or does not have the expected ABI;
- * /vsis3/ is then left untouched. */
-int vt__takeover_install(const VSIFilesystemPluginCallbacksStruct *cb,
+struct vt_backend; /* backends/backend.h */
+
+/* Install the reader for be's names on reader_prefix from cb and, when
+ * takeover is set, redirect GDAL's own handler of prefix ("/vsis3/") as
+ * described above (both strings static). Whether or not, GDAL's own code
+ * of prefix is registered for be's VSI callbacks (stock.h: its Stat and
+ * ReadDirEx; its PartialClearCache when the takeover's probe found that
+ * slot, else a no-op). Up to 4 prefixes; idempotent per prefix.
+ * Returns 0 on success, -1 with a CPLError when GDAL's own handler of
+ * prefix is not there (GDAL built without curl) or does not have the
+ * expected ABI; prefix is then left untouched. */
+int vt__takeover_install(const char *prefix, const char *reader_prefix,
+                         const struct vt_backend *be,
+                         const VSIFilesystemPluginCallbacksStruct *cb,
                          int takeover);
 
 /* 1 while the calling thread is inside GDAL's own code for a write, delete,
