@@ -1,7 +1,8 @@
 """test_backend_az.py: the Azure backend's table (vt__backend_az, backends/az/) driven
 directly against the lab's Azurite (endpoints az-h1: HTTP/1.1, az-h2: h2 over TLS) through
-tests/tools/probe_az.c, without GDAL's VSI layer, and read from what the server saw (the
-lab's request log; Azurite itself checks Shared Key signatures and SAS tokens).
+tests/tools/vt_backend_probe --backend az (its batch step: probe_az.c), without GDAL's VSI
+layer, and read from what the server saw (the lab's request log; Azurite itself checks Shared
+Key signatures and SAS tokens).
 
 - every credential mode the lab offers (shared_key, sas, connection_string, nosign) on both
   endpoints: HEAD, ranged GETs across the object (the 212 MB s2 fixture where the object must
@@ -30,12 +31,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
+import backend_probe  # noqa: E402
 import lab_client  # noqa: E402
 import fixtures as lab_fixtures  # noqa: E402
 from parity import gdal_at_least  # noqa: E402
 
 PY = "/usr/bin/python3"
-PROBE = lab_client.build_dir() / "tests" / "tools" / "vt_probe_az"
+PROBE = backend_probe.path()
 SMALL_KEY = "az/small.tif"
 S2_KEY = "az/dir/s2.tif"
 MODES = ("shared_key", "sas", "connection_string", "nosign")
@@ -49,7 +51,7 @@ XHDR = {"shared_key": {"x-ms-date", "x-ms-version"},
 if gdal_at_least(3, 13):
     XHDR = {m: {"x-ms-date", "x-ms-version"} for m in XHDR}
 
-pytestmark = pytest.mark.skipif(not PROBE.is_file(), reason="vt_probe_az not built")
+pytestmark = pytest.mark.skipif(not PROBE.is_file(), reason="vt_backend_probe not built")
 
 
 def _env(lab, ep, mode, **extra):
@@ -62,9 +64,7 @@ def _env(lab, ep, mode, **extra):
 
 
 def probe(env, *args, timeout=300):
-    cp = subprocess.run([str(PROBE)] + [str(a) for a in args], env=env,
-                        capture_output=True, text=True, timeout=timeout)
-    return cp.stdout.splitlines()
+    return backend_probe.lines(backend_probe.run("az", args, env, timeout)[1], az=True)
 
 
 def _kv(line):

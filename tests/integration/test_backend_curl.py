@@ -1,6 +1,7 @@
 """test_backend_curl.py: the /vsicurl/ backend's table (vt__backend_curl) driven directly
-against the lab's web routes by tests/tools/vt_backend_probe_json, without GDAL's VSI layer: what
-the server saw (the lab's request log) and what the table returned, over h1, h1tls and h2.
+against the lab's web routes by tests/tools/vt_backend_probe --backend curl, without GDAL's
+VSI layer: what the server saw (the lab's request log) and what the table returned, over h1,
+h1tls and h2.
 
 - a ranged GET is one GET with exactly that Range, never a HEAD (also on a server that
   refuses HEAD, and on a presigned URL signed for GET only), and its bytes are the file's,
@@ -15,14 +16,13 @@ the server saw (the lab's request log) and what the table returned, over h1, h1t
 - GDAL's header and auth options become the request's headers (build, no server)."""
 
 import hashlib
-import json
 import os
-import subprocess
 import time
 import urllib.parse
 
 import pytest
 
+import backend_probe
 import fixtures as lab_fixtures
 import lab_client
 import parity
@@ -33,10 +33,31 @@ RANGE_WORDS = "Range downloading not supported by this server!"
 
 
 def _probe_path():
-    p = lab_client.build_dir() / "tests" / "tools" / "vt_backend_probe_json"
+    p = backend_probe.path()
     if not p.exists():
-        pytest.fail(f"vt_backend_probe_json not built at {p} (tests/tools)")
+        pytest.fail(f"vt_backend_probe not built at {p} (tests/tools)")
     return str(p)
+
+
+def _commands(args):
+    """The probe's commands for this file's shorthand: "get PATH OFF:LEN[:ETAG]..." (one
+    get, or pin, per range) and "build PATH OFF LEN [ETAG]" take the rest of the line."""
+    out, i = [], 0
+    while i < len(args):
+        cmd = args[i]
+        if cmd == "get":
+            for spec in args[i + 2:]:
+                off, n, *etag = spec.split(":", 2)
+                out += (["pin", args[i + 1], off, n, etag[0]] if etag
+                        else ["get", args[i + 1], off, n])
+            break
+        if cmd == "build":
+            out += args[i:i + 4] + (args[i + 4:i + 5] or ["-"])
+            break
+        n = 4 if cmd == "curl-note" else 2
+        out += args[i:i + n]
+        i += n
+    return out
 
 
 def _ca_env(lab, ep):
@@ -48,10 +69,10 @@ def _ca_env(lab, ep):
 def probe(lab, ep, args, extra=None):
     """Run the probe for backend curl; its JSON lines."""
     env = lab_client.gdal_env(_ca_env(lab, ep), extra=extra)
-    cp = subprocess.run([_probe_path(), "--backend", "curl"] + args, env=env,
-                        capture_output=True, text=True, timeout=300)
-    assert cp.returncode == 0, cp.stderr
-    return [json.loads(line) for line in cp.stdout.splitlines() if line.startswith("{")]
+    _probe_path()
+    rc, objs, err = backend_probe.run("curl", _commands(args), env, 300)
+    assert rc in (0, 1), err  # 1: an operation failed, as some cases want
+    return objs
 
 
 def stock_errors(lab, ep, url):

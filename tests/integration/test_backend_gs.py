@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+import backend_probe
 import lab_client
 
 PY = "/usr/bin/python3"
@@ -50,10 +51,8 @@ def s2(lab, cogs):
 
 
 def probe(env, *args, timeout=120):
-    r = subprocess.run([str(PROBE), "--backend", "gs", *map(str, args)],
-                       env=lab_client.gdal_env(env), capture_output=True, text=True,
-                       timeout=timeout)
-    return r.returncode, r.stdout.splitlines(), r.stderr
+    rc, objs, err = backend_probe.run("gs", args, lab_client.gdal_env(env), timeout)
+    return rc, backend_probe.lines(objs), err
 
 
 def local(path, off, n):
