@@ -85,7 +85,7 @@ static int setup(void **state)
     cb = VSIAllocFilesystemPluginCallbacksStruct();
     if (!cb)
         return -1;
-    vt__handler_fill_callbacks(cb, &vt__backend_s3);
+    vt__handler_fill_callbacks(cb, &vt__backend_s3, NULL);
     if (VSIInstallPluginHandler("/vsitune/", cb) != 0)
         return -1;
     VSIFreeFilesystemPluginCallbacksStruct(cb);

@@ -54,15 +54,13 @@ enum sibling_mode { SIBLINGS_AUTO, SIBLINGS_NONE, SIBLINGS_GDAL };
  * *chosen: VSITUNE_SIDECARS is set (to any value). */
 static enum sibling_mode sibling_mode(const char *path, int *chosen)
 {
-    char *sidecars = vt__cfg_dup(path, "VSITUNE_SIDECARS");
+    int sidecars = vt__opt_choice(path, VT_OPT_SIDECARS, chosen);
     char *readdir = vt__cfg_dup(path, "GDAL_DISABLE_READDIR_ON_OPEN");
     enum sibling_mode m = SIBLINGS_AUTO;
-    *chosen = sidecars != NULL;
     if (readdir && (EQUAL(readdir, "EMPTY_DIR") || CPLTestBool(readdir)))
         m = SIBLINGS_GDAL; /* GDAL applies its own option to a NULL answer */
-    else if (sidecars && !EQUAL(sidecars, "AUTO"))
-        m = CPLTestBool(sidecars) ? SIBLINGS_GDAL : SIBLINGS_NONE;
-    free(sidecars);
+    else if (sidecars != VT_SIDECARS_AUTO)
+        m = sidecars == VT_SIDECARS_YES ? SIBLINGS_GDAL : SIBLINGS_NONE;
     free(readdir);
     return m;
 }
