@@ -189,6 +189,23 @@ static void test_failed_list_not_remembered(void **state)
     assert_int_equal(vt__listing_lookup(BE, "nob/dir/x.tif", NULL), -1);
 }
 
+/* A backend without a list operation (/vsicurl/: listings stay GDAL's)
+ * is refused with words, never called through a NULL pointer. */
+static void test_backend_without_list(void **state)
+{
+    vt_backend nolist = *BE;
+    vt_listing *l = NULL;
+    char err[256] = "";
+
+    (void)state;
+    nolist.name = "nolist";
+    nolist.list = NULL;
+    assert_int_equal(vt__listing_get(&nolist, "h/dir/x.tif", &l, err, sizeof err),
+                     VT_EINVAL);
+    assert_null(l);
+    assert_non_null(strstr(err, "does not list"));
+}
+
 static void test_gdal_names_and_no_sidecars(void **state)
 {
     char *names[] = { "a.tif", "a.tif.aux.xml", NULL };
@@ -226,6 +243,7 @@ int main(void)
         cmocka_unit_test(test_concurrent_askers_one_list),
         cmocka_unit_test(test_directory_page),
         cmocka_unit_test(test_failed_list_not_remembered),
+        cmocka_unit_test(test_backend_without_list),
         cmocka_unit_test(test_gdal_names_and_no_sidecars),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -128,8 +128,14 @@ static vt_err fetch(vt_listing *l, char *errbuf, size_t errlen)
     char *bucket = NULL, *prefix = NULL, dir[4096];
     const char *slash = strchr(l->path, '/');
     vt_err err;
-    size_t bl = (size_t)(slash - l->path);
+    size_t bl;
 
+    if (!l->be->list || !slash) { /* a service whose listings stay GDAL's */
+        snprintf(errbuf, errlen, "%s%s: vsitune does not list for this "
+                 "backend (%s)", l->be->scheme, l->path, l->be->name);
+        return VT_EINVAL;
+    }
+    bl = (size_t)(slash - l->path);
     bucket = strndup(l->path, bl);
     prefix = strdup(slash + 1);
     if (!bucket || !prefix) {
