@@ -103,9 +103,8 @@ LAYERS = {
     # 6 S3 requests
     "vsiplugin/backends/backend.h": 6, "vsiplugin/backends/backend.c": 6,
     "vsiplugin/backends/s3/s3_backend.c": 6, "vsiplugin/backends/s3/s3_ident.c": 6,
-    "vsiplugin/backends/s3/s3list.c": 6, "vsiplugin/backends/s3/s3list.h": 6,
     "vsiplugin/backends/s3/s3.h": 6, "vsiplugin/backends/s3/s3_int.h": 6, "vsiplugin/backends/s3/s3_route.c": 6,
-    "vsiplugin/backends/s3/s3_fail.c": 6, "vsiplugin/backends/s3/s3_hdr.c": 6, "vsiplugin/backends/s3/s3.c": 6,
+    "vsiplugin/backends/s3/s3_fail.c": 6, "vsiplugin/backends/s3/s3.c": 6,
     "vsiplugin/backends/s3/s3_transient.c": 6,
     "vsiplugin/backends/breq.c": 6, "vsiplugin/backends/breq.h": 6,
     "vsiplugin/backends/userhdr.c": 6, "vsiplugin/backends/userhdr.h": 6,

@@ -12,7 +12,7 @@
  *   - no HEAD ever (head is NULL): a first GET learns the size from its
  *     Content-Range, so GET-only presigned URLs and servers that refuse
  *     HEAD cost nothing extra;
- *   - headers: GDAL_HTTP_HEADER_FILE and GDAL_HTTP_HEADERS (s3_hdr.c's
+ *   - headers: GDAL_HTTP_HEADER_FILE and GDAL_HTTP_HEADERS (userhdr.c's
  *     reader, GDAL's rule for every prefix), the name's useragent, referer
  *     and cookie, GDAL_HTTP_COOKIE, GDAL_HTTP_USERPWD as Basic (curl's
  *     default scheme; GDAL_HTTP_AUTH unset or BASIC), GDAL_HTTP_AUTH=BEARER
@@ -48,8 +48,8 @@
 #include "auth/credkey.h"
 #include "backends/backend.h"
 #include "backends/curl/curl_int.h"
-#include "backends/s3/s3.h"     /* vt__s3_request_clear */
-#include "backends/s3/s3_int.h" /* vt__s3_user_headers: GDAL's rule, not S3's */
+#include "backends/s3/s3.h" /* vt__s3_request_clear, vt__s3_status_err */
+#include "backends/userhdr.h"
 #include "base/config.h"
 #include "compat/gdal_error.h"
 #include "compat/gdal_release.h"
@@ -354,7 +354,7 @@ static vt_err build_for(const struct vt_curl_target *t, const char *url,
         err = VT_EINVAL;
         goto out;
     }
-    user = vt__s3_user_headers(NULL);
+    user = vt__user_headers(NULL);
     while (user && user[nuser])
         nuser++;
     out->headers = calloc(nuser + OWN_HEADERS, sizeof(char *));
@@ -409,7 +409,7 @@ static vt_err build_for(const struct vt_curl_target *t, const char *url,
 out:
     if (err)
         curl_req_clear(out);
-    vt__s3_headers_free(user);
+    vt__user_headers_free(user);
     free(cookie);
     free(auth);
     return err;

@@ -7,7 +7,7 @@
  * gained by signing Range or If-Match, and the same set makes a signature
  * comparable with GDAL's under AWS_TIMESTAMP), and follows S3's redirects as GDAL's CanRestartOnError
  * does. Where requests go is s3_route.c's business; the user's extra
- * headers s3_hdr.c's. No lock of its own. */
+ * headers backends/userhdr.c's. No lock of its own. */
 #include "backends/s3/s3.h"
 
 #include <ctype.h>
@@ -25,6 +25,7 @@
 #include "auth/creds.h"
 #include "compat/gdal_error.h"
 #include "backends/s3/s3_int.h"
+#include "backends/userhdr.h"
 #include "auth/sigv4.h"
 #include "base/xmlscan.h"
 
@@ -189,7 +190,7 @@ static vt_err build_in(const char *method, const char *bucket,
         err = VT_EINVAL;
         goto out;
     }
-    user = vt__s3_user_headers(path);
+    user = vt__user_headers(path);
     if (user)
         while (user[nuser])
             nuser++;
@@ -301,7 +302,7 @@ out:
             snprintf(errbuf, errlen, "s3://%s/%s: %s", bucket, key,
                      vt_strerror(err));
     }
-    vt__s3_headers_free(user);
+    vt__user_headers_free(user);
     free(to_sign);
     vt__sigv4_output_clear(&sig);
     vt__creds_clear(&cr);

@@ -51,7 +51,7 @@ vt_err vt__s3_head(const char *bucket, const char *key, vt_http_resp *resp,
 
 /* List one page (up to max_keys, at most 1000) of bucket's keys starting
  * with prefix, delimiter "/" (ListObjects v1, signed, region redirect as
- * vt__s3_get). resp->body holds the XML answer (vt__s3_parse_list). Blocks. */
+ * vt__s3_get). resp->body holds the XML answer (vt__listxml_parse). Blocks. */
 vt_err vt__s3_list(const char *bucket, const char *prefix, int max_keys,
                    vt_http_resp *resp, char *errbuf, size_t errlen);
 
