@@ -47,8 +47,8 @@
 
 #include "auth/credkey.h"
 #include "backends/backend.h"
+#include "backends/breq.h"
 #include "backends/curl/curl_int.h"
-#include "backends/s3/s3.h" /* vt__s3_request_clear, vt__s3_status_err */
 #include "backends/userhdr.h"
 #include "base/config.h"
 #include "compat/gdal_error.h"
@@ -179,7 +179,7 @@ out:
 
 static void curl_req_clear(vt_backend_req *r)
 {
-    vt__s3_request_clear(r); /* nothing S3's in it: backend.h's storage */
+    vt__breq_clear(r);
 }
 
 static int clean_value(const char *v)
@@ -457,15 +457,15 @@ static vt_err curl_build_get(const char *container, const char *key,
 
 static vt_err curl_status_err(long status)
 {
-    /* S3's reading of a status, plus what web servers answer and S3 does
-     * not: any redirect, 401, 410 Gone */
+    /* An object store's reading of a status (backend.h), plus what web
+     * servers answer and S3 does not: any redirect, 401, 410 Gone */
     if (status >= 300 && status < 400)
         return VT_EREDIRECT;
     if (status == 401)
         return VT_EACCESS;
     if (status == 410)
         return VT_ENOTFOUND;
-    return vt__s3_status_err(status);
+    return vt__backend_status_err(status);
 }
 
 /* The URL of a /vsicurl/ name, redacted, into buf. */

@@ -79,7 +79,8 @@ void vt__s3_parse_error(const char *body, size_t len, char **code,
 void vt__s3_describe(char *buf, size_t len, const char *bucket,
                      const char *key, const vt_http_resp *r, vt_err err);
 
-/* Map an HTTP status to vt_err (200/206 -> VT_OK). */
+/* Map an HTTP status to vt_err (200/206 -> VT_OK): backend.h's
+ * vt__backend_status_err, every object store's reading. */
 vt_err vt__s3_status_err(long status);
 
 /* Region requests for path "bucket/key" are signed in: a remembered
