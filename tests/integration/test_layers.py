@@ -119,6 +119,34 @@ def test_read_path_names_no_service(tmp_path):
     assert layers.check(files, layers.includes(tmp_path, files), {}, table, {}) == []
 
 
+def test_service_names_no_other_service(tmp_path):
+    """A file of backends/<service>/ includes and calls nothing of another
+    service's folder: what services share lives in backends/ itself."""
+    table = {"vsiplugin/backends/userhdr.h": 6, "vsiplugin/backends/userhdr.c": 6,
+             "vsiplugin/backends/s3/s3_int.h": 6, "vsiplugin/backends/s3/s3.c": 6,
+             "vsiplugin/backends/curl/curl.c": 6}
+    files = _tree(tmp_path, {
+        "vsiplugin/backends/userhdr.h": "",
+        "vsiplugin/backends/userhdr.c": '#include "backends/userhdr.h"\n',
+        "vsiplugin/backends/s3/s3_int.h": "",
+        # its own folder's header and backends/' shared one: allowed
+        "vsiplugin/backends/s3/s3.c": '#include "backends/s3/s3_int.h"\n'
+                                      '#include "backends/userhdr.h"\n',
+        "vsiplugin/backends/curl/curl.c": '#include "backends/userhdr.h"\n'
+                                          '#include "backends/s3/s3_int.h"\n'})
+    called = {"vsiplugin/backends/curl/curl.c": {"vsiplugin/backends/userhdr.c",
+                                                 "vsiplugin/backends/s3/s3.c"},
+              "vsiplugin/backends/s3/s3.c": {"vsiplugin/backends/userhdr.c"}}
+    bad = layers.check(files, layers.includes(tmp_path, files), called, table, {})
+    why = ": another service's file (services share through vsiplugin/backends/*.c|h)"
+    assert bad == [
+        "vsiplugin/backends/curl/curl.c includes vsiplugin/backends/s3/s3_int.h" + why,
+        "vsiplugin/backends/curl/curl.c calls vsiplugin/backends/s3/s3.c" + why]
+    (tmp_path / "vsiplugin/backends/curl/curl.c").write_text('#include "backends/userhdr.h"\n')
+    called["vsiplugin/backends/curl/curl.c"] = {"vsiplugin/backends/userhdr.c"}
+    assert layers.check(files, layers.includes(tmp_path, files), called, table, {}) == []
+
+
 def test_tunerd_may_include_only_the_shared_plugin_files(tmp_path):
     """tunerd includes common/ and the plugin's shared headers only (none
     since the options' defaults moved to common/defaults.h); common/

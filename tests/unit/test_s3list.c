@@ -1,4 +1,4 @@
-/* test_s3list.c: ListObjects answers (s3list.c), the stem rule and the
+/* test_s3list.c: ListObjects answers (backends/listxml.c), the stem rule and the
  * bounded element scan they rest on (listing.c, xmlscan.c). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 
 #include "fuzz_bytes.h"
 #include "read/listing.h"
-#include "backends/s3/s3list.h"
+#include "backends/listxml.h"
 #include "base/xmlscan.h"
 
 static const char page[] =
@@ -34,7 +34,7 @@ static void test_parse_page(void **state)
 {
     vt_list_page p;
     (void)state;
-    assert_int_equal(vt__s3_parse_list(page, strlen(page), "sc/", &p), VT_OK);
+    assert_int_equal(vt__listxml_parse(page, strlen(page), "sc/", &p), VT_OK);
     assert_int_equal(p.n, 3); /* the deeper key is not in sc/ */
     assert_false(p.truncated);
     assert_string_equal(p.e[0].name, "plain.tif");
@@ -58,7 +58,7 @@ static void test_truncated_and_root(void **state)
         "</ListBucketResult>";
     vt_list_page p;
     (void)state;
-    assert_int_equal(vt__s3_parse_list(t, strlen(t), "", &p), VT_OK);
+    assert_int_equal(vt__listxml_parse(t, strlen(t), "", &p), VT_OK);
     assert_true(p.truncated);
     assert_int_equal(p.n, 1); /* "d/" is a folder marker, not a file */
     assert_string_equal(p.e[0].name, "top.tif");
@@ -67,7 +67,7 @@ static void test_truncated_and_root(void **state)
     /* a folder marker of the listed directory itself is skipped */
     static const char m[] = "<ListBucketResult><Contents><Key>sc/</Key>"
                             "</Contents></ListBucketResult>";
-    assert_int_equal(vt__s3_parse_list(m, strlen(m), "sc/", &p), VT_OK);
+    assert_int_equal(vt__listxml_parse(m, strlen(m), "sc/", &p), VT_OK);
     assert_int_equal(p.n, 0);
     vt__list_page_clear(&p);
 }
@@ -77,10 +77,10 @@ static void test_not_a_listing(void **state)
     static const char err[] = "<Error><Code>AccessDenied</Code></Error>";
     vt_list_page p;
     (void)state;
-    assert_int_equal(vt__s3_parse_list(err, strlen(err), "", &p), VT_EPROTO);
-    assert_int_equal(vt__s3_parse_list(NULL, 0, "", &p), VT_EPROTO);
+    assert_int_equal(vt__listxml_parse(err, strlen(err), "", &p), VT_EPROTO);
+    assert_int_equal(vt__listxml_parse(NULL, 0, "", &p), VT_EPROTO);
     /* cut in the middle of an element: what is whole is kept */
-    assert_int_equal(vt__s3_parse_list(page, 420, "sc/", &p), VT_OK);
+    assert_int_equal(vt__listxml_parse(page, 420, "sc/", &p), VT_OK);
     assert_true(p.n <= 1);
     vt__list_page_clear(&p);
 }
@@ -127,7 +127,7 @@ static void test_fuzz(void **state)
         size_t n;
         char *buf = fuzz_bytes(&seed, 600, frags,
                                sizeof(frags) / sizeof(frags[0]), &n);
-        if (vt__s3_parse_list(buf, n, "sc/", &p) == VT_OK) {
+        if (vt__listxml_parse(buf, n, "sc/", &p) == VT_OK) {
             for (size_t j = 0; j < p.n; j++)
                 assert_non_null(p.e[j].name);
             vt__list_page_clear(&p);

@@ -62,6 +62,12 @@ typedef struct vt_list_page {
 
 void vt__list_page_clear(vt_list_page *p);
 
+/* An HTTP status as vt_err, as an object store answers it (S3's reading,
+ * which /vsicurl/ extends): 200/206 VT_OK, 301/307 VT_EREDIRECT, 403
+ * VT_EACCESS, 404 VT_ENOTFOUND, 412 VT_ECHANGED, 416 VT_ERANGE, 429 and
+ * 5xx VT_ETRANSIENT, anything else VT_EHTTP. */
+vt_err vt__backend_status_err(long status);
+
 typedef struct vt_backend {
     const char *name;        /* "s3": debug lines, counters */
     const char *gdal_prefix; /* the GDAL prefix it takes over: "/vsis3/" */

@@ -1,8 +1,7 @@
 /* breq.h: building a vt_backend_req (backend.h), the parts every service's
  * request shares: header lines appended to a sized list, the engine's
  * fields of a ranged GET or a listing, the CA file, and release. A
- * backend builds its URL and its own headers, then finishes with these.
- * (backends/s3/s3.c predates it and keeps its own copy until it moves.) */
+ * backend builds its URL and its own headers, then finishes with these. */
 #ifndef VT_BREQ_H
 #define VT_BREQ_H
 

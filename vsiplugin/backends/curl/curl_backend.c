@@ -12,7 +12,7 @@
  *   - no HEAD ever (head is NULL): a first GET learns the size from its
  *     Content-Range, so GET-only presigned URLs and servers that refuse
  *     HEAD cost nothing extra;
- *   - headers: GDAL_HTTP_HEADER_FILE and GDAL_HTTP_HEADERS (s3_hdr.c's
+ *   - headers: GDAL_HTTP_HEADER_FILE and GDAL_HTTP_HEADERS (userhdr.c's
  *     reader, GDAL's rule for every prefix), the name's useragent, referer
  *     and cookie, GDAL_HTTP_COOKIE, GDAL_HTTP_USERPWD as Basic (curl's
  *     default scheme; GDAL_HTTP_AUTH unset or BASIC), GDAL_HTTP_AUTH=BEARER
@@ -47,9 +47,9 @@
 
 #include "auth/credkey.h"
 #include "backends/backend.h"
+#include "backends/breq.h"
 #include "backends/curl/curl_int.h"
-#include "backends/s3/s3.h"     /* vt__s3_request_clear */
-#include "backends/s3/s3_int.h" /* vt__s3_user_headers: GDAL's rule, not S3's */
+#include "backends/userhdr.h"
 #include "base/config.h"
 #include "compat/gdal_error.h"
 #include "compat/gdal_release.h"
@@ -179,7 +179,7 @@ out:
 
 static void curl_req_clear(vt_backend_req *r)
 {
-    vt__s3_request_clear(r); /* nothing S3's in it: backend.h's storage */
+    vt__breq_clear(r);
 }
 
 static int clean_value(const char *v)
@@ -354,7 +354,7 @@ static vt_err build_for(const struct vt_curl_target *t, const char *url,
         err = VT_EINVAL;
         goto out;
     }
-    user = vt__s3_user_headers(NULL);
+    user = vt__user_headers(NULL);
     while (user && user[nuser])
         nuser++;
     out->headers = calloc(nuser + OWN_HEADERS, sizeof(char *));
@@ -409,7 +409,7 @@ static vt_err build_for(const struct vt_curl_target *t, const char *url,
 out:
     if (err)
         curl_req_clear(out);
-    vt__s3_headers_free(user);
+    vt__user_headers_free(user);
     free(cookie);
     free(auth);
     return err;
@@ -457,15 +457,15 @@ static vt_err curl_build_get(const char *container, const char *key,
 
 static vt_err curl_status_err(long status)
 {
-    /* S3's reading of a status, plus what web servers answer and S3 does
-     * not: any redirect, 401, 410 Gone */
+    /* An object store's reading of a status (backend.h), plus what web
+     * servers answer and S3 does not: any redirect, 401, 410 Gone */
     if (status >= 300 && status < 400)
         return VT_EREDIRECT;
     if (status == 401)
         return VT_EACCESS;
     if (status == 410)
         return VT_ENOTFOUND;
-    return vt__s3_status_err(status);
+    return vt__backend_status_err(status);
 }
 
 /* The URL of a /vsicurl/ name, redacted, into buf. */

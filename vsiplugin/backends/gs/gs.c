@@ -25,6 +25,7 @@
 
 #include "auth/gs_auth.h"
 #include "auth/sigv4.h"
+#include "backends/backend.h"
 #include "backends/breq.h"
 #include "backends/userhdr.h"
 #include "base/xmlscan.h"
@@ -243,28 +244,12 @@ vt_err vt__gs_build_get(const char *bucket, const char *key, uint64_t off,
 
 vt_err vt__gs_status_err(long status)
 {
-    switch (status) {
-    case 200:
-    case 206:
-        return VT_OK;
-    case 301:
-    case 302:
-    case 307:
+    /* S3's reading (backend.h), plus the 302 and 401 GCS answers */
+    if (status == 302)
         return VT_EREDIRECT;
-    case 401:
-    case 403:
+    if (status == 401)
         return VT_EACCESS;
-    case 404:
-        return VT_ENOTFOUND;
-    case 412:
-        return VT_ECHANGED;
-    case 416:
-        return VT_ERANGE;
-    case 429:
-        return VT_ETRANSIENT;
-    default:
-        return status >= 500 && status <= 599 ? VT_ETRANSIENT : VT_EHTTP;
-    }
+    return vt__backend_status_err(status);
 }
 
 void vt__gs_describe(char *buf, size_t len, const char *bucket,

@@ -7,7 +7,7 @@
  * gained by signing Range or If-Match, and the same set makes a signature
  * comparable with GDAL's under AWS_TIMESTAMP), and follows S3's redirects as GDAL's CanRestartOnError
  * does. Where requests go is s3_route.c's business; the user's extra
- * headers s3_hdr.c's. No lock of its own. */
+ * headers backends/userhdr.c's. No lock of its own. */
 #include "backends/s3/s3.h"
 
 #include <ctype.h>
@@ -24,13 +24,14 @@
 #include "base/config.h"
 #include "auth/creds.h"
 #include "compat/gdal_error.h"
+#include "backends/breq.h"
 #include "backends/s3/s3_int.h"
+#include "backends/userhdr.h"
 #include "auth/sigv4.h"
 #include "base/xmlscan.h"
 
 #define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define S3_OWN_HEADERS 9           /* Host ... Authorization, and the NULL */
-#define ERROR_BODY_MIN (64 * 1024) /* room for an XML error on a short range */
 #define MAX_HOPS 4                 /* a request and up to 3 redirects */
 
 /* ---- addressing ------------------------------------------------------- */
@@ -81,30 +82,7 @@ out:
 
 void vt__s3_request_clear(vt_s3_request *r)
 {
-    if (!r)
-        return;
-    if (r->headers)
-        for (char **h = r->headers; *h; h++)
-            free(*h);
-    free(r->headers);
-    free(r->url);
-    free(r->cainfo);
-    memset(r, 0, sizeof(*r));
-}
-
-/* Append a malloc'd "Name: value" line to the list (n counts lines; the
- * caller sized the list). */
-static vt_err add_header(char **list, size_t *n, const char *name,
-                         const char *value)
-{
-    size_t l = strlen(name) + strlen(value) + 3;
-    char *h = malloc(l);
-    if (!h)
-        return VT_ENOMEM;
-    snprintf(h, l, "%s: %s", name, value);
-    list[(*n)++] = h;
-    list[*n] = NULL;
-    return VT_OK;
+    vt__breq_clear(r);
 }
 
 /* A header value must not smuggle a line break into the request. */
@@ -189,7 +167,7 @@ static vt_err build_in(const char *method, const char *bucket,
         err = VT_EINVAL;
         goto out;
     }
-    user = vt__s3_user_headers(path);
+    user = vt__user_headers(path);
     if (user)
         while (user[nuser])
             nuser++;
@@ -209,33 +187,33 @@ static vt_err build_in(const char *method, const char *bucket,
         user[i] = NULL;
     }
     amz_date_for(path, date);
-    err = add_header(out->headers, &n, "Host", a->host);
+    err = vt__breq_add(out, &n, "Host", a->host);
     if (!err)
         to_sign[ns++] = out->headers[n - 1];
     if (!err && len > 0) {
         snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, off,
                  off + len - 1);
-        err = add_header(out->headers, &n, "Range", range);
+        err = vt__breq_add(out, &n, "Range", range);
     }
     if (!err && if_match)
-        err = add_header(out->headers, &n, "If-Match", if_match);
+        err = vt__breq_add(out, &n, "If-Match", if_match);
     if (!err && payer) {
-        err = add_header(out->headers, &n, "x-amz-request-payer", payer);
+        err = vt__breq_add(out, &n, "x-amz-request-payer", payer);
         if (!err)
             to_sign[ns++] = out->headers[n - 1];
     }
     if (!err && !cr.anonymous) {
-        err = add_header(out->headers, &n, "x-amz-date", date);
+        err = vt__breq_add(out, &n, "x-amz-date", date);
         if (!err) {
             to_sign[ns++] = out->headers[n - 1];
-            err = add_header(out->headers, &n, "x-amz-content-sha256",
-                             EMPTY_SHA256);
+            err = vt__breq_add(out, &n, "x-amz-content-sha256",
+                               EMPTY_SHA256);
         }
         if (!err)
             to_sign[ns++] = out->headers[n - 1];
         if (!err && cr.session_token && *cr.session_token) {
-            err = add_header(out->headers, &n, "X-Amz-Security-Token",
-                             cr.session_token);
+            err = vt__breq_add(out, &n, "X-Amz-Security-Token",
+                               cr.session_token);
             if (!err)
                 to_sign[ns++] = out->headers[n - 1];
         }
@@ -261,7 +239,7 @@ static vt_err build_in(const char *method, const char *bucket,
                      bucket, key, vt_strerror(err));
             goto out;
         }
-        err = add_header(out->headers, &n, "Authorization", sig.authorization);
+        err = vt__breq_add(out, &n, "Authorization", sig.authorization);
     }
     if (err)
         goto out;
@@ -277,23 +255,12 @@ static vt_err build_in(const char *method, const char *bucket,
         err = VT_ENOMEM;
         goto out;
     }
-    out->req.method = method;
-    out->req.url = out->url;
-    out->req.headers = (const char *const *)out->headers;
-    out->req.expect_len = len;
-    /* Range GET: room for the range or an XML error body; whole object:
-     * the engine's default bound. */
-    out->req.max_body = len == 0 ? 0
-                        : len > ERROR_BODY_MIN ? (size_t)len : ERROR_BODY_MIN;
-    out->req.max_retries = -1;
-    out->req.retry_delay = -1;
+    /* The engine's fields: range or error-body room, GDAL's retry options,
+     * and the CA file stock GDAL verifies this request's server with: a GET
+     * or HEAD stands for a /vsis3/ handle's read, one with a query for
+     * GDAL's listing (config.h, "CA bundle"). */
+    vt__breq_finish(out, method, len, path, query != NULL);
     out->req.answer_transient = vt__s3_answer_transient; /* S3's words */
-    /* The CA file stock GDAL verifies this request's server with: a GET or
-     * HEAD stands for a /vsis3/ handle's read, one with a query for GDAL's
-     * listing (config.h, "CA bundle"). */
-    out->cainfo = vt__cfg_ca_bundle(path, query ? VT_CA_LIST : VT_CA_READ);
-    out->req.cainfo = out->cainfo;
-    out->req.has_cainfo = 1;
 out:
     if (err) {
         vt__s3_request_clear(out);
@@ -301,7 +268,7 @@ out:
             snprintf(errbuf, errlen, "s3://%s/%s: %s", bucket, key,
                      vt_strerror(err));
     }
-    vt__s3_headers_free(user);
+    vt__user_headers_free(user);
     free(to_sign);
     vt__sigv4_output_clear(&sig);
     vt__creds_clear(&cr);
@@ -349,28 +316,7 @@ void vt__s3_parse_error(const char *body, size_t len, char **code,
 
 vt_err vt__s3_status_err(long status)
 {
-    switch (status) {
-    case 200:
-    case 206:
-        return VT_OK;
-    case 301:
-    case 307:
-        return VT_EREDIRECT;
-    case 403:
-        return VT_EACCESS;
-    case 404:
-        return VT_ENOTFOUND;
-    case 412:
-        return VT_ECHANGED;
-    case 416:
-        return VT_ERANGE;
-    case 429:
-        return VT_ETRANSIENT;
-    default:
-        if (status >= 500 && status <= 599)
-            return VT_ETRANSIENT;
-        return VT_EHTTP;
-    }
+    return vt__backend_status_err(status);
 }
 
 /* REGION of an S3 host "s3.REGION.amazonaws.com", "s3-REGION.amazonaws.com"

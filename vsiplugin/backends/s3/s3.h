@@ -51,7 +51,7 @@ vt_err vt__s3_head(const char *bucket, const char *key, vt_http_resp *resp,
 
 /* List one page (up to max_keys, at most 1000) of bucket's keys starting
  * with prefix, delimiter "/" (ListObjects v1, signed, region redirect as
- * vt__s3_get). resp->body holds the XML answer (vt__s3_parse_list). Blocks. */
+ * vt__s3_get). resp->body holds the XML answer (vt__listxml_parse). Blocks. */
 vt_err vt__s3_list(const char *bucket, const char *prefix, int max_keys,
                    vt_http_resp *resp, char *errbuf, size_t errlen);
 
@@ -79,7 +79,8 @@ void vt__s3_parse_error(const char *body, size_t len, char **code,
 void vt__s3_describe(char *buf, size_t len, const char *bucket,
                      const char *key, const vt_http_resp *r, vt_err err);
 
-/* Map an HTTP status to vt_err (200/206 -> VT_OK). */
+/* Map an HTTP status to vt_err (200/206 -> VT_OK): backend.h's
+ * vt__backend_status_err, every object store's reading. */
 vt_err vt__s3_status_err(long status);
 
 /* Region requests for path "bucket/key" are signed in: a remembered

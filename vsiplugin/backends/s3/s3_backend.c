@@ -1,6 +1,7 @@
 /* s3_backend.c: S3 as a vt_backend (backends/backend.h): the table the
  * read path reaches S3 through, over s3.c's requests, s3_route.c's
- * addressing, s3_fail.c's memory of failures and s3list.c's parser. */
+ * addressing, s3_fail.c's memory of failures and backends/listxml.c's
+ * parser. */
 #include "backends/backend.h"
 
 #include <stdio.h>
@@ -10,7 +11,7 @@
 #include "auth/creds.h"
 #include "backends/s3/s3.h"
 #include "backends/s3/s3_int.h"
-#include "backends/s3/s3list.h"
+#include "backends/listxml.h"
 
 static vt_err s3_list(const char *bucket, const char *prefix, const char *dir,
                       int max_keys, vt_list_page *out, char *errbuf,
@@ -20,7 +21,7 @@ static vt_err s3_list(const char *bucket, const char *prefix, const char *dir,
     vt_err err = vt__s3_list(bucket, prefix, max_keys, &r, errbuf, errlen);
 
     if (err == VT_OK) {
-        err = vt__s3_parse_list((const char *)r.body, r.body_len, dir, out);
+        err = vt__listxml_parse((const char *)r.body, r.body_len, dir, out);
         if (err != VT_OK)
             snprintf(errbuf, errlen, "s3://%s/?prefix=%s: not a ListBucketResult",
                      bucket, prefix);

@@ -2,8 +2,8 @@
  *
  * s3.c builds and sends signed requests and follows redirects; s3_route.c
  * reads a request's addressing options for its path and remembers what
- * redirects taught (region, endpoint, addressing style); s3_hdr.c turns
- * GDAL_HTTP_HEADERS / GDAL_HTTP_HEADER_FILE into header lines. */
+ * redirects taught (region, endpoint, addressing style). The user's extra
+ * headers are backends/userhdr.c's, every backend's. */
 #ifndef VT_S3_INT_H
 #define VT_S3_INT_H
 
@@ -60,15 +60,5 @@ int vt__s3_valid_region(const char *r);
  * AWS_REQUEST_PAYER and the extra-header options. 0, or -1 when it cannot
  * be told (s3_ident.c). May fetch credentials. */
 int vt__s3_access_identity(const char *path, char *out, size_t outlen);
-
-/* User headers for path: the lines of GDAL_HTTP_HEADER_FILE, then those of
- * GDAL_HTTP_HEADERS (split at "\r\n" when it has one, else at ',' outside
- * double quotes), each
- * trimmed, in that order, as GDAL 3.6 adds them. A header file that cannot
- * be read gets GDAL's CPLError (CE_Failure, CPLE_FileIO, "Cannot read %s")
- * and is skipped. NULL-terminated malloc'd array of malloc'd lines (free
- * with vt__s3_headers_free), NULL when there are none. */
-char **vt__s3_user_headers(const char *path);
-void vt__s3_headers_free(char **h);
 
 #endif
