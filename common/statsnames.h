@@ -36,6 +36,15 @@
 #define VT_STATS_N_KINDS 7
 #define VT_STATS_N_CLASSES 5
 
+/* "backends": one object per backend (the service that built the
+ * request: vt_backend's name), each with these counts, then one count per
+ * status class (VT_STATS_HTTP_CLASSES). Requests made for no backend
+ * (credential fetches) are only in "engine" and "http". */
+#define VT_STATS_BACKEND_NAMES "s3", "gs", "az", "curl"
+#define VT_STATS_N_BACKENDS 4
+#define VT_STATS_BACKEND(X) \
+    X(requests) X(bytes_received) X(avoided_lists) X(avoided_heads)
+
 /* "latency": a cumulative histogram, "le_<seconds>" per bound (then
  * "le_inf", "sum_us", "count"): Prometheus's default buckets plus 30 s. */
 #define VT_STATS_LAT_BOUNDS(X) \

@@ -122,23 +122,35 @@ static const fam seg_rest[] = {
      "Objects the segment knows.", AT(shared.objects)},
 };
 
-static void requests(FILE *f, const vt_prom_in *in)
+/* A family of requests by row (kind, or backend: label) and status class:
+ * every row of every file that has the section (by_backend: "backends",
+ * else "http"). */
+static void by_class(FILE *f, const vt_prom_in *in, const char *name, const char *help,
+                     const char *label, int by_backend)
 {
-    const char *name = "vsitune_requests_total";
+    int rows = by_backend ? VT_BACKENDS : VT_HTTP_KINDS;
 
-    head(f, name, "counter", "HTTP requests vsitune sent (each retry is one), by kind "
-         "(get_range, get, head, put, post, delete, other) and the status class of the "
-         "answer (none: no answer, a transport failure).");
+    head(f, name, "counter", help);
     for (int i = 0; i < in->n_stats; i++) {
         const vt_stats_rec *r = &in->stats[i].rec;
-        if (!in->stats[i].ok || !r->http.present)
+        if (!in->stats[i].ok || !(by_backend ? r->backends.present : r->http.present))
             continue;
-        for (int k = 0; k < VT_HTTP_KINDS; k++)
+        for (int k = 0; k < rows; k++)
             for (int c = 0; c < VT_HTTP_CLASSES; c++)
-                fprintf(f, "%s{pid=\"%llu\",kind=\"%s\",status_class=\"%s\"} %llu\n", name,
-                        (unsigned long long)r->pid, vt_http_kind_names[k],
-                        vt_http_class_names[c], (unsigned long long)r->http.n[k][c]);
+                fprintf(f, "%s{pid=\"%llu\",%s=\"%s\",status_class=\"%s\"} %llu\n", name,
+                        (unsigned long long)r->pid, label,
+                        by_backend ? vt_backend_names[k] : vt_http_kind_names[k],
+                        vt_http_class_names[c],
+                        (unsigned long long)(by_backend ? r->backends.b[k].status[c]
+                                                        : r->http.n[k][c]));
     }
+}
+
+static void requests(FILE *f, const vt_prom_in *in)
+{
+    by_class(f, in, "vsitune_requests_total", "HTTP requests vsitune sent (each retry is "
+             "one), by kind (get_range, get, head, put, post, delete, other) and the status "
+             "class of the answer (none: no answer, a transport failure).", "kind", 0);
 }
 
 static void latency(FILE *f, const vt_prom_in *in)
@@ -177,6 +189,51 @@ static void avoided(FILE *f, const vt_prom_in *in, int heads)
         if (in->stats[i].ok && r->avoided.present)
             fprintf(f, "%s{pid=\"%llu\"} %llu\n", name, (unsigned long long)r->pid,
                     (unsigned long long)(heads ? r->avoided.heads : r->avoided.lists));
+    }
+}
+
+/* The same by backend (label `backend`: s3, gs, az, curl, vsitune's
+ * backends for /vsis3/, /vsigs/, /vsiaz/, /vsicurl/): one sample per
+ * process and backend, from files that have the section. */
+typedef struct be_fam {
+    const char *name, *help;
+    size_t off; /* of the uint64_t in one backend's counts */
+} be_fam;
+
+#define BE_AT(member) offsetof(struct vt_stats_be, member)
+static const be_fam be_fams[] = {
+    {"vsitune_backend_received_bytes_total",
+     "Response body bytes received, by the backend whose request it was.",
+     BE_AT(bytes_received)},
+    {"vsitune_backend_lists_avoided_total",
+     "vsitune_lists_avoided_total by the backend that answered without a LIST.",
+     BE_AT(avoided_lists)},
+    {"vsitune_backend_heads_avoided_total",
+     "vsitune_heads_avoided_total by the backend that sized the object from its "
+     "first range GET.", BE_AT(avoided_heads)},
+};
+
+static void backend_requests(FILE *f, const vt_prom_in *in)
+{
+    by_class(f, in, "vsitune_backend_requests_total", "HTTP requests vsitune sent (each "
+             "retry is one) by the backend whose request it was (s3, gs, az, curl: /vsis3/, "
+             "/vsigs/, /vsiaz/, /vsicurl/) and the status class of the answer; credential "
+             "fetches are no backend's.", "backend", 1);
+}
+
+static void backend_fam(FILE *f, const vt_prom_in *in, const be_fam *fm)
+{
+    head(f, fm->name, "counter", fm->help);
+    for (int i = 0; i < in->n_stats; i++) {
+        const vt_stats_rec *r = &in->stats[i].rec;
+        if (!in->stats[i].ok || !r->backends.present)
+            continue;
+        for (int b = 0; b < VT_BACKENDS; b++) {
+            uint64_t v;
+            memcpy(&v, (const char *)&r->backends.b[b] + fm->off, sizeof v);
+            fprintf(f, "%s{pid=\"%llu\",backend=\"%s\"} %llu\n", fm->name,
+                    (unsigned long long)r->pid, vt_backend_names[b], (unsigned long long)v);
+        }
     }
 }
 
@@ -327,6 +384,9 @@ int vt_prom_write(FILE *f, const vt_prom_in *in)
         }
         avoided(f, in, 0);
         avoided(f, in, 1);
+        backend_requests(f, in);
+        for (size_t k = 0; k < sizeof be_fams / sizeof be_fams[0]; k++)
+            backend_fam(f, in, &be_fams[k]);
         latency(f, in);
         states(f, in);
         per_rec(f, in, &stamp);

@@ -4,7 +4,7 @@
  * collector) and `tunerd watch --listen` (scraped by Prometheus) render the
  * same families: one series per process with a `pid` label (a host total is
  * the sum over pids, so it is never a series of its own), bounded labels
- * only (pid, kind, status_class, state, le; segment: the shared cache
+ * only (pid, kind, status_class, state, le, backend; segment: the shared cache
  * segments, one or two per host), names and units after the
  * Prometheus conventions (`_total` counters, `_bytes`, `_seconds`). Format:
  * text exposition 0.0.4, every family's samples together under one HELP and

@@ -305,6 +305,35 @@ void vt_stats_print_shared(FILE *f, const vt_stats_rec *const *r, int n)
     }
 }
 
+/* "# pid N by backend: s3 12 requests (1 4xx) 1.2 MiB, 1 LIST + 1 HEAD
+ * avoided; gs ...": the backends that did anything, nothing when none did
+ * (or the file predates the section). */
+static void print_backends(FILE *f, const vt_stats_rec *r)
+{
+    const char *sep = "";
+
+    if (!r->backends.present)
+        return;
+    for (int b = 0; b < VT_BACKENDS; b++) {
+        const struct vt_stats_be *s = &r->backends.b[b];
+        if (!s->requests && !s->avoided_lists && !s->avoided_heads)
+            continue;
+        if (!*sep)
+            fprintf(f, "# pid %llu by backend: ", (unsigned long long)r->pid);
+        fprintf(f, "%s%s %llu request(s)", sep, vt_backend_names[b],
+                (unsigned long long)s->requests);
+        for (int c = 1; c < VT_HTTP_CLASSES; c++) /* the failures, if any */
+            if (s->status[c])
+                fprintf(f, " (%llu %s)", (unsigned long long)s->status[c],
+                        vt_http_class_names[c]);
+        fprintf(f, " %.1f MiB, %llu LIST + %llu HEAD avoided", mib(s->bytes_received),
+                (unsigned long long)s->avoided_lists, (unsigned long long)s->avoided_heads);
+        sep = "; ";
+    }
+    if (*sep)
+        fputc('\n', f);
+}
+
 void vt_stats_print(FILE *f, const char *dir, const vt_stats_entry *e, int n, int n_found,
                     time_t now, const vt_cgroup_mem *cg)
 {
@@ -340,6 +369,9 @@ void vt_stats_print(FILE *f, const char *dir, const vt_stats_entry *e, int n, in
         else
             fprintf(f, " %6.1f\n", hit * 100.0);
     }
+    for (int i = 0; i < n; i++)
+        if (e[i].ok)
+            print_backends(f, &e[i].rec);
     {
         const vt_stats_rec **recs = calloc((size_t)(n > 0 ? n : 1), sizeof *recs);
         int k = 0;
@@ -413,6 +445,21 @@ static void json_counters(FILE *f, const vt_stats_rec *r)
     if (r->avoided.present)
         fprintf(f, ", \"avoided\": {\"lists\": %llu, \"heads\": %llu}",
                 (unsigned long long)r->avoided.lists, (unsigned long long)r->avoided.heads);
+    if (r->backends.present) {
+        fputs(", \"backends\": {", f);
+        for (int b = 0; b < VT_BACKENDS; b++) {
+            const struct vt_stats_be *s = &r->backends.b[b];
+            fprintf(f, "%s\"%s\": {\"requests\": %llu, \"bytes_received\": %llu, "
+                    "\"avoided_lists\": %llu, \"avoided_heads\": %llu, ", b ? ", " : "",
+                    vt_backend_names[b], (unsigned long long)s->requests,
+                    (unsigned long long)s->bytes_received,
+                    (unsigned long long)s->avoided_lists,
+                    (unsigned long long)s->avoided_heads);
+            json_u64s(f, vt_http_class_names, s->status, VT_HTTP_CLASSES);
+            fputc('}', f);
+        }
+        fputc('}', f);
+    }
     if (r->process.present) {
         fprintf(f, ", \"process\": {\"ppid\": %llu, \"forked\": %s",
                 (unsigned long long)r->process.ppid, r->process.forked ? "true" : "false");

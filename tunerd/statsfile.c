@@ -22,11 +22,13 @@ const char *const vt_http_class_names[VT_HTTP_CLASSES] = { VT_STATS_HTTP_CLASSES
 #define BOUND_TEXT(i, s) #s,
 const char *const vt_lat_bound_text[VT_LAT_BOUNDS] = { VT_STATS_LAT_BOUNDS(BOUND_TEXT) };
 #undef BOUND_TEXT
+const char *const vt_backend_names[VT_BACKENDS] = { VT_STATS_BACKEND_NAMES };
 
 enum {
     S_TOP, S_CACHE, S_ENGINE, S_HTTP, S_K0, S_K1, S_K2, S_K3, S_K4, S_K5, S_K6,
-    S_LAT, S_AVOIDED, S_PROCESS, S_SHARED, S_COUNT
+    S_LAT, S_AVOIDED, S_PROCESS, S_SHARED, S_BACKENDS, S_B0, S_B1, S_B2, S_B3, S_COUNT
 };
+_Static_assert(S_B3 - S_B0 + 1 == VT_BACKENDS, "a section per backend");
 
 static const struct section {
     const char *name;  /* key in the parent */
@@ -49,6 +51,11 @@ static const struct section {
     [S_AVOIDED] = { "avoided", "avoided.", S_TOP, 0 },
     [S_PROCESS] = { "process", "process.", S_TOP, 0 },
     [S_SHARED] = { "shared", "shared.", S_TOP, 0 },
+    [S_BACKENDS] = { "backends", "backends.", S_TOP, 0 },
+    [S_B0] = { "s3", "backends.s3.", S_BACKENDS, 1 },
+    [S_B1] = { "gs", "backends.gs.", S_BACKENDS, 1 },
+    [S_B2] = { "az", "backends.az.", S_BACKENDS, 1 },
+    [S_B3] = { "curl", "backends.curl.", S_BACKENDS, 1 },
 };
 
 enum { T_NUM, T_BOOL, T_STR };
@@ -64,6 +71,15 @@ enum { T_NUM, T_BOOL, T_STR };
 #define AVOIDED_F(n) F(S_AVOIDED, #n, avoided.n),
 #define SHARED_F(n) F(S_SHARED, #n, shared.n),
 #define LAT_F(i, s) F(S_LAT, "le_" #s, latency.le[i]),
+/* A backend's section: its named counts, then its status classes. */
+#define BE0_F(n) F(S_B0, #n, backends.b[0].n),
+#define BE1_F(n) F(S_B1, #n, backends.b[1].n),
+#define BE2_F(n) F(S_B2, #n, backends.b[2].n),
+#define BE3_F(n) F(S_B3, #n, backends.b[3].n),
+#define BACKEND(k) VT_STATS_BACKEND(BE##k##_F) \
+    F(S_B0 + k, "2xx", backends.b[k].status[0]), F(S_B0 + k, "3xx", backends.b[k].status[1]), \
+    F(S_B0 + k, "4xx", backends.b[k].status[2]), F(S_B0 + k, "5xx", backends.b[k].status[3]), \
+    F(S_B0 + k, "none", backends.b[k].status[4]),
 static const struct field {
     int section;
     const char *name;
@@ -81,6 +97,7 @@ static const struct field {
     F(S_LAT, "sum_us", latency.sum_us),
     F(S_LAT, "count", latency.count),
     VT_STATS_AVOIDED(AVOIDED_F)
+    BACKEND(0) BACKEND(1) BACKEND(2) BACKEND(3)
     F(S_PROCESS, "ppid", process.ppid),
     FT(S_PROCESS, "forked", T_BOOL, 0, process.forked),
     FT(S_PROCESS, "oom_kills", T_NUM, 1, process.oom_kills),
@@ -390,6 +407,7 @@ int vt_stats_parse(const char *text, size_t len, vt_stats_rec *out, char *err,
     out->avoided.present = c.sec_seen[S_AVOIDED];
     out->process.present = c.sec_seen[S_PROCESS];
     out->shared.present = c.sec_seen[S_SHARED];
+    out->backends.present = c.sec_seen[S_BACKENDS];
     if (out->latency.present) {
         for (int b = 1; b <= VT_LAT_BOUNDS; b++)
             if (out->latency.le[b] < out->latency.le[b - 1]) {

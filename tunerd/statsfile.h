@@ -9,7 +9,7 @@
  * keys of at most 31 bytes), no allocation, no I/O, so it can be fuzzed.
  * It takes exactly the plugin's shape: one JSON object with "pid", "time",
  * "cache" {...} and "engine" {...} of unsigned whole numbers, the optional
- * sections "http", "latency", "avoided", "process" and "shared" (a plugin older than
+ * sections "http", "latency", "avoided", "backends", "process" and "shared" (a plugin older than
  * them does not write them; a section that is there must be complete), and
  * the optional "exited" (true in the exit dump). Unknown keys holding
  * numbers, booleans, plain strings or objects of those are skipped, so a
@@ -33,6 +33,8 @@
 extern const char *const vt_http_kind_names[VT_HTTP_KINDS];   /* "get_range", ... */
 extern const char *const vt_http_class_names[VT_HTTP_CLASSES]; /* "2xx" .. "none" */
 extern const char *const vt_lat_bound_text[VT_LAT_BOUNDS];     /* "0.005", ... "30" */
+#define VT_BACKENDS VT_STATS_N_BACKENDS
+extern const char *const vt_backend_names[VT_BACKENDS];        /* "s3", "gs", "az", "curl" */
 
 typedef struct vt_stats_rec {
     uint64_t pid;
@@ -60,6 +62,13 @@ typedef struct vt_stats_rec {
         int present;
         uint64_t lists, heads;
     } avoided;
+    struct {                 /* the same by the backend whose request it was */
+        int present;         /* (absent: a plugin older than the section) */
+        struct vt_stats_be {
+            uint64_t requests, bytes_received, avoided_lists, avoided_heads;
+            uint64_t status[VT_HTTP_CLASSES]; /* attempts by status class */
+        } b[VT_BACKENDS];    /* in vt_backend_names' order */
+    } backends;
     struct {
         int present;
         uint64_t ppid;

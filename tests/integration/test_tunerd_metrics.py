@@ -373,3 +373,105 @@ def test_shared_cache_metrics(lab, cogs, tmp_path):
             first.wait(timeout=60)
         for p in Path("/dev/shm").glob(f"vsitune-*-{pool}"):
             p.unlink()
+
+
+TWO_BACKENDS = r"""
+import json, sys
+from osgeo import gdal
+gdal.UseExceptions()
+for name in sys.argv[1:]:
+    ds = gdal.Open(name)
+    ds.GetRasterBand(1).ReadAsArray(1500, 700, 1, 1)
+    ds = None
+print(gdal.GetDriverByName("VSITUNE").GetMetadataItem("STATS"), flush=True)
+"""
+
+
+def _family(e):
+    ep = e.get("endpoint") or ""
+    return "gs" if ep.startswith("gcs") else "az" if ep.startswith("az") else \
+        "s3" if ep in ("h1", "h2", "h1tls") else ep
+
+
+@pytest.mark.skipif(not os.path.exists(PROMETHEUS), reason="prometheus not installed")
+def test_prometheus_by_backend(lab, small_cog, tmp_path):
+    """Counts by backend (issue 20): one process reads a pixel of the lab's COG through
+    /vsis3/ (S3, h1) and through /vsigs/ (the GCS front, GOOG1 HMAC, h1, with
+    VSITUNE_TAKEOVER_GS=YES set here), another only through /vsis3/. Each process's
+    document, `tunerd stats` (table and json) and the series a real Prometheus scraped
+    from `tunerd watch` (vsitune_backend_requests_total{backend=...}) count for each
+    backend the requests the lab saw on that family's endpoints, and their bytes; the
+    process totals are unchanged (the backends add up to them); backends not used
+    count 0."""
+    if not lab_client.plugin_built():
+        pytest.skip("gdal_vsitune.so not built")
+    stats = tmp_path / "stats"
+    stats.mkdir()
+    lab_env = {**lab.env("h1"), **lab.family_env("gcs-h1", "hmac")}
+    env = lab_client.gdal_env(lab_env, vsitune=True,
+                              extra={"VSITUNE_STATS_DIR": str(stats),
+                                     "VSITUNE_TAKEOVER_GS": "YES"})
+    key = small_cog["key"]
+    runs = {}
+    for name, paths in (("both", [f"/vsis3/lab/{key}", f"/vsigs/lab/{key}"]),
+                        ("s3", [f"/vsis3/lab/{key}"])):
+        seq = lab.log()[-1]["seq"] if lab.log() else 0
+        p = subprocess.run([sys.executable, "-c", TWO_BACKENDS, *paths], env=env,
+                           capture_output=True, text=True, timeout=180)
+        assert p.returncode == 0, p.stderr[-2000:]
+        log = lab.log(since=seq)
+        doc = json.loads(p.stdout)
+        saw = {b: [e for e in log if _family(e) == b] for b in ("s3", "gs", "az", "curl")}
+        assert sum(map(len, saw.values())) == len(log), log  # nothing else was asked
+        assert all((e.get("user_agent") or "").startswith("vsitune") for e in log), log
+        for b, entries in saw.items():
+            got = doc["backends"][b]
+            assert got["requests"] == len(entries), (b, got, entries)
+            assert got["2xx"] == sum(1 for e in entries if 200 <= e["status"] < 300), b
+            assert got["bytes_received"] == sum(e["bytes_sent"] for e in entries), b
+        assert sum(doc["backends"][b]["requests"] for b in saw) == doc["engine"]["requests"]
+        assert sum(doc["backends"][b]["bytes_received"] for b in saw) == \
+            doc["engine"]["bytes_received"]
+        runs[name] = (doc["pid"], {b: len(v) for b, v in saw.items()})
+    both_pid, both = runs["both"]
+    s3_pid, s3_only = runs["s3"]
+    assert both["s3"] >= 1 and both["gs"] >= 1 and s3_only["gs"] == 0, runs
+    # a COG opened through either backend: its LIST avoided, counted by backend
+    assert json.loads((stats / f"vsitune-{both_pid}.json").read_text())["backends"]["gs"][
+        "avoided_lists"] >= 1
+
+    t = subprocess.run([str(TUNERD), "stats", "--dir", str(stats), "--format", "json"],
+                       capture_output=True, text=True, timeout=60)
+    assert t.returncode == 0, t.stderr
+    procs = {p["pid"]: p for p in json.loads(t.stdout)["processes"]}
+    for pid, want in ((both_pid, both), (s3_pid, s3_only)):
+        assert {b: procs[pid]["backends"][b]["requests"] for b in want} == want
+    t = subprocess.run([str(TUNERD), "stats", "--dir", str(stats)], capture_output=True,
+                       text=True, timeout=60)
+    assert t.returncode == 0, t.stderr
+    assert re.search(rf"^# pid {both_pid} by backend: s3 {both['s3']} request\(s\) .*; "
+                     rf"gs {both['gs']} request\(s\) ", t.stdout, re.M), t.stdout
+
+    exporter = subprocess.Popen([str(TUNERD), "watch", "--listen", "127.0.0.1:0",
+                                 "--stats-dir", str(stats)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    prom = None
+    try:
+        target = readline(exporter, exporter.stderr, 30).split("http://")[1].split("/")[0]
+        _, _, body = http_get(f"http://{target}/metrics")
+        promtool_check(body)
+        prom = Prometheus(tmp_path, target)
+        prom.wait('up{job="tunerd"}', 1)
+        for pid, want in ((both_pid, both), (s3_pid, s3_only)):
+            for b, n in want.items():
+                prom.wait(f'sum(vsitune_backend_requests_total{{pid="{pid}",backend="{b}"}})', n)
+            prom.wait(f'sum(vsitune_backend_requests_total{{pid="{pid}"}})', sum(want.values()))
+        prom.wait('sum(vsitune_backend_requests_total{backend="gs"})', both["gs"])
+        prom.wait(f'sum(vsitune_backend_requests_total{{pid="{both_pid}",backend="gs",'
+                  f'status_class!="2xx"}})', 0)
+        prom.wait(f'vsitune_backend_received_bytes_total{{pid="{both_pid}",backend="az"}}', 0)
+    finally:
+        if prom:
+            prom.stop()
+        exporter.send_signal(signal.SIGTERM)
+        assert exporter.wait(timeout=30) == 0

@@ -74,7 +74,10 @@ static void test_stats_item_is_live(void **state)
     assert_true(doc[0] == '{' && doc[strlen(doc) - 1] == '}');
     assert_int_equal(field(doc, "\"pid\": "), (long long)getpid());
     before = field(doc, "\"head\": {\"2xx\": ");
-    vt__stats_attempt("HEAD", 0, 200, 0.01);
+    {
+        vt_http_attempt a = {"HEAD", 0, 200, 0.01, 0, NULL};
+        vt__stats_attempt(&a);
+    }
     doc = GDALGetMetadataItem(d, "STATS", NULL);
     assert_int_equal(field(doc, "\"head\": {\"2xx\": "), before + 1);
     assert_null(GDALGetMetadataItem(d, "STATS", "OTHER_DOMAIN"));

@@ -1,7 +1,8 @@
 /* test_stats.c: the counters document (stats.c), read back as a reader
  * (tunerd/statsfile.c) reads it: attempts counted by kind and status class,
  * the latency histogram cumulative with its sum and count, requests avoided,
- * a buffer too small left empty (never half a document) with the size it
+ * the same by backend (the request's counter name; a name that is no
+ * backend's counted in the totals only), a buffer too small left empty (never half a document) with the size it
  * needs, VSITUNE_STATS_DIR publication to vsitune-<pid>.json, and a fork()
  * child whose counters start from zero and say whose child it is. */
 #include <setjmp.h>
@@ -54,6 +55,13 @@ static char *doc_now(void)
     return buf;
 }
 
+/* One finished attempt of no backend's, as the engine reports it. */
+static void attempt(const char *method, int ranged, long status, double seconds)
+{
+    vt_http_attempt a = { method, ranged, status, seconds, 0, NULL };
+    vt__stats_attempt(&a);
+}
+
 static void test_attempts_by_kind_and_class(void **state)
 {
     static const struct { const char *method; int ranged; long status;
@@ -75,7 +83,7 @@ static void test_attempts_by_kind_and_class(void **state)
     for (size_t i = 0; i < N; i++)
         before[i] = NUM(doc_now(), "http", cases[i].kind, cases[i].cls);
     for (size_t i = 0; i < N; i++)
-        vt__stats_attempt(cases[i].method, cases[i].ranged, cases[i].status, 0.001);
+        attempt(cases[i].method, cases[i].ranged, cases[i].status, 0.001);
     for (size_t i = 0; i < N; i++) {
         long long want = before[i] + 1;
         if (NUM(doc_now(), "http", cases[i].kind, cases[i].cls) != want)
@@ -98,10 +106,10 @@ static void test_latency_histogram(void **state)
     le30 = NUM(d, "latency", "le_30");
     inf = NUM(d, "latency", "le_inf");
 
-    vt__stats_attempt("GET", 1, 206, 0.003); /* <= 5 ms */
-    vt__stats_attempt("GET", 1, 206, 0.3);   /* <= 0.5 s */
-    vt__stats_attempt("GET", 1, 206, 40.0);  /* over 30 s: +Inf only */
-    vt__stats_attempt("GET", 1, 206, NAN);   /* counted as 0 s */
+    attempt("GET", 1, 206, 0.003); /* <= 5 ms */
+    attempt("GET", 1, 206, 0.3);   /* <= 0.5 s */
+    attempt("GET", 1, 206, 40.0);  /* over 30 s: +Inf only */
+    attempt("GET", 1, 206, NAN);   /* counted as 0 s */
 
     d = doc_now();
     assert_int_equal(NUM(d, "latency", "count"), count + 4);
@@ -120,12 +128,70 @@ static void test_avoided(void **state)
     (void)state;
     lists = NUM(doc_now(), "avoided", "lists");
     heads = NUM(doc_now(), "avoided", "heads");
-    vt__stats_avoided(VT_AVOIDED_LIST);
-    vt__stats_avoided(VT_AVOIDED_HEAD);
-    vt__stats_avoided(VT_AVOIDED_HEAD);
-    vt__stats_avoided((vt_stats_avoided)7); /* no such counter: ignored */
+    vt__stats_avoided(NULL, VT_AVOIDED_LIST);
+    vt__stats_avoided(NULL, VT_AVOIDED_HEAD);
+    vt__stats_avoided(NULL, VT_AVOIDED_HEAD);
+    vt__stats_avoided(NULL, (vt_stats_avoided)7); /* no such counter: ignored */
     assert_int_equal(NUM(doc_now(), "avoided", "lists"), lists + 1);
     assert_int_equal(NUM(doc_now(), "avoided", "heads"), heads + 2);
+}
+
+static void test_by_backend(void **state)
+{
+    static const char *const names[] = { "s3", "gs", "az", "curl" };
+    long long req[4], bytes[4], ok[4], c4[4], none[4], lists[4], heads[4];
+    long long all, alllists;
+    char *d = doc_now();
+
+    (void)state;
+    for (int i = 0; i < 4; i++) {
+        req[i] = NUM(d, "backends", names[i], "requests");
+        bytes[i] = NUM(d, "backends", names[i], "bytes_received");
+        ok[i] = NUM(d, "backends", names[i], "2xx");
+        c4[i] = NUM(d, "backends", names[i], "4xx");
+        none[i] = NUM(d, "backends", names[i], "none");
+        lists[i] = NUM(d, "backends", names[i], "avoided_lists");
+        heads[i] = NUM(d, "backends", names[i], "avoided_heads");
+    }
+    all = NUM(d, "latency", "count");
+    alllists = NUM(d, "avoided", "lists");
+    {
+        const vt_http_attempt a[] = {
+            { "GET", 1, 206, 0.01, 16384, "gs" },
+            { "GET", 1, 206, 0.01, 100, "gs" },
+            { "GET", 0, 404, 0.01, 250, "az" },
+            { "GET", 1, 0, 0.01, 0, "curl" },
+            { "HEAD", 0, 200, 0.01, 0, "s3" },
+            { "GET", 1, 206, 0.01, 77, "nosuch" }, /* no backend's: totals only */
+            { "GET", 1, 206, 0.01, 77, NULL },
+        };
+        for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
+            vt__stats_attempt(&a[i]);
+    }
+    vt__stats_avoided("az", VT_AVOIDED_HEAD);
+    vt__stats_avoided("curl", VT_AVOIDED_LIST);
+    vt__stats_avoided("curl", VT_AVOIDED_LIST);
+    d = doc_now();
+    assert_int_equal(NUM(d, "latency", "count"), all + 7);
+    assert_int_equal(NUM(d, "avoided", "lists"), alllists + 2);
+    {
+        const long long dreq[4] = { 1, 2, 1, 1 }, dbytes[4] = { 0, 16484, 250, 0 },
+                        dok[4] = { 1, 2, 0, 0 }, d4[4] = { 0, 0, 1, 0 },
+                        dnone[4] = { 0, 0, 0, 1 }, dlists[4] = { 0, 0, 0, 2 },
+                        dheads[4] = { 0, 0, 1, 0 };
+        for (int i = 0; i < 4; i++) {
+            assert_int_equal(NUM(d, "backends", names[i], "requests"), req[i] + dreq[i]);
+            assert_int_equal(NUM(d, "backends", names[i], "bytes_received"),
+                             bytes[i] + dbytes[i]);
+            assert_int_equal(NUM(d, "backends", names[i], "2xx"), ok[i] + dok[i]);
+            assert_int_equal(NUM(d, "backends", names[i], "4xx"), c4[i] + d4[i]);
+            assert_int_equal(NUM(d, "backends", names[i], "none"), none[i] + dnone[i]);
+            assert_int_equal(NUM(d, "backends", names[i], "avoided_lists"),
+                             lists[i] + dlists[i]);
+            assert_int_equal(NUM(d, "backends", names[i], "avoided_heads"),
+                             heads[i] + dheads[i]);
+        }
+    }
 }
 
 static void test_small_buffer_never_half(void **state)
@@ -149,7 +215,7 @@ static void test_published_to_stats_dir(void **state)
     (void)state;
     assert_non_null(mkdtemp(dir));
     CPLSetConfigOption("VSITUNE_STATS_DIR", dir);
-    vt__stats_attempt("DELETE", 0, 404, 0.01);
+    attempt("DELETE", 0, 404, 0.01);
     vt__stats_tick(); /* the first publication of the process */
     snprintf(path, sizeof path, "%s/vsitune-%ld.json", dir, (long)getpid());
     assert_true(VSIIngestFile(NULL, path, (GByte **)&text, &len, -1));
@@ -173,8 +239,13 @@ static void test_fork_child_starts_from_zero(void **state)
 
     (void)state;
     vt__stats_install_exit_dump(); /* registers the fork handler */
-    vt__stats_attempt("GET", 1, 206, 0.01);
+    attempt("GET", 1, 206, 0.01);
+    {
+        vt_http_attempt a = { "GET", 1, 206, 0.01, 10, "s3" };
+        vt__stats_attempt(&a);
+    }
     assert_true(NUM(doc_now(), "http", "get_range", "2xx") >= 1);
+    assert_true(NUM(doc_now(), "backends", "s3", "requests") >= 1);
     assert_int_equal(pipe(fds), 0);
     pid = fork();
     assert_true(pid >= 0);
@@ -195,6 +266,7 @@ static void test_fork_child_starts_from_zero(void **state)
     assert_int_equal(NUM(got, "http", "get_range", "2xx"), 0);
     assert_int_equal(NUM(got, "latency", "count"), 0);
     assert_int_equal(NUM(got, "avoided", "heads"), 0);
+    assert_int_equal(NUM(got, "backends", "s3", "requests"), 0);
     assert_int_equal(NUM(got, "pid"), pid);
     assert_int_equal(NUM(got, "process", "ppid"), getpid());
     assert_non_null(strstr(got, "\"forked\": true"));
@@ -209,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_attempts_by_kind_and_class),
         cmocka_unit_test(test_latency_histogram),
         cmocka_unit_test(test_avoided),
+        cmocka_unit_test(test_by_backend),
         cmocka_unit_test(test_small_buffer_never_half),
         cmocka_unit_test(test_published_to_stats_dir),
         cmocka_unit_test(test_fork_child_starts_from_zero),

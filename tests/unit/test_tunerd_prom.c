@@ -129,6 +129,50 @@ static void test_counters(void **state)
     free(out);
 }
 
+/* The families by backend: a sample per process and backend, from the
+ * files that have the section only; valid label values and counter names. */
+static void test_by_backend(void **state)
+{
+    vt_stats_entry e[2];
+    vt_prom_in in = { 0 };
+
+    (void)state;
+    rec(&e[0], 41, VT_PSTATE_RUNNING);
+    rec(&e[1], 42, VT_PSTATE_RUNNING); /* an older plugin's file */
+    e[0].rec.backends.present = 1;
+    e[0].rec.backends.b[1].requests = 3;
+    e[0].rec.backends.b[1].status[0] = 2;
+    e[0].rec.backends.b[1].status[2] = 1;
+    e[0].rec.backends.b[1].bytes_received = 70000;
+    e[0].rec.backends.b[0].avoided_lists = 1;
+    e[0].rec.backends.b[1].avoided_heads = 1;
+    in.stats = e;
+    in.n_stats = 2;
+    in.stats_dir_given = 1;
+    char *out = render(&in);
+
+    static const char *const lines[] = {
+        "# TYPE vsitune_backend_requests_total counter\n",
+        "vsitune_backend_requests_total{pid=\"41\",backend=\"gs\",status_class=\"2xx\"} 2\n",
+        "vsitune_backend_requests_total{pid=\"41\",backend=\"gs\",status_class=\"4xx\"} 1\n",
+        "vsitune_backend_requests_total{pid=\"41\",backend=\"curl\",status_class=\"none\"} 0\n",
+        "# TYPE vsitune_backend_received_bytes_total counter\n",
+        "vsitune_backend_received_bytes_total{pid=\"41\",backend=\"gs\"} 70000\n",
+        "vsitune_backend_lists_avoided_total{pid=\"41\",backend=\"s3\"} 1\n",
+        "vsitune_backend_heads_avoided_total{pid=\"41\",backend=\"gs\"} 1\n",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        if (count(out, lines[i]) != 1)
+            fail_msg("not once: %s", lines[i]);
+    assert_int_equal(count(out, "vsitune_backend_requests_total{pid=\"41\""), 20);
+    assert_int_equal(count(out, "vsitune_backend_requests_total{pid=\"42\""), 0);
+    assert_int_equal(count(out, "vsitune_backend_heads_avoided_total{pid=\"41\""), 4);
+    assert_null(strstr(out, "backend=\"\""));
+    /* the process-wide families are unchanged */
+    assert_int_equal(count(out, "vsitune_requests_total{pid=\"41\""), 35);
+    free(out);
+}
+
 static void shared_seg(vt_stats_entry *e, const char *path, uint64_t t, uint64_t hits)
 {
     e->rec.cache.budget = 0; /* nothing kept privately */
@@ -247,6 +291,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counters),
+        cmocka_unit_test(test_by_backend),
         cmocka_unit_test(test_shared_cache),
         cmocka_unit_test(test_memory_and_cgroup),
         cmocka_unit_test(test_listen_parse),

@@ -284,6 +284,62 @@ static void test_sections(void **state)
             fail_msg("prefix of %zu bytes accepted", n);
 }
 
+/* The "backends" section (a plugin with it writes every backend), as the
+ * plugin writes it after "avoided". */
+#define BE(name, req, bytes, lists, heads, ok, c4) \
+    "\"" name "\": {\"requests\": " #req ", \"bytes_received\": " #bytes \
+    ", \"avoided_lists\": " #lists ", \"avoided_heads\": " #heads ", \"2xx\": " #ok \
+    ", \"3xx\": 0, \"4xx\": " #c4 ", \"5xx\": 0, \"none\": 0}"
+static const char backends_sec[] =
+    "\"backends\": {" BE("s3", 2, 196608, 1, 1, 2, 0) ", " BE("gs", 3, 70000, 0, 1, 2, 1)
+    ", " BE("az", 0, 0, 0, 0, 0, 0) ", " BE("curl", 0, 0, 0, 0, 0, 0) "}, ";
+
+static void test_backends_section(void **state)
+{
+    vt_stats_rec r;
+    char err[256], with[8192];
+    const char *at = strstr(full, "\"process\": ");
+
+    (void)state;
+    snprintf(with, sizeof with, "%.*s%s%s", (int)(at - full), full, backends_sec, at);
+    assert_int_equal(parse(with, &r, err, sizeof err), 0);
+    assert_int_equal(r.backends.present, 1);
+    assert_string_equal(vt_backend_names[0], "s3");
+    assert_string_equal(vt_backend_names[3], "curl");
+    assert_int_equal(r.backends.b[0].requests, 2);
+    assert_int_equal(r.backends.b[0].bytes_received, 196608);
+    assert_int_equal(r.backends.b[0].avoided_lists, 1);
+    assert_int_equal(r.backends.b[1].requests, 3);
+    assert_int_equal(r.backends.b[1].avoided_heads, 1);
+    assert_int_equal(r.backends.b[1].status[0], 2);
+    assert_int_equal(r.backends.b[1].status[2], 1);
+    assert_int_equal(r.backends.b[2].requests, 0);
+    /* a file without it (an older plugin): readable, not present */
+    assert_int_equal(parse(full, &r, err, sizeof err), 0);
+    assert_int_equal(r.backends.present, 0);
+    /* a section that is there must be whole */
+    {
+        char cut[8192];
+        const char *az = strstr(with, "\"az\": {");
+        const char *end = strstr(az, "}, ") + 3;
+        snprintf(cut, sizeof cut, "%.*s%s", (int)(az - with), with, end);
+        expect_error(cut, "missing backends.az");
+        az = strstr(with, "\"bytes_received\": 70000, ");
+        snprintf(cut, sizeof cut, "%.*s%s", (int)(az - with), with,
+                 az + strlen("\"bytes_received\": 70000, "));
+        expect_error(cut, "missing backends.gs.bytes_received");
+    }
+    /* a later plugin's unknown backend is skipped */
+    {
+        char more[8192];
+        const char *c = strstr(with, "\"curl\": {");
+        snprintf(more, sizeof more, "%.*s\"ftp\": {\"requests\": 5}, %s",
+                 (int)(c - with), with, c);
+        assert_int_equal(parse(more, &r, err, sizeof err), 0);
+        assert_int_equal(r.backends.b[3].requests, 0);
+    }
+}
+
 /* -- a fake /proc and a stats directory ------------------------------------ */
 static char root[64], proc[96], dir[96];
 
@@ -585,6 +641,7 @@ int main(void)
         cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_sections),
+        cmocka_unit_test(test_backends_section),
         cmocka_unit_test_setup_teardown(test_state_rule, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scan_print_clean, setup, teardown),
         cmocka_unit_test(test_watch_columns),

@@ -44,7 +44,7 @@ static char **gdal_listed_siblings(const vt_backend *be, const char *path)
     free(names);
     CPLDebug("VSITUNE", "siblings of %s: GDAL's listing of its directory "
              "(%zu names), no request", path, n);
-    vt__stats_avoided(VT_AVOIDED_LIST);
+    vt__stats_avoided(be->name, VT_AVOIDED_LIST);
     return out;
 }
 
@@ -113,7 +113,7 @@ char **vt__handler_siblings(const vt_backend *be, const char *path)
 
     switch (sibling_mode(path, &chosen)) {
     case SIBLINGS_NONE:
-        vt__stats_avoided(VT_AVOIDED_LIST);
+        vt__stats_avoided(be->name, VT_AVOIDED_LIST);
         return (char **)CPLCalloc(1, sizeof(char *));
     case SIBLINGS_GDAL: return NULL;
     default: break;
@@ -137,7 +137,7 @@ char **vt__handler_siblings(const vt_backend *be, const char *path)
             CPLDebug("VSITUNE", "siblings of %s: a COG, none looked for", path);
             if (!chosen)
                 say_cog_without_sidecars(path);
-            vt__stats_avoided(VT_AVOIDED_LIST);
+            vt__stats_avoided(be->name, VT_AVOIDED_LIST);
             return (char **)CPLCalloc(1, sizeof(char *));
         }
     }

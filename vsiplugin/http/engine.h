@@ -63,6 +63,11 @@ typedef struct vt_http_req {
      * held; must be pure. The engine knows no service's error words. */
     int (*answer_transient)(long status, const unsigned char *body,
                             size_t len);
+    /* Whose request it is, for the counters: the name of the backend that
+     * built it ("s3", "gs", "az", "curl"), or NULL (a credential fetch).
+     * The engine hands it back untouched in on_attempt; it lives as long
+     * as the request. */
+    const char *counter;
 } vt_http_req;
 
 typedef struct vt_http_resp {
@@ -120,18 +125,26 @@ void vt__engine_get_stats(vt_engine_stats *out);
  * release curl. Idempotent; safe at exit. A later request restarts it. */
 void vt__engine_shutdown(void);
 
+/* One finished HTTP attempt (each retry is one), as on_attempt reports it;
+ * its pointers live for the call only. */
+typedef struct vt_http_attempt {
+    const char *method;   /* the request's method (NULL: GET) */
+    int ranged;           /* it carried a Range header */
+    long status;          /* the status answered; 0: none */
+    double seconds;       /* from sending to the end */
+    uint64_t bytes;       /* body bytes received */
+    const char *counter;  /* the request's counter (vt_http_req), or NULL */
+} vt_http_attempt;
+
 /* News the engine reports to the layer above it, which registers where
  * it goes (nghttp2's session callbacks: the engine never names the modules
  * above it). Both are called on the I/O thread, with no engine lock held,
  * and must not block or submit requests.
- *   on_attempt  one finished HTTP attempt (each retry is one): method,
- *               whether it carried a Range header, the status answered
- *               (0: none), seconds from sending to the end
+ *   on_attempt  one finished HTTP attempt (vt_http_attempt)
  *   on_idle     each turn of the I/O loop (at least once a second)
  * A NULL member, or nothing registered, drops that news. */
 typedef struct vt_engine_callbacks {
-    void (*on_attempt)(const char *method, int ranged, long status,
-                       double seconds);
+    void (*on_attempt)(const vt_http_attempt *a);
     void (*on_idle)(void);
 } vt_engine_callbacks;
 

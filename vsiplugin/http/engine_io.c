@@ -66,7 +66,7 @@
 
 /* vt__engine_set_callbacks' registration: process-wide, read by the I/O
  * thread without a lock (engine.h). */
-typedef void (*vt_eng_attempt_fn)(const char *, int, long, double);
+typedef void (*vt_eng_attempt_fn)(const vt_http_attempt *);
 typedef void (*vt_eng_idle_fn)(void);
 static _Atomic(vt_eng_attempt_fn) cb_attempt;
 static _Atomic(vt_eng_idle_fn) cb_idle;
@@ -434,9 +434,12 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
     if (x->hdr_status > 0)
         vt__eng_origin_learn(e, x->req->url, ver == 2);
     on_attempt = atomic_load(&cb_attempt);
-    if (on_attempt)
-        on_attempt(x->req->method, x->has_req_range, x->hdr_status,
-                   now_s() - x->sent_at);
+    if (on_attempt) {
+        vt_http_attempt a = {x->req->method, x->has_req_range, x->hdr_status,
+                             now_s() - x->sent_at, (uint64_t)x->len,
+                             x->req->counter};
+        on_attempt(&a);
+    }
 
     if (rc != CURLE_OK)
         vt__eng_judge_curl(rc, x, &v);

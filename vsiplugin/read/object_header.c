@@ -237,7 +237,7 @@ vt_err vt__object_load_header(vt_object *o, long *http_status, char *errbuf,
         o->mtime = r.last_modified;
         o->etag = strdup(r.etag ? r.etag : "");
         use_bytes = v == VT_FIRST_OK;
-        vt__stats_avoided(VT_AVOIDED_HEAD); /* the size came with the header */
+        vt__stats_avoided(o->be->name, VT_AVOIDED_HEAD); /* the size came with the header */
     } else if (r.status == 200 && r.body_len == 0 && r.has_total &&
                r.total_size == 0) {
         /* An empty 200 stating Content-Length 0: an empty object whose

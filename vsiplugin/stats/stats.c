@@ -3,7 +3,8 @@
  * Besides gathering the cache's and the engine's counters, this file keeps
  * the ones nobody else needs: requests by kind and status class and a
  * latency histogram (one vt__stats_attempt per finished attempt, from the
- * engine's I/O thread), the requests avoided, and what tells a reader how
+ * engine's I/O thread), the same by backend (the service whose request it
+ * was: the request's counter name), the requests avoided, and what tells a reader how
  * the process ended: whether it is a fork() child (forked after the plugin
  * loaded: child_reset; before: stats_fork.c) and its cgroup's OOM-kill
  * count when it last wrote (stats_oom.c). All counters are atomics: no lock
@@ -60,6 +61,7 @@ static const char *const cache_names[] = { VT_STATS_CACHE(NAME) };
 static const char *const shared_names[] = { VT_STATS_SHARED(NAME) };
 static const char *const engine_names[] = { VT_STATS_ENGINE(NAME) };
 static const char *const avoided_names[] = { VT_STATS_AVOIDED(NAME) };
+static const char *const backend_fields[] = { VT_STATS_BACKEND(NAME) };
 #undef NAME
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -67,6 +69,16 @@ static _Atomic uint64_t http_n[N_KINDS][N_CLASSES];
 static _Atomic uint64_t lat_n[N_BOUNDS + 1]; /* per bucket; the last is +Inf */
 static _Atomic uint64_t lat_sum_us, lat_count;
 static _Atomic uint64_t avoided_n[2];
+
+/* By backend, in statsnames.h's order: its fields (VT_STATS_BACKEND) and
+ * its attempts by status class. */
+enum { N_BACKENDS = VT_STATS_N_BACKENDS };
+static const char *const backend_names[N_BACKENDS] = { VT_STATS_BACKEND_NAMES };
+enum { BF_REQUESTS, BF_BYTES, BF_LISTS, BF_HEADS, N_BFIELDS };
+_Static_assert(N_BFIELDS == sizeof(backend_fields) / sizeof(backend_fields[0]),
+               "a backend counter per name");
+static _Atomic uint64_t be_n[N_BACKENDS][N_BFIELDS];
+static _Atomic uint64_t be_cls[N_BACKENDS][N_CLASSES];
 static atomic_int pending; /* attempts finished since the last publication */
 
 static int kind_of(const char *method, int ranged)
@@ -84,26 +96,48 @@ static int kind_of(const char *method, int ranged)
     return K_OTHER;
 }
 
-void vt__stats_attempt(const char *method, int ranged, long status, double seconds)
+/* The index of the backend named name, or -1 (NULL, or not one of ours). */
+static int backend_of(const char *name)
 {
+    for (int i = 0; name && i < N_BACKENDS; i++)
+        if (strcmp(name, backend_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+void vt__stats_attempt(const vt_http_attempt *a)
+{
+    long status = a->status;
     int cls = status >= 200 && status <= 599 ? (int)(status / 100) - 2 : N_CLASSES - 1;
+    int be = backend_of(a->counter);
+    double seconds = a->seconds;
     size_t b = 0;
 
     if (!(seconds >= 0)) /* also NaN */
         seconds = 0;
     while (b < N_BOUNDS && seconds > lat_bounds[b])
         b++;
-    atomic_fetch_add(&http_n[kind_of(method, ranged)][cls], 1);
+    atomic_fetch_add(&http_n[kind_of(a->method, a->ranged)][cls], 1);
+    if (be >= 0) {
+        atomic_fetch_add(&be_n[be][BF_REQUESTS], 1);
+        atomic_fetch_add(&be_n[be][BF_BYTES], a->bytes);
+        atomic_fetch_add(&be_cls[be][cls], 1);
+    }
     atomic_fetch_add(&lat_n[b], 1);
     atomic_fetch_add(&lat_sum_us, (uint64_t)(seconds * 1e6 + 0.5));
     atomic_fetch_add(&lat_count, 1);
     atomic_store(&pending, 1);
 }
 
-void vt__stats_avoided(vt_stats_avoided what)
+void vt__stats_avoided(const char *backend, vt_stats_avoided what)
 {
-    if ((unsigned)what < 2)
-        atomic_fetch_add(&avoided_n[what], 1);
+    int be = backend_of(backend);
+
+    if ((unsigned)what >= 2)
+        return;
+    atomic_fetch_add(&avoided_n[what], 1);
+    if (be >= 0)
+        atomic_fetch_add(&be_n[be][what == VT_AVOIDED_LIST ? BF_LISTS : BF_HEADS], 1);
 }
 
 /* ---- fork: the child's counters describe the child ---------------------- */
@@ -126,6 +160,12 @@ static void child_reset(void)
     atomic_store(&lat_count, 0);
     atomic_store(&avoided_n[0], 0);
     atomic_store(&avoided_n[1], 0);
+    for (int i = 0; i < N_BACKENDS; i++) {
+        for (int f = 0; f < N_BFIELDS; f++)
+            atomic_store(&be_n[i][f], 0);
+        for (int c = 0; c < N_CLASSES; c++)
+            atomic_store(&be_cls[i][c], 0);
+    }
     atomic_store(&forked, 1);
     atomic_store(&fork_ppid, (long)getppid());
     atomic_store(&last_publish, 0); /* the child's first read publishes its file */
@@ -230,6 +270,26 @@ static void put_shared(out *o)
     }
 }
 
+/* "backends": {"s3": {requests, bytes_received, avoided_lists,
+ * avoided_heads, "2xx" ... "none"}, ...}, every backend, in order. */
+static void put_backends(out *o)
+{
+    put(o, "\"backends\": {");
+    for (int i = 0; i < N_BACKENDS; i++) {
+        uint64_t v[N_BFIELDS], c[N_CLASSES];
+        for (int f = 0; f < N_BFIELDS; f++)
+            v[f] = atomic_load(&be_n[i][f]);
+        for (int k = 0; k < N_CLASSES; k++)
+            c[k] = atomic_load(&be_cls[i][k]);
+        put(o, "%s\"%s\": {", i ? ", " : "", backend_names[i]);
+        put_fields(o, backend_fields, v, N_BFIELDS);
+        put(o, ", ");
+        put_fields(o, class_names, c, N_CLASSES);
+        put(o, "}");
+    }
+    put(o, "}, ");
+}
+
 size_t vt__stats_json(char *buf, size_t len)
 {
     vt_cache_stats cs;
@@ -290,6 +350,7 @@ size_t vt__stats_json(char *buf, size_t len)
         put_fields(&o, avoided_names, v, N_OF(v));
     }
     put(&o, "}, ");
+    put_backends(&o);
     put(&o, "\"process\": {\"ppid\": %ld, \"forked\": %s",
         atomic_load(&forked) ? atomic_load(&fork_ppid) : (long)getppid(),
         atomic_load(&forked) ? "true" : "false");

@@ -31,6 +31,11 @@
  *    "http": {<kind>: {"2xx", "3xx", "4xx", "5xx", "none"}},  kinds below
  *    "latency": {"le_0.005", ..., "le_inf" (cumulative), "sum_us", "count"},
  *    "avoided": {"lists", "heads"},
+ *    "backends": {<backend>: {requests, bytes_received, avoided_lists,
+ *                 avoided_heads, "2xx", "3xx", "4xx", "5xx", "none"}}
+ *               the same counts by the backend whose request it was
+ *               ("s3", "gs", "az", "curl": every one, always); a credential
+ *               fetch is no backend's (in "engine" and "http" only),
  *    "process": {"ppid", "forked", ["oom_kills", "oom_file"]},
  *    "exited"}
  * Only objects of whole numbers, booleans and plain strings, at most three
@@ -41,6 +46,8 @@
 #define VT_STATS_H
 
 #include <stddef.h>
+
+#include "http/engine.h" /* vt_http_attempt */
 
 /* Large enough for the whole document (it is about 1.5 KB). */
 #define VT_STATS_JSON_MAX 4096
@@ -66,9 +73,10 @@ void vt__stats_idle(void);
 
 /* One finished HTTP attempt (each retry is one): its method, whether it
  * carried a Range header, the status the server answered (0: none, a
- * transport failure) and how long it took, from sending to the end.
- * Called by the engine's I/O thread; lock-free (atomics). */
-void vt__stats_attempt(const char *method, int ranged, long status, double seconds);
+ * transport failure), how long it took from sending to the end, the body
+ * bytes and the backend it is counted under (engine.h). Called by the
+ * engine's I/O thread; lock-free (atomics). */
+void vt__stats_attempt(const vt_http_attempt *a);
 
 /* Requests vsitune did not need where stock GDAL sends one. */
 typedef enum vt_stats_avoided {
@@ -76,7 +84,9 @@ typedef enum vt_stats_avoided {
     VT_AVOIDED_HEAD = 1  /* an object's size taken from its first range GET */
 } vt_stats_avoided;
 
-void vt__stats_avoided(vt_stats_avoided what);
+/* backend: the name of the backend that avoided it (vt_backend's name),
+ * or NULL: the process's count only. */
+void vt__stats_avoided(const char *backend, vt_stats_avoided what);
 
 /* Where the counters find the process's block cache: the layer that owns
  * it (object.c's vt__object_cache) is above this file, so it is registered

@@ -254,6 +254,7 @@ out:
     if (!err) {
         out->cainfo = vt__cfg_ca_bundle(NULL, query ? VT_CA_LIST : VT_CA_READ);
         out->req.method = method;
+        out->req.counter = vt__backend_az.name;
         out->req.url = out->url;
         out->req.headers = (const char *const *)out->headers;
         out->req.expect_len = len;

@@ -390,6 +390,7 @@ static vt_err build_for(const struct vt_curl_target *t, const char *url,
         goto out;
     }
     out->req.method = "GET";
+    out->req.counter = vt__backend_curl.name;
     out->req.url = out->url;
     out->req.headers = (const char *const *)out->headers;
     out->req.expect_len = len;

@@ -212,6 +212,7 @@ vt_err vt__gs_build(const char *method, const char *bucket, const char *key,
     if (err)
         goto out;
     vt__breq_finish(out, method, len, path, query != NULL);
+    out->req.counter = VT_GS_NAME;
 out:
     if (err) {
         vt__breq_clear(out);

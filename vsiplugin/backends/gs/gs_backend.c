@@ -129,7 +129,7 @@ static void gs_forget(const char *prefix)
 }
 
 const vt_backend vt__backend_gs = {
-    .name = "gs",
+    .name = VT_GS_NAME,
     .gdal_prefix = "/vsigs/",
     .scheme = "gs://",
     .split = vt__gs_split,

@@ -12,6 +12,10 @@
 
 #include "backends/backend.h"
 
+/* The backend's name (vt_backend's name, and the counter its requests are
+ * counted under: stats/stats.h). */
+#define VT_GS_NAME "gs"
+
 /* "bucket/key" -> malloc'd bucket, key ("" for "bucket" or "bucket/"). */
 vt_err vt__gs_split(const char *path, char **bucket, char **key);
 

@@ -261,6 +261,7 @@ static vt_err build_in(const char *method, const char *bucket,
      * GDAL's listing (config.h, "CA bundle"). */
     vt__breq_finish(out, method, len, path, query != NULL);
     out->req.answer_transient = vt__s3_answer_transient; /* S3's words */
+    out->req.counter = VT_S3_NAME;
 out:
     if (err) {
         vt__s3_request_clear(out);

@@ -43,7 +43,7 @@ static void s3_forget(const char *prefix)
 }
 
 const vt_backend vt__backend_s3 = {
-    .name = "s3",
+    .name = VT_S3_NAME,
     .gdal_prefix = "/vsis3/",
     .scheme = "s3://",
     .split = vt__s3_split,

@@ -12,6 +12,10 @@
 #include "http/engine.h"
 #include "base/error.h"
 
+/* The backend's name (vt_backend's name, and the counter its requests are
+ * counted under: stats/stats.h). */
+#define VT_S3_NAME "s3"
+
 #define VT_S3_HOST_CAP 512
 
 /* Where one request goes. */
