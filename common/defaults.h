@@ -28,5 +28,10 @@
 #define VT_DEFAULT_SHARED_META_TTL 30              /* VSITUNE_SHARED_METADATA_TTL, s */
 #define VT_DEFAULT_SHM_DIR "/dev/shm"              /* VSITUNE_SHM_DIR */
 #define VT_DEFAULT_SHM_POOL "default"              /* VSITUNE_SHARED_CACHE_NAME */
+/* Which of GDAL's prefixes vsitune takes over unless told (the plugin's
+ * option table; `tunerd profile` names them): 1 YES, 0 NO. */
+#define VT_DEFAULT_TAKEOVER 1                      /* VSITUNE_TAKEOVER: /vsis3/ */
+#define VT_DEFAULT_TAKEOVER_GS 0                   /* VSITUNE_TAKEOVER_GS: /vsigs/ */
+#define VT_DEFAULT_TAKEOVER_AZ 0                   /* VSITUNE_TAKEOVER_AZ: /vsiaz/ */
 
 #endif

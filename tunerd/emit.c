@@ -14,6 +14,8 @@
 
 #include <string.h>
 
+#include "defaults.h" /* which prefixes the plugin takes over unless told */
+
 static const char *const fmt_names[VT_FMT_COUNT] = {
     "env", "shell", "dotenv", "json", "lambda-json", "terraform", "dockerfile",
     "k8s-yaml"
@@ -87,6 +89,46 @@ static void put_sq(FILE *f, const char *s)
     fputc('\'', f);
 }
 
+/* The reads the plan's vsitune settings apply to: GDAL's prefixes vsitune
+ * serves, the option that decides it (NULL: no such option in this build,
+ * the prefix stays GDAL's) and whether it does by default. */
+static const struct backend_row {
+    const char *prefix, *backend, *knob;
+    int on;
+} backends[] = {
+    {"/vsis3/", "s3", "VSITUNE_TAKEOVER", VT_DEFAULT_TAKEOVER},
+    {"/vsigs/", "gs", "VSITUNE_TAKEOVER_GS", VT_DEFAULT_TAKEOVER_GS},
+    {"/vsiaz/", "az", "VSITUNE_TAKEOVER_AZ", VT_DEFAULT_TAKEOVER_AZ},
+    {"/vsicurl/", "curl", NULL, 0},
+};
+#define N_BACKENDS (sizeof backends / sizeof backends[0])
+
+/* The comment line naming them: "# vsitune reads /vsis3/ (...), ...". */
+static void backends_line(FILE *f, const char *lead, const vt_emit_ctx *c)
+{
+    const char *sep = "";
+
+    if (!c->in->plugin) {
+        fprintf(f, "%s no vsitune: GDAL's own handlers read /vsis3/, /vsigs/, /vsiaz/, "
+                "/vsicurl/; GDAL_CACHEMAX applies to every read\n", lead);
+        return;
+    }
+    fprintf(f, "%s vsitune's cache and connection pool apply to the reads it serves: ", lead);
+    for (size_t i = 0; i < N_BACKENDS; i++) {
+        const struct backend_row *b = &backends[i];
+        if (!b->knob)
+            continue;
+        fprintf(f, "%s%s (%s by default; %s=%s: %s)", sep, b->prefix, b->on ? "on" : "off",
+                b->knob, b->on ? "NO" : "YES", b->on ? "off" : "on");
+        sep = ", ";
+    }
+    fputs("; ", f);
+    for (size_t i = 0; i < N_BACKENDS; i++)
+        if (!backends[i].knob)
+            fprintf(f, "%s ", backends[i].prefix);
+    fputs("stays GDAL's; GDAL_CACHEMAX applies to every read\n", f);
+}
+
 /* One-line summary used as a comment header. */
 static void summary(FILE *f, const char *lead, const vt_emit_ctx *c)
 {
@@ -95,6 +137,7 @@ static void summary(FILE *f, const char *lead, const vt_emit_ctx *c)
             c->in->memory_mb, c->s->vcpu, vt_workload_name(c->in->workload),
             c->s->processes, c->s->processes == 1 ? "process" : "processes",
             c->s->threads, c->s->cachemax_mb);
+    backends_line(f, lead, c);
 }
 
 static void emit_json(FILE *f, const vt_emit_ctx *c)
@@ -140,6 +183,18 @@ static void emit_json(FILE *f, const vt_emit_ctx *c)
             p->tmp_size_mb, p->time_limit_s, p->memory_min_mb, p->memory_max_mb);
     fputs("  \"not_set\": {\"VSI_CACHE\": \"on GDAL 3.6.2 VSI_CACHE=TRUE adds a range "
           "GET to every open (measured); set it only where you measured it pays\"},\n", f);
+    fputs("  \"backends\": [", f);
+    for (size_t i = 0; c->in->plugin && i < N_BACKENDS; i++) {
+        const struct backend_row *b = &backends[i];
+        fprintf(f, "%s\n    {\"prefix\": \"%s\", \"backend\": \"%s\", \"knob\": ", i ? "," : "",
+                b->prefix, b->backend);
+        if (b->knob)
+            vt__json_str(f, b->knob);
+        else
+            fputs("null", f);
+        fprintf(f, ", \"on_by_default\": %s}", b->on ? "true" : "false");
+    }
+    fputs(c->in->plugin ? "\n  ],\n" : "],\n", f);
     fputs("  \"note\": ", f);
     vt__json_str(f, p->note);
     fputs(",\n  \"env\": {\n", f);

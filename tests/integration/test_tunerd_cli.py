@@ -200,6 +200,25 @@ def test_headline():
     assert "VSI_CACHE" not in doc["env"] and "VSI_CACHE" in doc["not_set"]
 
 
+def test_profile_names_the_backends_it_tunes():
+    """The prefixes whose reads vsitune serves (so the cache and pool planned apply), the
+    knob of each and its default, as the plugin's option table (docs/configuration.md)
+    has them; none without the plugin."""
+    doc = json.loads(tunerd("profile", "--memory", "10240", "--format", "json").stdout)
+    assert [b["prefix"] for b in doc["backends"]] == ["/vsis3/", "/vsigs/", "/vsiaz/",
+                                                      "/vsicurl/"]
+    conf = (REPO / "docs" / "configuration.md").read_text()
+    for b in doc["backends"]:
+        if b["knob"]:
+            row = re.search(rf"^\| `{b['knob']}` \| `(YES|NO)` \|", conf, re.M)
+            assert row and (row.group(1) == "YES") == b["on_by_default"], b
+    shell = tunerd("profile", "--memory", "10240", "--format", "shell").stdout
+    assert "# vsitune's cache and connection pool apply to the reads it serves: /vsis3/" in shell
+    none = json.loads(tunerd("profile", "--memory", "10240", "--no-plugin",
+                             "--format", "json").stdout)
+    assert none["backends"] == [] and not none["plugin"]
+
+
 # ---------------------------------------------------------------- bad input
 
 BAD = [

@@ -16,7 +16,15 @@
 
 #define HOSTILE "it's \"$HOME\" \\ ${x} %{y} `id`"
 
+static char *render_as(vt_format fmt, int plugin);
+
 static char *render(vt_format fmt)
+{
+    return render_as(fmt, 1);
+}
+
+/* fmt's output of a 4 GiB host plan, with the plugin or without. */
+static char *render_as(vt_format fmt, int plugin)
 {
     static vt_platform p;
     static vt_sizing s;
@@ -38,9 +46,10 @@ static char *render(vt_format fmt)
     p.n_env = 1;
     snprintf(p.env[0].name, sizeof p.env[0].name, "HOSTILE");
     snprintf(p.env[0].value, sizeof p.env[0].value, "%s", HOSTILE);
-    in = (vt_sizing_in){ &p, 4096, 2, 1, VT_WORKLOAD_BATCH, 0, 1, 0 };
+    in = (vt_sizing_in){ &p, 4096, 2, 1, VT_WORKLOAD_BATCH, 0, plugin, 0 };
     assert_int_equal(vt_sizing_compute(&in, &s, err, sizeof err), VT_SIZE_OK);
-    assert_int_equal(vt_envblock_build(&p, &s, VT_WORKLOAD_BATCH, 1, "/usr/lib/gdalplugins", &e), 0);
+    assert_int_equal(vt_envblock_build(&p, &s, VT_WORKLOAD_BATCH, plugin,
+                                       "/usr/lib/gdalplugins", &e), 0);
     vt_emit_ctx c = { &p, &in, &s, &e, "--memory" };
     FILE *f = open_memstream(&buf, &len);
     assert_int_equal(vt_emit(f, fmt, &c), 0);
@@ -91,6 +100,47 @@ static void test_shapes(void **state)
     free(out);
 }
 
+/* The backends the plan tunes: named in every form with comments, and in
+ * json; which prefixes are taken over by default and the knobs; nothing of
+ * vsitune's without the plugin. env and lambda-json stay data only. */
+static void test_backends_named(void **state)
+{
+    static const char line[] =
+        " vsitune's cache and connection pool apply to the reads it serves: "
+        "/vsis3/ (on by default; VSITUNE_TAKEOVER=NO: off), "
+        "/vsigs/ (off by default; VSITUNE_TAKEOVER_GS=YES: on), "
+        "/vsiaz/ (off by default; VSITUNE_TAKEOVER_AZ=YES: on); "
+        "/vsicurl/ stays GDAL's; GDAL_CACHEMAX applies to every read\n";
+    static const vt_format commented[] = { VT_FMT_SHELL, VT_FMT_DOTENV, VT_FMT_TERRAFORM,
+                                           VT_FMT_DOCKERFILE, VT_FMT_K8S_YAML };
+    char want[512], *out;
+
+    (void)state;
+    snprintf(want, sizeof want, "\n#%s", line);
+    for (size_t i = 0; i < sizeof commented / sizeof commented[0]; i++)
+        expect_line(commented[i], want);
+    expect_line(VT_FMT_JSON, "\"backends\": [\n"
+                "    {\"prefix\": \"/vsis3/\", \"backend\": \"s3\", \"knob\": "
+                "\"VSITUNE_TAKEOVER\", \"on_by_default\": true},\n"
+                "    {\"prefix\": \"/vsigs/\", \"backend\": \"gs\", \"knob\": "
+                "\"VSITUNE_TAKEOVER_GS\", \"on_by_default\": false},\n"
+                "    {\"prefix\": \"/vsiaz/\", \"backend\": \"az\", \"knob\": "
+                "\"VSITUNE_TAKEOVER_AZ\", \"on_by_default\": false},\n"
+                "    {\"prefix\": \"/vsicurl/\", \"backend\": \"curl\", \"knob\": null, "
+                "\"on_by_default\": false}\n  ],\n");
+    out = render_as(VT_FMT_DOCKERFILE, 0);
+    assert_null(strstr(out, "vsitune's cache"));
+    assert_non_null(strstr(out, "\n# no vsitune: GDAL's own handlers read /vsis3/, /vsigs/, "
+                                "/vsiaz/, /vsicurl/; GDAL_CACHEMAX applies to every read\n"));
+    free(out);
+    out = render_as(VT_FMT_JSON, 0);
+    assert_non_null(strstr(out, "\"backends\": [],\n"));
+    free(out);
+    out = render(VT_FMT_LAMBDA_JSON);
+    assert_null(strstr(out, "/vsis3/"));
+    free(out);
+}
+
 static void test_format_names(void **state)
 {
     vt_format f;
@@ -113,6 +163,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quoting),
         cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_backends_named),
         cmocka_unit_test(test_format_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
