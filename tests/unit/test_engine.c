@@ -20,6 +20,7 @@
 
 #include "http/engine.h"
 #include "http_lab.h"
+#include "engine_lab.h"
 
 #define OBJ_SIZE 1000000 /* larger than any one read buffer of the engine */
 
@@ -61,26 +62,6 @@ static int setup(void **state)
     return lab_start(serve_one);
 }
 
-static int teardown(void **state)
-{
-    (void)state;
-    vt__engine_shutdown();
-    return 0;
-}
-
-static void request(vt_http_req *req, char *url, size_t url_len, const char *path,
-                    const char *const *headers)
-{
-    memset(req, 0, sizeof *req);
-    snprintf(url, url_len, "http://127.0.0.1:%d%s", port, path);
-    req->method = "GET";
-    req->url = url;
-    req->headers = headers;
-    req->max_retries = 2;
-    req->retry_delay = 0.01;
-    req->timeout_ms = 60000; /* a failure bound, not a measured speed */
-}
-
 /* GET bytes [first, last] of path with one extra header line (or NULL);
  * checks it came back whole, byte for byte; the caller clears *resp. */
 static void get_range(const char *path, uint64_t first, uint64_t last, const char *extra,
@@ -92,7 +73,7 @@ static void get_range(const char *path, uint64_t first, uint64_t last, const cha
 
     snprintf(range, sizeof range, "Range: bytes=%llu-%llu", (unsigned long long)first,
              (unsigned long long)last);
-    request(&req, url, sizeof url, path, hdrs);
+    lab_request(&req, url, sizeof url, path, hdrs);
     req.expect_len = last - first + 1;
     assert_int_equal(vt__engine_perform(&req, resp), VT_OK);
     assert_int_equal(resp->status, 206);
@@ -140,7 +121,7 @@ static void get_plain(const char *path, long status, vt_http_resp *resp)
     char url[128];
     vt_http_req req;
 
-    request(&req, url, sizeof url, path, NULL);
+    lab_request(&req, url, sizeof url, path, NULL);
     assert_int_equal(vt__engine_perform(&req, resp), VT_OK);
     assert_int_equal(resp->status, status);
 }
@@ -187,7 +168,7 @@ static void test_many_each_its_own_bytes(void **state)
                  (unsigned long long)first, (unsigned long long)(first + LEN - 1));
         hdrs[i][0] = ranges[i];
         hdrs[i][1] = NULL;
-        request(&reqs[i], urls[i], sizeof urls[i], "/obj", hdrs[i]);
+        lab_request(&reqs[i], urls[i], sizeof urls[i], "/obj", hdrs[i]);
         reqs[i].expect_len = LEN;
     }
     assert_int_equal(vt__engine_perform_many(N, reqs, resps, errs), VT_OK);
@@ -221,7 +202,7 @@ static void test_refused_has_no_status(void **state)
     assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
     closed_port = ntohs(a.sin_port);
     close(fd);
-    request(&req, url, sizeof url, "/obj", NULL);
+    lab_request(&req, url, sizeof url, "/obj", NULL);
     snprintf(url, sizeof url, "http://127.0.0.1:%d/obj", closed_port);
     req.max_retries = 0;
     assert_int_not_equal(vt__engine_perform(&req, &resp), VT_OK);
@@ -257,5 +238,5 @@ int main(void)
         cmocka_unit_test(test_refused_has_no_status),
         cmocka_unit_test(test_restart_after_shutdown),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, lab_engine_teardown);
 }

@@ -22,6 +22,7 @@
 
 #include "http/engine.h"
 #include "http_lab.h"
+#include "engine_lab.h"
 
 #define HUGE_OBJ 30000000ULL
 
@@ -45,13 +46,6 @@ static int setup(void **state)
     return lab_start(serve_one);
 }
 
-static int teardown(void **state)
-{
-    (void)state;
-    vt__engine_shutdown();
-    return 0;
-}
-
 /* GET path (with range hdr, or none); returns the engine's result. */
 static vt_err get(const char *path, const char *range, uint64_t expect, size_t max_body,
                   vt_http_resp *resp)
@@ -60,16 +54,9 @@ static vt_err get(const char *path, const char *range, uint64_t expect, size_t m
     const char *hdrs[] = { range, NULL };
     vt_http_req req;
 
-    memset(&req, 0, sizeof req);
-    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
-    req.method = "GET";
-    req.url = url;
-    req.headers = range ? hdrs : NULL;
+    lab_request(&req, url, sizeof url, path, range ? hdrs : NULL);
     req.expect_len = expect;
     req.max_body = max_body;
-    req.max_retries = 2;
-    req.retry_delay = 0.01;
-    req.timeout_ms = 60000; /* a failure bound, not a measured speed */
     return vt__engine_perform(&req, resp);
 }
 
@@ -131,5 +118,5 @@ int main(void)
         cmocka_unit_test(test_retries_then_one_attempt_while_failing),
         cmocka_unit_test(test_body_larger_than_buffers),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, lab_engine_teardown);
 }

@@ -27,6 +27,7 @@
 
 #include "gdal/handler.h"
 #include "http_lab.h"
+#include "handler_lab.h"
 #include "gdal/stock.h"
 
 #define BIG 12000000ULL
@@ -88,21 +89,8 @@ static int serve_one(int fd, const char *head)
 
 static int setup(void **state)
 {
-    VSIFilesystemPluginCallbacksStruct *cb;
-
     (void)state;
-    if (lab_start(serve_one))
-        return -1;
-    lab_as_s3();
-    vt__stock_set_callbacks(&fake_stock);
-    cb = VSIAllocFilesystemPluginCallbacksStruct();
-    if (!cb)
-        return -1;
-    vt__handler_fill_callbacks(cb, &vt__backend_s3, NULL);
-    if (VSIInstallPluginHandler("/vsitune/", cb) != 0)
-        return -1;
-    VSIFreeFilesystemPluginCallbacksStruct(cb);
-    return 0;
+    return handler_lab_setup(serve_one, &fake_stock);
 }
 
 /* Reads n bytes at off through fp and checks them against the object. */

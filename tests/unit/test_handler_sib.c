@@ -51,7 +51,7 @@ static int answer_cog_header(int fd, uint64_t last)
              "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-%zu/%llu\r\n"
              "Content-Length: %zu\r\nETag: \"e1\"\r\n\r\n",
              len - 1, (unsigned long long)BIG, len);
-    r = send_all(fd, head, strlen(head)) || send_all(fd, body, len) ? -1 : 0;
+    r = send_answer(fd, head, body, len);
     free(body);
     return r;
 }

@@ -43,7 +43,7 @@ static int answer_unknown_total(int fd, uint64_t first, uint64_t last)
              "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes %llu-%llu/*\r\n"
              "Content-Length: %zu\r\nETag: \"e1\"\r\n\r\n",
              (unsigned long long)first, (unsigned long long)last, len);
-    r = send_all(fd, head, strlen(head)) || send_all(fd, body, len) ? -1 : 0;
+    r = send_answer(fd, head, body, len);
     free(body);
     return r;
 }
