@@ -314,6 +314,17 @@ static void test_backends_section(void **state)
     assert_int_equal(r.backends.b[1].status[0], 2);
     assert_int_equal(r.backends.b[1].status[2], 1);
     assert_int_equal(r.backends.b[2].requests, 0);
+    /* to a reader older than the section it is an unknown key: skipped whole
+     * (three levels deep), the rest read */
+    {
+        char renamed[8192];
+        const char *b = strstr(with, "\"backends\"");
+        snprintf(renamed, sizeof renamed, "%.*s\"backendz\"%s", (int)(b - with), with,
+                 b + strlen("\"backends\""));
+        assert_int_equal(parse(renamed, &r, err, sizeof err), 0);
+        assert_int_equal(r.backends.present, 0);
+        assert_int_equal(r.avoided.heads, 1);
+    }
     /* a file without it (an older plugin): readable, not present */
     assert_int_equal(parse(full, &r, err, sizeof err), 0);
     assert_int_equal(r.backends.present, 0);

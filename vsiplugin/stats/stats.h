@@ -49,7 +49,8 @@
 
 #include "http/engine.h" /* vt_http_attempt */
 
-/* Large enough for the whole document (it is about 1.5 KB). */
+/* Large enough for the whole document (about 1.8 KB; 2.6 KB with the
+ * "shared" section and a long "oom_file"). */
 #define VT_STATS_JSON_MAX 4096
 
 /* Write the JSON document into buf (always NUL-terminated). Returns the
