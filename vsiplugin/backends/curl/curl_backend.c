@@ -182,25 +182,6 @@ static void curl_req_clear(vt_backend_req *r)
     vt__breq_clear(r);
 }
 
-static int clean_value(const char *v)
-{
-    return !strpbrk(v, "\r\n");
-}
-
-/* list[*n] = "name: value" (malloc'd), the list kept NULL-terminated; the
- * caller sized it. VT_EINVAL for a value with a line break in it. */
-static vt_err add_header(char **list, size_t *n, const char *name,
-                         const char *value)
-{
-    if (!clean_value(value))
-        return VT_EINVAL;
-    if (asprintf(&list[*n], "%s: %s", name, value) < 0) {
-        list[*n] = NULL;
-        return VT_ENOMEM;
-    }
-    list[++*n] = NULL;
-    return VT_OK;
-}
 
 static const char b64[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -338,7 +319,7 @@ static vt_err build_for(const struct vt_curl_target *t, const char *url,
     size_t nuser = 0, n = 0;
 
     memset(out, 0, sizeof(*out));
-    if ((etag && !clean_value(etag)) || (len > 0 && off > UINT64_MAX - len)) {
+    if ((etag && strpbrk(etag, "\r\n")) || (len > 0 && off > UINT64_MAX - len)) {
         snprintf(errbuf, errlen, "vsicurl: invalid request arguments");
         return VT_EINVAL;
     }
@@ -371,18 +352,18 @@ static vt_err build_for(const struct vt_curl_target *t, const char *url,
     if (len > 0) {
         snprintf(range, sizeof range, "bytes=%" PRIu64 "-%" PRIu64, off,
                  off + len - 1);
-        err = add_header(out->headers, &n, "Range", range);
+        err = vt__breq_add(out, &n, "Range", range);
     }
     if (!err && etag)
-        err = add_header(out->headers, &n, "If-Match", etag);
+        err = vt__breq_add(out, &n, "If-Match", etag);
     if (!err && t->useragent)
-        err = add_header(out->headers, &n, "User-Agent", t->useragent);
+        err = vt__breq_add(out, &n, "User-Agent", t->useragent);
     if (!err && t->referer)
-        err = add_header(out->headers, &n, "Referer", t->referer);
+        err = vt__breq_add(out, &n, "Referer", t->referer);
     if (!err && cookie)
-        err = add_header(out->headers, &n, "Cookie", cookie);
+        err = vt__breq_add(out, &n, "Cookie", cookie);
     if (!err && auth)
-        err = add_header(out->headers, &n, "Authorization", auth);
+        err = vt__breq_add(out, &n, "Authorization", auth);
     if (err) {
         if (err == VT_EINVAL)
             snprintf(errbuf, errlen, "vsicurl: a header value holds a line "
