@@ -20,6 +20,7 @@ the lab's log.
 import json
 import os
 import tempfile
+import time
 
 import pytest
 
@@ -36,18 +37,22 @@ FAMILIES = {
            {"GS_SECRET_ACCESS_KEY": "wrong-secret"}),
     "az": ("az-h1", "shared_key", "/vsiaz/", "VSITUNE_TAKEOVER_AZ",
            {"AZURE_STORAGE_ACCESS_KEY": "bm90IHRoZSBrZXk="}),
+    "curl": ("h1", None, "/vsicurl/", "VSITUNE_TAKEOVER_CURL", {}),
 }
 PIXEL, WINDOW = reach_oracle.PIXEL["small"], reach_oracle.WINDOW["small"]
 
 _VSI_SCRIPT = r'''
 import json, sys
 from osgeo import gdal
+def stat(name):
+    st = gdal.VSIStatL(name)
+    return None if st is None else [st.size, st.IsDirectory(), st.mtime, st.mode]
 out = {}
 for name in sys.argv[1:]:
-    st = gdal.VSIStatL(name)
-    out["stat " + name] = None if st is None else [st.size, st.IsDirectory(), st.mtime]
+    out["stat " + name] = stat(name)
     d = name.rsplit("/", 1)[0]
     out["readdir " + d] = sorted(gdal.ReadDir(d) or [])
+    out["stat after its directory's listing " + name] = stat(name)
 print(json.dumps(out))
 '''
 
@@ -58,19 +63,42 @@ class Fam:
     def __init__(self, lab, name):
         self.lab, self.name = lab, name
         self.ep, self.auth, self.prefix, self.knob, self.bad = FAMILIES[name]
-        self.path = f"{self.prefix}lab/{KEY}"
+        # /vsicurl/: a public object's URL (the prefix is the URL's); what vsitune finds no
+        # object for (a missing name, an expired URL, a directory) GDAL's own handler answers
+        self.gdal_answers = name == "curl"
+        if name == "curl":
+            self.prefix = f"/vsicurl/{lab.endpoint_url(self.ep)}/"
+        self.bucket = "public" if name == "curl" else "lab"
+        self.path = f"{self.prefix}{self.bucket}/{KEY}"
+
+    def bad_case(self):
+        """(path, environment) that the service refuses: wrong credentials, or for
+        /vsicurl/ a presigned URL that expired an hour ago."""
+        if self.name != "curl":
+            return self.path, self.bad
+        url = self.lab.presign("lab", KEY, endpoint=self.ep, expires=60,
+                               signed_at=int(time.time()) - 3600)
+        return "/vsicurl/" + url, {}
 
     def log(self, since):
         fam = self.ep.split("-")[0]
         return [e for e in self.lab.log(since=since)
-                if (e.get("endpoint") or "").startswith(fam)]
+                if (e.get("endpoint") or "") == fam or
+                (e.get("endpoint") or "").startswith(fam + "-")]
+
+    def env(self):
+        if self.name == "curl":
+            return {}
+        return self.lab.family_env(self.ep, self.auth)
 
 
 @pytest.fixture(scope="module", params=sorted(FAMILIES))
 def fam(lab, request):
     name = request.param
     path = lab_fixtures.generate("small")
-    if name == "gs":
+    if name == "curl":
+        lab.put_object("public", KEY, path)
+    elif name == "gs":
         lab.family("gcs")
         lab.put_object("lab", KEY, path)  # the GCS front serves s3rver's buckets
     else:
@@ -79,7 +107,7 @@ def fam(lab, request):
 
 
 def _env(fam, vsitune, extra=None, knob="YES"):
-    env = lab_client.gdal_env(fam.lab.family_env(fam.ep, fam.auth), vsitune=vsitune)
+    env = lab_client.gdal_env(fam.env(), vsitune=vsitune)
     if knob is not None:
         env[fam.knob] = knob
     env.update(extra or {})
@@ -90,10 +118,11 @@ def _is_list(e):
     return e.get("kind") == "LIST"
 
 
-def _run(fam, argv, vsitune, extra=None, gdal_lists=False):
+def _run(fam, argv, vsitune, extra=None, gdal_lists=False, gdal_answers=False):
     """argv on one side; (result, the lab's requests). The plugin side must have served:
     its exit document counts the requests the lab saw from vsitune on the GCS front, and
-    every other request is a listing GDAL's own ReadDir made (gdal_lists) or none is."""
+    every other request is a listing GDAL's own ReadDir made (gdal_lists) or none is, or
+    (gdal_answers: /vsicurl/'s missing names) vsitune asked first and GDAL answered."""
     env = _env(fam, vsitune, extra)
     with tempfile.TemporaryDirectory() as d:
         stats = os.path.join(d, "exit.json")
@@ -109,7 +138,11 @@ def _run(fam, argv, vsitune, extra=None, gdal_lists=False):
                            if cls != "none")
             assert answered == len(ua_vt), (doc["http"], log)
             other = [e for e in log if e not in ua_vt and not (gdal_lists and _is_list(e))]
-            assert ua_vt and not other, f"plugin side: requests not vsitune's: {other}"
+            assert not [e for e in ua_vt if e["method"] == "HEAD"], ua_vt  # never a HEAD
+            if gdal_answers and fam.gdal_answers:
+                assert ua_vt and log[0] in ua_vt, f"plugin side: vsitune did not ask: {log}"
+            else:
+                assert ua_vt and not other, f"plugin side: requests not vsitune's: {other}"
         else:
             assert not os.path.exists(stats), "stock side: the plugin was loaded"
             assert not ua_vt, log
@@ -132,9 +165,9 @@ def _record(fam, what, stock, vt):
     print(f"reach {fam.name} {what}: stock {stock} vsitune {vt}")
 
 
-def _both(fam, argv, extra=None, gdal_lists=False):
+def _both(fam, argv, extra=None, gdal_lists=False, gdal_answers=False):
     (s, slog), (v, vlog) = (_run(fam, argv, False, extra),
-                            _run(fam, argv, True, extra, gdal_lists))
+                            _run(fam, argv, True, extra, gdal_lists, gdal_answers))
     return s, v, _counts(slog), _counts(vlog)
 
 
@@ -175,7 +208,9 @@ def _az_words_on_313(fam, request):
 
 def test_missing_object(fam, request):
     _az_words_on_313(fam, request)
-    s, v, sc, vc = _both(fam, ["gdalinfo", f"{fam.prefix}lab/reach/no-such-{os.getpid()}.tif"])
+    s, v, sc, vc = _both(fam, ["gdalinfo",
+                               f"{fam.prefix}{fam.bucket}/reach/no-such-{os.getpid()}.tif"],
+                         gdal_answers=True)
     _record(fam, "missing", sc, vc)
     assert s["rc"] != 0
     assert v["rc"] == s["rc"]
@@ -185,7 +220,8 @@ def test_missing_object(fam, request):
 
 def test_bad_credentials(fam, request):
     _az_words_on_313(fam, request)
-    s, v, sc, vc = _both(fam, ["gdalinfo", fam.path], fam.bad)
+    path, bad = fam.bad_case()
+    s, v, sc, vc = _both(fam, ["gdalinfo", path], bad, gdal_answers=True)
     _record(fam, "bad_credentials", sc, vc)
     assert s["rc"] != 0
     assert v["rc"] == s["rc"]
@@ -194,12 +230,20 @@ def test_bad_credentials(fam, request):
 
 
 def test_stat_and_readdir(fam):
-    names = [fam.path, f"{fam.prefix}lab/{KEY.rsplit('/', 1)[0]}/no-such-{os.getpid()}.tif"]
-    s, v, sc, vc = _both(fam, [PY, "-c", _VSI_SCRIPT] + names, gdal_lists=True)
+    names = [fam.path,
+             f"{fam.prefix}{fam.bucket}/{KEY.rsplit('/', 1)[0]}/no-such-{os.getpid()}.tif"]
+    if fam.name == "curl":  # a directory behind a web server's HTML index, and an object
+        # on a server that ignores Range (its 200 is the whole object): GDAL's answers
+        names.append("/vsicurl/" + fam.lab.web_url("public", KEY.rsplit("/", 1)[0], "index",
+                                                   fam.ep))
+        names.append("/vsicurl/" + fam.lab.web_url("public", KEY, "norange", fam.ep))
+        names.append("/vsicurl/" + fam.lab.web_url("public", KEY, "index", fam.ep))
+    s, v, sc, vc = _both(fam, [PY, "-c", _VSI_SCRIPT] + names, gdal_lists=True,
+                         gdal_answers=True)
     _record(fam, "stat_readdir", sc, vc)
     assert s["rc"] == 0, s
     assert json.loads(v["stdout"]) == json.loads(s["stdout"])
-    assert vc["head"] == 0, vc
+    assert vc["head"] == 0 or fam.gdal_answers, vc  # /vsicurl/: GDAL's HEAD of the missing name
 
 
 def test_knob_off_leaves_the_prefix_to_gdal(fam):
@@ -210,4 +254,51 @@ def test_knob_off_leaves_the_prefix_to_gdal(fam):
     assert cp.returncode == 0, cp.stderr[-800:]
     assert "vsitune" in cp.stderr and "active on /vsis3/" in cp.stderr, cp.stderr[-800:]
     assert log and not [e for e in log if (e.get("user_agent") or "").startswith(parity.VT_UA)]
-    assert _counts(log)["list"] >= 1, log  # stock's own open lists the directory
+    if fam.name == "curl":  # stock's own open asks with a HEAD
+        assert _counts(log)["head"] >= 1, log
+    else:
+        assert _counts(log)["list"] >= 1, log  # stock's own open lists the directory
+
+
+@pytest.fixture(scope="module")
+def curl(lab):
+    for bucket in ("public", "lab"):  # lab: private, read with presigned URLs
+        lab.put_object(bucket, KEY, lab_fixtures.generate("small"))
+    return Fam(lab, "curl")
+
+
+def _web(curl, options):
+    return "/vsicurl/" + curl.lab.web_url("public", KEY, options, curl.ep)
+
+
+@pytest.mark.parametrize("what", ["presigned_get_only", "nohead", "noetag_nolm"])
+def test_curl_web_servers(curl, what):
+    """What web servers and presigned URLs do that S3 does not: a URL signed for GET only
+    (the lab answers its HEAD 403), a server refusing HEAD (405), one sending neither ETag
+    nor Last-Modified. gdalinfo -json, a cold pixel and VSIStatL equal stock's; vsitune
+    sends no HEAD and serves every request of the reads (2 for gdalinfo and the pixel)."""
+    path = {"presigned_get_only": "/vsicurl/" + curl.lab.presign("lab", KEY, endpoint=curl.ep),
+            "nohead": _web(curl, "nohead=405"),
+            "noetag_nolm": _web(curl, "noetag,nolm")}[what]
+    x, y = PIXEL
+    s, v, sc, vc = _both(curl, ["gdalinfo", "-json", path])
+    assert s["rc"] == 0 and v["rc"] == 0, (s, v)
+    assert json.loads(v["stdout"]) == json.loads(s["stdout"]) and v["errors"] == s["errors"]
+    assert vc == {"requests": 1, "head": 0, "list": 0, "get": 1}, vc
+    s2, v2, sc2, vc2 = _both(curl, ["gdallocationinfo", "-valonly", path, str(x), str(y)])
+    assert s2["stdout"].strip() and v2["stdout"] == s2["stdout"] and v2["rc"] == s2["rc"] == 0
+    assert vc2 == {"requests": 2, "head": 0, "list": 0, "get": 2}, vc2
+    s3, v3, _, _ = _both(curl, [PY, "-c", _VSI_SCRIPT, path], gdal_answers=True)
+    assert json.loads(v3["stdout"]) == json.loads(s3["stdout"]), (s3, v3)
+    _record(curl, what, {"gdalinfo": sc, "pixel": sc2}, {"gdalinfo": vc, "pixel": vc2})
+
+
+def test_curl_server_ignoring_range(curl):
+    """A server that ignores Range (200 with the whole 4.9 MB object to a 16 KB range): the
+    same exit status and errors as stock (GDAL 3.6: "Range downloading not supported by this
+    server!"); vsitune asked first."""
+    s, v, sc, vc = _both(curl, ["gdalinfo", _web(curl, "norange")], gdal_answers=True)
+    _record(curl, "norange", sc, vc)
+    assert v["rc"] == s["rc"]
+    assert parity.errors_match(s["errors"], v["errors"]), (s["errors"], v["errors"])
+

@@ -69,6 +69,7 @@ static const struct more_backend {
 } g_more[] = {
     {&vt__backend_gs, "/vsitune_gs/", VT_OPT_TAKEOVER_GS},
     {&vt__backend_az, "/vsitune_az/", VT_OPT_TAKEOVER_AZ},
+    {&vt__backend_curl, "/vsitune_curl/", VT_OPT_TAKEOVER_CURL},
 };
 
 /* Install each of g_more as /vsis3/ is (cb: a callbacks struct to fill). A
