@@ -280,14 +280,20 @@ def test_curl_web_servers(curl, what):
     path = {"presigned_get_only": "/vsicurl/" + curl.lab.presign("lab", KEY, endpoint=curl.ep),
             "nohead": _web(curl, "nohead=405"),
             "noetag_nolm": _web(curl, "noetag,nolm")}[what]
+    _reads_equal(curl, what, path, 1, 2)
+
+
+def _reads_equal(curl, what, path, n_info, n_pixel):
+    """gdalinfo -json, a cold pixel and VSIStatL of path: equal to stock's; vsitune sent
+    n_info and n_pixel GETs for the first two, and no HEAD."""
     x, y = PIXEL
     s, v, sc, vc = _both(curl, ["gdalinfo", "-json", path])
     assert s["rc"] == 0 and v["rc"] == 0, (s, v)
     assert json.loads(v["stdout"]) == json.loads(s["stdout"]) and v["errors"] == s["errors"]
-    assert vc == {"requests": 1, "head": 0, "list": 0, "get": 1}, vc
+    assert vc == {"requests": n_info, "head": 0, "list": 0, "get": n_info}, vc
     s2, v2, sc2, vc2 = _both(curl, ["gdallocationinfo", "-valonly", path, str(x), str(y)])
     assert s2["stdout"].strip() and v2["stdout"] == s2["stdout"] and v2["rc"] == s2["rc"] == 0
-    assert vc2 == {"requests": 2, "head": 0, "list": 0, "get": 2}, vc2
+    assert vc2 == {"requests": n_pixel, "head": 0, "list": 0, "get": n_pixel}, vc2
     s3, v3, _, _ = _both(curl, [PY, "-c", _VSI_SCRIPT, path], gdal_answers=True)
     assert json.loads(v3["stdout"]) == json.loads(s3["stdout"]), (s3, v3)
     _record(curl, what, {"gdalinfo": sc, "pixel": sc2}, {"gdalinfo": vc, "pixel": vc2})
@@ -301,4 +307,14 @@ def test_curl_server_ignoring_range(curl):
     _record(curl, "norange", sc, vc)
     assert v["rc"] == s["rc"]
     assert parity.errors_match(s["errors"], v["errors"]), (s["errors"], v["errors"])
+
+
+@pytest.mark.parametrize("code", ["302", "307"])
+def test_curl_redirect(curl, code):
+    """A web URL answering every GET with a redirect to a presigned S3 URL (valid an hour), as
+    CDNs and data portals do: gdalinfo -json, a cold pixel and VSIStatL equal stock's, which
+    follows it (libcurl FOLLOWLOCATION) and remembers the signed target
+    (CPL_VSIL_CURL_USE_S3_REDIRECT). vsitune follows it too and serves every request: the
+    redirect and the target's range for gdalinfo (2), then the target straight (pixel: 3)."""
+    _reads_equal(curl, f"redirect_{code}", _web(curl, f"redirect={code}"), 2, 3)
 
