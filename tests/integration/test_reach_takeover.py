@@ -318,3 +318,37 @@ def test_curl_redirect(curl, code):
     redirect and the target's range for gdalinfo (2), then the target straight (pixel: 3)."""
     _reads_equal(curl, f"redirect_{code}", _web(curl, f"redirect={code}"), 2, 3)
 
+
+def test_curl_header_options(curl):
+    """GDAL_HTTP_HEADERS (applied by vsitune, backends/userhdr.c): the server sees the same
+    extra header from both sides; gdalinfo -json equal; vsitune served the read."""
+    extra = {"GDAL_HTTP_HEADERS": "X-Vt-Probe: curl-takeover"}
+    env_s, env_v = _env(curl, False, extra), _env(curl, True, extra)
+    out = {}
+    for side, env in (("stock", env_s), ("vsitune", env_v)):
+        seq = parity.last_seq(curl.lab)
+        cp, _ = lab_client.run_tool(["gdalinfo", "-json", curl.path], env)
+        log = curl.log(seq)
+        assert cp.returncode == 0 and log, cp.stderr[-600:]
+        out[side] = (json.loads(cp.stdout), [(e.get("xhdr") or {}) for e in log], log)
+    assert out["vsitune"][0] == out["stock"][0]
+    for side in out:
+        assert all(h.get("x-vt-probe") == "curl-takeover" for h in out[side][1]), out[side][1]
+    assert all((e.get("user_agent") or "").startswith(parity.VT_UA) for e in out["vsitune"][2])
+
+
+def test_curl_declined_option_stays_gdal(curl):
+    """An option vsitune's engine cannot apply per request (GDAL_HTTP_PROXYUSERPWD) leaves
+    the name to GDAL's own handler, read exactly as stock reads it: every request stock's,
+    the same output."""
+    extra = {"GDAL_HTTP_PROXYUSERPWD": "user:secret"}
+    seq = parity.last_seq(curl.lab)
+    cs, _ = lab_client.run_tool(["gdalinfo", "-json", curl.path], _env(curl, False, extra))
+    slog = curl.log(seq)
+    seq = parity.last_seq(curl.lab)
+    cv, _ = lab_client.run_tool(["gdalinfo", "-json", curl.path], _env(curl, True, extra))
+    vlog = curl.log(seq)
+    assert cs.returncode == 0 and cv.returncode == 0, cv.stderr[-600:]
+    assert json.loads(cv.stdout) == json.loads(cs.stdout)
+    assert vlog and not [e for e in vlog if (e.get("user_agent") or "").startswith(parity.VT_UA)]
+    assert _counts(vlog) == _counts(slog), (_counts(slog), _counts(vlog))
