@@ -13,7 +13,8 @@ the lab's log.
 - VSIStatL of the object and of a missing name, ReadDir of the directory: equal;
 - every plugin side really served: its exit counters name requests, the lab saw them
   with vsitune's User-Agent on the family's endpoint, and none carried stock's;
-- the knob: with VSITUNE_TAKEOVER_GS / _AZ unset (their default, NO) the loaded plugin
+- the knob: with VSITUNE_TAKEOVER_GS / _AZ unset (their default, NO), or
+  VSITUNE_TAKEOVER_CURL=NO (its default is YES: test_curl_on_by_default), the loaded plugin
   leaves the prefix to GDAL (every request stock's) and /vsis3/ still taken over.
 """
 
@@ -247,7 +248,8 @@ def test_stat_and_readdir(fam):
 
 
 def test_knob_off_leaves_the_prefix_to_gdal(fam):
-    env = _env(fam, True, knob=None)
+    # unset: /vsigs/ and /vsiaz/ are off by default; /vsicurl/ is on, so it is set to NO
+    env = _env(fam, True, knob="NO" if fam.name == "curl" else None)
     seq = parity.last_seq(fam.lab)
     cp, _ = lab_client.run_tool(["gdalinfo", "--debug", "on", fam.path], env)
     log = fam.log(seq)
@@ -317,6 +319,16 @@ def test_curl_redirect(curl, code):
     (CPL_VSIL_CURL_USE_S3_REDIRECT). vsitune follows it too and serves every request: the
     redirect and the target's range for gdalinfo (2), then the target straight (pixel: 3)."""
     _reads_equal(curl, f"redirect_{code}", _web(curl, f"redirect={code}"), 2, 3)
+
+
+def test_curl_on_by_default(curl):
+    """VSITUNE_TAKEOVER_CURL unset: the loaded plugin serves /vsicurl/ reads (1 GET)."""
+    seq = parity.last_seq(curl.lab)
+    cp, _ = lab_client.run_tool(["gdalinfo", "-json", curl.path], _env(curl, True, knob=None))
+    log = curl.log(seq)
+    assert cp.returncode == 0, cp.stderr[-600:]
+    assert _counts(log) == {"requests": 1, "head": 0, "list": 0, "get": 1}, log
+    assert (log[0].get("user_agent") or "").startswith(parity.VT_UA), log
 
 
 def test_curl_header_options(curl):
