@@ -13,13 +13,15 @@ the lab's log.
 - VSIStatL of the object and of a missing name, ReadDir of the directory: equal;
 - every plugin side really served: its exit counters name requests, the lab saw them
   with vsitune's User-Agent on the family's endpoint, and none carried stock's;
-- the knob: with VSITUNE_TAKEOVER_GS / _AZ unset (their default, NO) the loaded plugin
+- the knob: with VSITUNE_TAKEOVER_GS / _AZ unset (their default, NO), or
+  VSITUNE_TAKEOVER_CURL=NO (its default is YES: test_curl_on_by_default), the loaded plugin
   leaves the prefix to GDAL (every request stock's) and /vsis3/ still taken over.
 """
 
 import json
 import os
 import tempfile
+import time
 
 import pytest
 
@@ -36,18 +38,22 @@ FAMILIES = {
            {"GS_SECRET_ACCESS_KEY": "wrong-secret"}),
     "az": ("az-h1", "shared_key", "/vsiaz/", "VSITUNE_TAKEOVER_AZ",
            {"AZURE_STORAGE_ACCESS_KEY": "bm90IHRoZSBrZXk="}),
+    "curl": ("h1", None, "/vsicurl/", "VSITUNE_TAKEOVER_CURL", {}),
 }
 PIXEL, WINDOW = reach_oracle.PIXEL["small"], reach_oracle.WINDOW["small"]
 
 _VSI_SCRIPT = r'''
 import json, sys
 from osgeo import gdal
+def stat(name):
+    st = gdal.VSIStatL(name)
+    return None if st is None else [st.size, st.IsDirectory(), st.mtime, st.mode]
 out = {}
 for name in sys.argv[1:]:
-    st = gdal.VSIStatL(name)
-    out["stat " + name] = None if st is None else [st.size, st.IsDirectory(), st.mtime]
+    out["stat " + name] = stat(name)
     d = name.rsplit("/", 1)[0]
     out["readdir " + d] = sorted(gdal.ReadDir(d) or [])
+    out["stat after its directory's listing " + name] = stat(name)
 print(json.dumps(out))
 '''
 
@@ -58,19 +64,42 @@ class Fam:
     def __init__(self, lab, name):
         self.lab, self.name = lab, name
         self.ep, self.auth, self.prefix, self.knob, self.bad = FAMILIES[name]
-        self.path = f"{self.prefix}lab/{KEY}"
+        # /vsicurl/: a public object's URL (the prefix is the URL's); what vsitune finds no
+        # object for (a missing name, an expired URL, a directory) GDAL's own handler answers
+        self.gdal_answers = name == "curl"
+        if name == "curl":
+            self.prefix = f"/vsicurl/{lab.endpoint_url(self.ep)}/"
+        self.bucket = "public" if name == "curl" else "lab"
+        self.path = f"{self.prefix}{self.bucket}/{KEY}"
+
+    def bad_case(self):
+        """(path, environment) that the service refuses: wrong credentials, or for
+        /vsicurl/ a presigned URL that expired an hour ago."""
+        if self.name != "curl":
+            return self.path, self.bad
+        url = self.lab.presign("lab", KEY, endpoint=self.ep, expires=60,
+                               signed_at=int(time.time()) - 3600)
+        return "/vsicurl/" + url, {}
 
     def log(self, since):
         fam = self.ep.split("-")[0]
         return [e for e in self.lab.log(since=since)
-                if (e.get("endpoint") or "").startswith(fam)]
+                if (e.get("endpoint") or "") == fam or
+                (e.get("endpoint") or "").startswith(fam + "-")]
+
+    def env(self):
+        if self.name == "curl":
+            return {}
+        return self.lab.family_env(self.ep, self.auth)
 
 
 @pytest.fixture(scope="module", params=sorted(FAMILIES))
 def fam(lab, request):
     name = request.param
     path = lab_fixtures.generate("small")
-    if name == "gs":
+    if name == "curl":
+        lab.put_object("public", KEY, path)
+    elif name == "gs":
         lab.family("gcs")
         lab.put_object("lab", KEY, path)  # the GCS front serves s3rver's buckets
     else:
@@ -79,7 +108,7 @@ def fam(lab, request):
 
 
 def _env(fam, vsitune, extra=None, knob="YES"):
-    env = lab_client.gdal_env(fam.lab.family_env(fam.ep, fam.auth), vsitune=vsitune)
+    env = lab_client.gdal_env(fam.env(), vsitune=vsitune)
     if knob is not None:
         env[fam.knob] = knob
     env.update(extra or {})
@@ -90,10 +119,11 @@ def _is_list(e):
     return e.get("kind") == "LIST"
 
 
-def _run(fam, argv, vsitune, extra=None, gdal_lists=False):
+def _run(fam, argv, vsitune, extra=None, gdal_lists=False, gdal_answers=False):
     """argv on one side; (result, the lab's requests). The plugin side must have served:
     its exit document counts the requests the lab saw from vsitune on the GCS front, and
-    every other request is a listing GDAL's own ReadDir made (gdal_lists) or none is."""
+    every other request is a listing GDAL's own ReadDir made (gdal_lists) or none is, or
+    (gdal_answers: /vsicurl/'s missing names) vsitune asked first and GDAL answered."""
     env = _env(fam, vsitune, extra)
     with tempfile.TemporaryDirectory() as d:
         stats = os.path.join(d, "exit.json")
@@ -109,7 +139,11 @@ def _run(fam, argv, vsitune, extra=None, gdal_lists=False):
                            if cls != "none")
             assert answered == len(ua_vt), (doc["http"], log)
             other = [e for e in log if e not in ua_vt and not (gdal_lists and _is_list(e))]
-            assert ua_vt and not other, f"plugin side: requests not vsitune's: {other}"
+            assert not [e for e in ua_vt if e["method"] == "HEAD"], ua_vt  # never a HEAD
+            if gdal_answers and fam.gdal_answers:
+                assert ua_vt and log[0] in ua_vt, f"plugin side: vsitune did not ask: {log}"
+            else:
+                assert ua_vt and not other, f"plugin side: requests not vsitune's: {other}"
         else:
             assert not os.path.exists(stats), "stock side: the plugin was loaded"
             assert not ua_vt, log
@@ -132,9 +166,9 @@ def _record(fam, what, stock, vt):
     print(f"reach {fam.name} {what}: stock {stock} vsitune {vt}")
 
 
-def _both(fam, argv, extra=None, gdal_lists=False):
+def _both(fam, argv, extra=None, gdal_lists=False, gdal_answers=False):
     (s, slog), (v, vlog) = (_run(fam, argv, False, extra),
-                            _run(fam, argv, True, extra, gdal_lists))
+                            _run(fam, argv, True, extra, gdal_lists, gdal_answers))
     return s, v, _counts(slog), _counts(vlog)
 
 
@@ -175,7 +209,9 @@ def _az_words_on_313(fam, request):
 
 def test_missing_object(fam, request):
     _az_words_on_313(fam, request)
-    s, v, sc, vc = _both(fam, ["gdalinfo", f"{fam.prefix}lab/reach/no-such-{os.getpid()}.tif"])
+    s, v, sc, vc = _both(fam, ["gdalinfo",
+                               f"{fam.prefix}{fam.bucket}/reach/no-such-{os.getpid()}.tif"],
+                         gdal_answers=True)
     _record(fam, "missing", sc, vc)
     assert s["rc"] != 0
     assert v["rc"] == s["rc"]
@@ -185,7 +221,8 @@ def test_missing_object(fam, request):
 
 def test_bad_credentials(fam, request):
     _az_words_on_313(fam, request)
-    s, v, sc, vc = _both(fam, ["gdalinfo", fam.path], fam.bad)
+    path, bad = fam.bad_case()
+    s, v, sc, vc = _both(fam, ["gdalinfo", path], bad, gdal_answers=True)
     _record(fam, "bad_credentials", sc, vc)
     assert s["rc"] != 0
     assert v["rc"] == s["rc"]
@@ -194,20 +231,136 @@ def test_bad_credentials(fam, request):
 
 
 def test_stat_and_readdir(fam):
-    names = [fam.path, f"{fam.prefix}lab/{KEY.rsplit('/', 1)[0]}/no-such-{os.getpid()}.tif"]
-    s, v, sc, vc = _both(fam, [PY, "-c", _VSI_SCRIPT] + names, gdal_lists=True)
+    names = [fam.path,
+             f"{fam.prefix}{fam.bucket}/{KEY.rsplit('/', 1)[0]}/no-such-{os.getpid()}.tif"]
+    if fam.name == "curl":  # a directory behind a web server's HTML index, and an object
+        # on a server that ignores Range (its 200 is the whole object): GDAL's answers
+        names.append("/vsicurl/" + fam.lab.web_url("public", KEY.rsplit("/", 1)[0], "index",
+                                                   fam.ep))
+        names.append("/vsicurl/" + fam.lab.web_url("public", KEY, "norange", fam.ep))
+        names.append("/vsicurl/" + fam.lab.web_url("public", KEY, "index", fam.ep))
+    s, v, sc, vc = _both(fam, [PY, "-c", _VSI_SCRIPT] + names, gdal_lists=True,
+                         gdal_answers=True)
     _record(fam, "stat_readdir", sc, vc)
     assert s["rc"] == 0, s
     assert json.loads(v["stdout"]) == json.loads(s["stdout"])
-    assert vc["head"] == 0, vc
+    assert vc["head"] == 0 or fam.gdal_answers, vc  # /vsicurl/: GDAL's HEAD of the missing name
 
 
 def test_knob_off_leaves_the_prefix_to_gdal(fam):
-    env = _env(fam, True, knob=None)
+    # unset: /vsigs/ and /vsiaz/ are off by default; /vsicurl/ is on, so it is set to NO
+    env = _env(fam, True, knob="NO" if fam.name == "curl" else None)
     seq = parity.last_seq(fam.lab)
     cp, _ = lab_client.run_tool(["gdalinfo", "--debug", "on", fam.path], env)
     log = fam.log(seq)
     assert cp.returncode == 0, cp.stderr[-800:]
     assert "vsitune" in cp.stderr and "active on /vsis3/" in cp.stderr, cp.stderr[-800:]
     assert log and not [e for e in log if (e.get("user_agent") or "").startswith(parity.VT_UA)]
-    assert _counts(log)["list"] >= 1, log  # stock's own open lists the directory
+    if fam.name == "curl":  # stock's own open asks with a HEAD
+        assert _counts(log)["head"] >= 1, log
+    else:
+        assert _counts(log)["list"] >= 1, log  # stock's own open lists the directory
+
+
+@pytest.fixture(scope="module")
+def curl(lab):
+    for bucket in ("public", "lab"):  # lab: private, read with presigned URLs
+        lab.put_object(bucket, KEY, lab_fixtures.generate("small"))
+    return Fam(lab, "curl")
+
+
+def _web(curl, options):
+    return "/vsicurl/" + curl.lab.web_url("public", KEY, options, curl.ep)
+
+
+@pytest.mark.parametrize("what", ["presigned_get_only", "nohead", "noetag_nolm"])
+def test_curl_web_servers(curl, what):
+    """What web servers and presigned URLs do that S3 does not: a URL signed for GET only
+    (the lab answers its HEAD 403), a server refusing HEAD (405), one sending neither ETag
+    nor Last-Modified. gdalinfo -json, a cold pixel and VSIStatL equal stock's; vsitune
+    sends no HEAD and serves every request of the reads (2 for gdalinfo and the pixel)."""
+    path = {"presigned_get_only": "/vsicurl/" + curl.lab.presign("lab", KEY, endpoint=curl.ep),
+            "nohead": _web(curl, "nohead=405"),
+            "noetag_nolm": _web(curl, "noetag,nolm")}[what]
+    _reads_equal(curl, what, path, 1, 2)
+
+
+def _reads_equal(curl, what, path, n_info, n_pixel):
+    """gdalinfo -json, a cold pixel and VSIStatL of path: equal to stock's; vsitune sent
+    n_info and n_pixel GETs for the first two, and no HEAD."""
+    x, y = PIXEL
+    s, v, sc, vc = _both(curl, ["gdalinfo", "-json", path])
+    assert s["rc"] == 0 and v["rc"] == 0, (s, v)
+    assert json.loads(v["stdout"]) == json.loads(s["stdout"]) and v["errors"] == s["errors"]
+    assert vc == {"requests": n_info, "head": 0, "list": 0, "get": n_info}, vc
+    s2, v2, sc2, vc2 = _both(curl, ["gdallocationinfo", "-valonly", path, str(x), str(y)])
+    assert s2["stdout"].strip() and v2["stdout"] == s2["stdout"] and v2["rc"] == s2["rc"] == 0
+    assert vc2 == {"requests": n_pixel, "head": 0, "list": 0, "get": n_pixel}, vc2
+    s3, v3, _, _ = _both(curl, [PY, "-c", _VSI_SCRIPT, path], gdal_answers=True)
+    assert json.loads(v3["stdout"]) == json.loads(s3["stdout"]), (s3, v3)
+    _record(curl, what, {"gdalinfo": sc, "pixel": sc2}, {"gdalinfo": vc, "pixel": vc2})
+
+
+def test_curl_server_ignoring_range(curl):
+    """A server that ignores Range (200 with the whole 4.9 MB object to a 16 KB range): the
+    same exit status and errors as stock (GDAL 3.6: "Range downloading not supported by this
+    server!"); vsitune asked first."""
+    s, v, sc, vc = _both(curl, ["gdalinfo", _web(curl, "norange")], gdal_answers=True)
+    _record(curl, "norange", sc, vc)
+    assert v["rc"] == s["rc"]
+    assert parity.errors_match(s["errors"], v["errors"]), (s["errors"], v["errors"])
+
+
+@pytest.mark.parametrize("code", ["302", "307"])
+def test_curl_redirect(curl, code):
+    """A web URL answering every GET with a redirect to a presigned S3 URL (valid an hour), as
+    CDNs and data portals do: gdalinfo -json, a cold pixel and VSIStatL equal stock's, which
+    follows it (libcurl FOLLOWLOCATION) and remembers the signed target
+    (CPL_VSIL_CURL_USE_S3_REDIRECT). vsitune follows it too and serves every request: the
+    redirect and the target's range for gdalinfo (2), then the target straight (pixel: 3)."""
+    _reads_equal(curl, f"redirect_{code}", _web(curl, f"redirect={code}"), 2, 3)
+
+
+def test_curl_on_by_default(curl):
+    """VSITUNE_TAKEOVER_CURL unset: the loaded plugin serves /vsicurl/ reads (1 GET)."""
+    seq = parity.last_seq(curl.lab)
+    cp, _ = lab_client.run_tool(["gdalinfo", "-json", curl.path], _env(curl, True, knob=None))
+    log = curl.log(seq)
+    assert cp.returncode == 0, cp.stderr[-600:]
+    assert _counts(log) == {"requests": 1, "head": 0, "list": 0, "get": 1}, log
+    assert (log[0].get("user_agent") or "").startswith(parity.VT_UA), log
+
+
+def test_curl_header_options(curl):
+    """GDAL_HTTP_HEADERS (applied by vsitune, backends/userhdr.c): the server sees the same
+    extra header from both sides; gdalinfo -json equal; vsitune served the read."""
+    extra = {"GDAL_HTTP_HEADERS": "X-Vt-Probe: curl-takeover"}
+    env_s, env_v = _env(curl, False, extra), _env(curl, True, extra)
+    out = {}
+    for side, env in (("stock", env_s), ("vsitune", env_v)):
+        seq = parity.last_seq(curl.lab)
+        cp, _ = lab_client.run_tool(["gdalinfo", "-json", curl.path], env)
+        log = curl.log(seq)
+        assert cp.returncode == 0 and log, cp.stderr[-600:]
+        out[side] = (json.loads(cp.stdout), [(e.get("xhdr") or {}) for e in log], log)
+    assert out["vsitune"][0] == out["stock"][0]
+    for side in out:
+        assert all(h.get("x-vt-probe") == "curl-takeover" for h in out[side][1]), out[side][1]
+    assert all((e.get("user_agent") or "").startswith(parity.VT_UA) for e in out["vsitune"][2])
+
+
+def test_curl_declined_option_stays_gdal(curl):
+    """An option vsitune's engine cannot apply per request (GDAL_HTTP_PROXYUSERPWD) leaves
+    the name to GDAL's own handler, read exactly as stock reads it: every request stock's,
+    the same output."""
+    extra = {"GDAL_HTTP_PROXYUSERPWD": "user:secret"}
+    seq = parity.last_seq(curl.lab)
+    cs, _ = lab_client.run_tool(["gdalinfo", "-json", curl.path], _env(curl, False, extra))
+    slog = curl.log(seq)
+    seq = parity.last_seq(curl.lab)
+    cv, _ = lab_client.run_tool(["gdalinfo", "-json", curl.path], _env(curl, True, extra))
+    vlog = curl.log(seq)
+    assert cs.returncode == 0 and cv.returncode == 0, cv.stderr[-600:]
+    assert json.loads(cv.stdout) == json.loads(cs.stdout)
+    assert vlog and not [e for e in vlog if (e.get("user_agent") or "").startswith(parity.VT_UA)]
+    assert _counts(vlog) == _counts(slog), (_counts(slog), _counts(vlog))

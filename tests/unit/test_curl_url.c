@@ -96,6 +96,34 @@ static void test_missing_url(void **state)
     vt__curl_target_clear(&t);
 }
 
+/* A redirect's Location, resolved against the URL that answered it. */
+static void check_resolve(const char *base, const char *loc, const char *want)
+{
+    char *got = vt__curl_resolve(base, loc);
+    if (!want) {
+        assert_null(got);
+        return;
+    }
+    assert_non_null(got);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+static void test_resolve(void **state)
+{
+    (void)state;
+    check_resolve("http://h:8/a/b.tif?t=1", "https://s3.x/k?X-Amz-Signature=s",
+                  "https://s3.x/k?X-Amz-Signature=s");
+    check_resolve("http://h:8/a/b.tif?t=1", "/lab/k?s=1", "http://h:8/lab/k?s=1");
+    check_resolve("https://h/a/b.tif", "//cdn.y/k", "https://cdn.y/k");
+    check_resolve("http://h/a/b.tif?q=/x/y", "c.tif", "http://h/a/c.tif");
+    check_resolve("http://h", "c.tif", "http://h/c.tif");
+    check_resolve("http://h?x=/y", "c.tif", "http://h/c.tif");
+    check_resolve("http://h/a", "ftp://f/x", NULL);
+    check_resolve("http://h/a", "", NULL);
+    check_resolve("http://h/a", "/x\r\nX-Evil: 1", NULL);
+}
+
 static void test_origin(void **state)
 {
     char *o;
@@ -178,6 +206,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_url),
+        cmocka_unit_test(test_resolve),
         cmocka_unit_test(test_option_syntax),
         cmocka_unit_test(test_unknown_and_unapplied),
         cmocka_unit_test(test_missing_url),

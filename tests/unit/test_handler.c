@@ -119,9 +119,10 @@ static void test_stat_one_header_get(void **state)
     assert_true(VSI_ISREG(st.st_mode));
     assert_int_equal(seen("GET /lb/big.bin ", NULL), 1);
     assert_int_equal(seen("GET /lb/big.bin ", "Range: bytes=0-65535\r\n"), 1);
-    /* known now: a second stat costs nothing */
+    /* known now: a second stat costs nothing, and says it did not ask */
     assert_int_equal(VSIStatL("/vsitune/lb/big.bin", &st), 0);
     assert_int_equal(seen("GET /lb/big.bin ", NULL), 1);
+    assert_int_equal(vt__handler_stat_asked(), 0);
 }
 
 static void test_reads_bytes_and_cache(void **state)
@@ -251,6 +252,7 @@ static void test_missing_stat_fails(void **state)
     assert_int_not_equal(VSIStatL("/vsitune/lb/none.tif", &st), 0);
     CPLPopErrorHandler();
     assert_int_equal(seen("GET /lb/none.tif ", NULL), 1);
+    assert_int_equal(vt__handler_stat_asked(), 1); /* the miss was asked */
 }
 
 /* What the handler asks GDAL's own code (a directory's stat, a listing,

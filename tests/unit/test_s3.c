@@ -354,6 +354,18 @@ static void test_build_headers(void **state)
     assert_int_equal(vt__s3_build_get("bucket", "k", 0, 1, "\"a\"\r\nX: y", &r, err,
                                       sizeof(err)), VT_EINVAL);
     assert_true(err[0] != '\0');
+    /* So is one from the configuration (vt__breq_add): a token or a payer
+     * with a line break would add a header of its own. */
+    CPLSetConfigOption("AWS_REQUEST_PAYER", "requester\r\nX-Evil: 1");
+    assert_int_equal(vt__s3_build_get("bucket", "k", 0, 1, NULL, &r, err,
+                                      sizeof(err)), VT_EINVAL);
+    CPLSetConfigOption("AWS_REQUEST_PAYER", "requester");
+    CPLSetConfigOption("AWS_SESSION_TOKEN", "TOKEN\nX-Evil: 1");
+    vt__creds_reset();
+    assert_int_equal(vt__s3_build_get("bucket", "k", 0, 1, NULL, &r, err,
+                                      sizeof(err)), VT_EINVAL);
+    CPLSetConfigOption("AWS_SESSION_TOKEN", "");
+    vt__creds_reset();
     /* Anonymous: nothing signed. */
     CPLSetConfigOption("AWS_NO_SIGN_REQUEST", "YES");
     assert_int_equal(vt__s3_build_get("bucket", "k", 0, 1, NULL, &r, err,

@@ -12,8 +12,14 @@
 vt_err vt__breq_add(vt_backend_req *r, size_t *n, const char *name,
                     const char *value)
 {
-    size_t l = strlen(name) + strlen(value) + 3;
-    char *h = malloc(l);
+    size_t l;
+    char *h;
+
+    /* a line break would end the header and start another one */
+    if (strpbrk(name, "\r\n") || strpbrk(value, "\r\n"))
+        return VT_EINVAL;
+    l = strlen(name) + strlen(value) + 3;
+    h = malloc(l);
     if (!h)
         return VT_ENOMEM;
     snprintf(h, l, "%s: %s", name, value);

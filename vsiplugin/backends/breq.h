@@ -10,7 +10,8 @@
 #include "backends/backend.h"
 
 /* Append "name: value" to r->headers (sized by the caller, kept
- * NULL-terminated); *n counts the lines. */
+ * NULL-terminated); *n counts the lines. VT_EINVAL (nothing added) when
+ * name or value holds a CR or LF: it would smuggle in another header. */
 vt_err vt__breq_add(vt_backend_req *r, size_t *n, const char *name,
                     const char *value);
 

@@ -40,6 +40,7 @@ static _Thread_local int t_open_error_class;
 static _Thread_local int t_open_error_vsie; /* report_as_gdal's VSIE_* */
 static _Thread_local int t_open_quiet;  /* GDAL sets no VSI error for it */
 static _Thread_local int t_open_no_error; /* this open asks for none */
+static _Thread_local int t_stat_asked;    /* vt__handler_stat_asked */
 
 /* Stock GDAL's IsAllowedFilename, on the name GDAL asked for. */
 static int allowed(const vt_backend *be, const char *path)
@@ -206,6 +207,11 @@ static void tell_gdal(const vt_gdal_report *rep)
         VSIError(rep->vsie, "%s", rep->message);
 }
 
+int vt__handler_stat_asked(void)
+{
+    return t_stat_asked;
+}
+
 int vt__handler_stat_known(const vt_backend *be, const char *path,
                            VSIStatBufL *st)
 {
@@ -226,12 +232,18 @@ static int stat_in(const vt_backend *be, const char *path, VSIStatBufL *st,
     int size_asked = (flags & VSI_STAT_SIZE_FLAG) != 0;
     int vsi_set = VSIGetLastErrorNo() != 0, say;
 
+    t_stat_asked = 0;
     if (!allowed(be, path)) {
         errno = ENOENT;
         return -1;
     }
     if (vt__policy_is_dir_like(path))
         return vt__stock_stat(be, path, st, flags); /* a directory: GDAL's */
+    /* A service vsitune cannot list (/vsicurl/): a name GDAL's cache knows
+     * (from its HTML index, its stat) is GDAL's to answer, with the caller's
+     * flags (a size asked of a name its index listed is GDAL's HEAD) */
+    if (!be->list && vt__stock_stat(be, path, st, VSI_STAT_CACHE_ONLY) == 0)
+        return vt__stock_stat(be, path, st, flags);
     switch (stat_known(be, path, st)) {
     case 1:
         vt__handler_done_with(be, path);
@@ -278,6 +290,7 @@ static int stat_in(const vt_backend *be, const char *path, VSIStatBufL *st,
             return -1;
         }
     }
+    t_stat_asked = 1;
     err = vt__object_open(be, path, &o, &status, errbuf, sizeof(errbuf));
     if (err != VT_OK) {
         /* Quiet, as GDAL's own stat of a name it met before: stat is how

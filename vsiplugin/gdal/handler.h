@@ -28,6 +28,12 @@ typedef struct vt_reader {
 int vt__handler_fill_callbacks(VSIFilesystemPluginCallbacksStruct *cb,
                                const vt_backend *be, const char *cfg_prefix);
 
+/* 1 when this thread's last stat asked the service about its name (a GET),
+ * 0 when it answered from what was known (a listing GDAL or vsitune holds
+ * says absent, a name GDAL's rules refuse). takeover.cpp: a /vsicurl/ miss
+ * GDAL answers only after vsitune asked, as its own listing answers the rest. */
+int vt__handler_stat_asked(void);
+
 /* 1 and *st when vsitune (or GDAL's own cache) already knows path
  * ("bucket/key", a name of be), without a request; else 0. For GDAL's own code's stats of
  * its names while it writes or deletes (takeover.cpp). */

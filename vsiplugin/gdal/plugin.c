@@ -5,7 +5,7 @@
  * vsitune handler on /vsis3/ (or on /vsitune/ with VSITUNE_TAKEOVER=NO, leaving
  * stock /vsis3/ alone), the same for /vsigs/ and /vsiaz/ with
  * VSITUNE_TAKEOVER_GS / VSITUNE_TAKEOVER_AZ=YES (else on /vsitune_gs/,
- * /vsitune_az/ only), and registers a driver named VSITUNE with no open
+ * /vsitune_az/ only) and /vsicurl/ unless VSITUNE_TAKEOVER_CURL=NO, and registers a driver named VSITUNE with no open
  * function: it shows in `gdalinfo --formats` and its unload hook stops the
  * I/O engine at GDALDestroy. Registration is idempotent (rasterio registers
  * drivers twice). GDAL_SKIP (or OGR_SKIP) naming VSITUNE turns the plugin
@@ -69,6 +69,7 @@ static const struct more_backend {
 } g_more[] = {
     {&vt__backend_gs, "/vsitune_gs/", VT_OPT_TAKEOVER_GS},
     {&vt__backend_az, "/vsitune_az/", VT_OPT_TAKEOVER_AZ},
+    {&vt__backend_curl, "/vsitune_curl/", VT_OPT_TAKEOVER_CURL},
 };
 
 /* Install each of g_more as /vsis3/ is (cb: a callbacks struct to fill). A

@@ -83,6 +83,10 @@ struct Target {
     Redirect redirects[24];
     size_t nredirects = 0;
     bool streaming = false;  // /vsis3/: its /vsis3_streaming/ twin
+    // No list (/vsicurl/: GDAL parses HTML indexes): a name vsitune finds no
+    // object for (a directory, absent, refused: GDAL's listing, HEAD, words)
+    // is GDAL's to answer; the hooks ask GDAL then.
+    bool gdal_answers_misses = false;
     bool taken_over = false;
 
     void **table_slots() { return table + kPrefixWords; }
@@ -307,23 +311,31 @@ class Hooks
             int prior = VSIGetLastErrorNo();
             std::string prior_msg = prior ? VSIGetLastErrorMsg() : "";
             int known = size_known(t, name);
+            HeldErrors held(t.gdal_answers_misses);
             vt__handler_open_asks_no_error(!set_error);
             VT_OPEN_RESULT h =
                 t.reader->Open(rn.c_str(), access, set_error, options);
             vt__handler_open_asks_no_error(0);
             if (h)
                 note_learned(t, name, known, nullptr);
-            if (!h && set_error) {
+            if (!h && (set_error || t.gdal_answers_misses)) {
                 /* Replaces the plugin handler's "<name>: strerror" text; no
                  * error at all for a missing key, as stock GDAL. */
                 int cls = 0;
-                const char *why = vt__handler_open_error(&cls);
+                const char *why = t.gdal_answers_misses
+                                      ? nullptr
+                                      : vt__handler_open_error(&cls);
                 if (why)
                     VSIError(vsie_for(cls), "%s", why);
                 else if (prior)
                     VSIError(prior, "%s", prior_msg.c_str());
                 else
                     VSIErrorReset();
+            }
+            if (!h && t.gdal_answers_misses) {
+                held.drop();
+                Delegating d;
+                return orig(&Hooks::Open, name, access, set_error, options);
             }
             return h;
         }
@@ -349,7 +361,13 @@ class Hooks
         if (t_delegating || !is_ours(t, name))
             return orig(&Hooks::Stat, name, st, flags);
         int known = size_known(t, name);
+        HeldErrors held(t.gdal_answers_misses);
         int ret = t.reader->Stat(reader_name(t, name).c_str(), st, flags);
+        if (ret != 0 && t.gdal_answers_misses && vt__handler_stat_asked()) {
+            held.drop();
+            Delegating d;
+            return orig(&Hooks::Stat, name, st, flags);
+        }
         if (ret == 0 && VSI_ISREG(st->st_mode))
             note_learned(t, name, known, st);
         return ret;
@@ -662,6 +680,7 @@ extern "C" int vt__takeover_install(const char *prefix,
     t.stock = stock;
     t.orig = *reinterpret_cast<void ***>(stock);
     t.streaming = std::strcmp(prefix, "/vsis3/") == 0;
+    t.gdal_answers_misses = be->list == nullptr;
     // handler.c reaches GDAL's own code only through these (stock.h),
     // takeover or not: t.orig is the object's own table either way.
     vt__stock_set_callbacks_for(be, &kStockCalls[idx]);

@@ -6,7 +6,10 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include <cpl_error.h>
+#include <cpl_vsi_error.h>
 #include <cpl_vsi_virtual.h>
 #include <gdal_version.h>
 
@@ -31,6 +34,96 @@ inline bool is_read_access(const char *access)
 {
     return access == nullptr || std::strpbrk(access, "wa+") == nullptr;
 }
+
+// What this thread's CPLErrors say while a HeldErrors is alive (hold: 1),
+// kept back (GDAL's error handler stack is per thread): replay() says them
+// as they were said, drop() forgets them and puts the last error and the
+// last VSI error (GDAL's code words a failure by whether one is set) back
+// as they were before. A call vsitune answers first and GDAL answers when vsitune
+// could not (/vsicurl/'s failed open or stat) must leave only GDAL's words.
+class HeldErrors
+{
+    struct Said {
+        CPLErr cls;
+        CPLErrorNum no;
+        std::string msg;
+    };
+    std::vector<Said> said_;
+    bool holding_ = false;
+    CPLErr last_cls_ = CE_None;
+    CPLErrorNum last_no_ = CPLE_None;
+    std::string last_msg_;
+    int last_vsi_ = 0;
+    std::string last_vsi_msg_;
+
+    static void CPL_STDCALL hold_one(CPLErr cls, CPLErrorNum no,
+                                     const char *msg)
+    {
+        auto *self = static_cast<HeldErrors *>(CPLGetErrorHandlerUserData());
+        self->said_.push_back({cls, no, msg ? msg : ""});
+    }
+    // A debug line arrives as "CATEGORY: text", and goes out so again.
+    static void say(const Said &e)
+    {
+        if (e.cls != CE_Debug) {
+            CPLError(e.cls, e.no, "%s", e.msg.c_str());
+            return;
+        }
+        size_t colon = e.msg.find(": ");
+        if (colon == std::string::npos)
+            CPLDebug("", "%s", e.msg.c_str());
+        else
+            CPLDebug(e.msg.substr(0, colon).c_str(), "%s",
+                     e.msg.c_str() + colon + 2);
+    }
+    void stop()
+    {
+        if (holding_)
+            CPLPopErrorHandler();
+        holding_ = false;
+    }
+
+  public:
+    explicit HeldErrors(bool hold)
+    {
+        if (!hold)
+            return;
+        last_cls_ = CPLGetLastErrorType();
+        last_no_ = CPLGetLastErrorNo();
+        last_msg_ = CPLGetLastErrorMsg();
+        last_vsi_ = VSIGetLastErrorNo();
+        last_vsi_msg_ = last_vsi_ ? VSIGetLastErrorMsg() : "";
+        CPLPushErrorHandlerEx(hold_one, this);
+        holding_ = true;
+    }
+    ~HeldErrors() { replay(); }
+    HeldErrors(const HeldErrors &) = delete;
+    HeldErrors &operator=(const HeldErrors &) = delete;
+
+    void replay()
+    {
+        stop();
+        for (const Said &e : said_)
+            say(e);
+        said_.clear();
+    }
+    void drop()
+    {
+        bool held = holding_;
+        stop();
+        for (const Said &e : said_) // the debug lines still say what it did
+            if (e.cls == CE_Debug)
+                say(e);
+        said_.clear();
+        if (!held)
+            return;
+        CPLErrorSetState(last_cls_, last_no_, last_msg_.c_str());
+        if (last_vsi_)
+            VSIError(last_vsi_, "%s", last_vsi_msg_.c_str());
+        else
+            VSIErrorReset();
+    }
+};
 
 // Redirect GDAL's /vsis3_streaming/ handler's Stat and read Open
 // (takeover_stream.cpp); from vt__takeover_install, once. A read open

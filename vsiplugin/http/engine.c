@@ -384,6 +384,7 @@ void vt__http_resp_clear(vt_http_resp *resp)
     free(resp->etag);
     free(resp->bucket_region);
     free(resp->retry_after);
+    free(resp->location);
     memset(resp, 0, sizeof(*resp));
 }
 

@@ -78,6 +78,10 @@ typedef struct vt_http_resp {
     char *bucket_region;         /* x-amz-bucket-region header, or NULL */
     char *retry_after;           /* Retry-After header, or NULL */
     long long last_modified;     /* Last-Modified as Unix time (0: absent) */
+    char *location;              /* a 3xx's Location, as sent (the engine
+                                    follows no redirect: the caller may), or
+                                    NULL */
+    long long date;              /* the server's Date as Unix time (0: none) */
     int has_content_range;       /* Content-Range was present and parsed */
     uint64_t range_first;        /* Content-Range: bytes first-last/total */
     uint64_t range_last;

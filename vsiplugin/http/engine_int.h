@@ -68,6 +68,7 @@ struct vt_eng_xfer {
     long hdr_status;            /* from the status line seen last */
     long long content_length;   /* -1: none */
     char *etag, *region, *retry_after, *content_range, *last_modified;
+    char *location, *date;      /* a redirect's target, the server's Date */
     int attempts;
     double due;                 /* monotonic s: when to (re)send */
     double first_sent;          /* io: monotonic s of the first attempt */

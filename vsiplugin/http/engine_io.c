@@ -114,6 +114,14 @@ static void complete(struct vt_eng_xfer *x, vt_err err, int http_version)
         time_t lm = curl_getdate(x->last_modified, NULL);
         r->last_modified = lm > 0 ? (long long)lm : 0;
     }
+    if (x->hdr_status >= 300 && x->hdr_status < 400) {
+        r->location = x->location;
+        x->location = NULL;
+    }
+    if (x->date) {
+        time_t d = curl_getdate(x->date, NULL);
+        r->date = d > 0 ? (long long)d : 0;
+    }
     if (x->content_range &&
         vt__parse_content_range(x->content_range, &cr) == VT_OK) {
         r->has_content_range = cr.has_range;

@@ -107,8 +107,10 @@ void vt__eng_reset_attempt(struct vt_eng_xfer *x)
     free(x->retry_after);
     free(x->content_range);
     free(x->last_modified);
+    free(x->location);
+    free(x->date);
     x->etag = x->region = x->retry_after = x->content_range = NULL;
-    x->last_modified = NULL;
+    x->last_modified = x->location = x->date = NULL;
     x->errbuf[0] = '\0';
     x->body_done_at = 0;
     x->ended_early = 0;
@@ -154,6 +156,10 @@ size_t vt__eng_on_header(char *buf, size_t size, size_t n, void *ud)
         slot = &x->content_range;
     else if (name_len == 13 && ieq_n(buf, "last-modified", 13))
         slot = &x->last_modified;
+    else if (name_len == 8 && ieq_n(buf, "location", 8))
+        slot = &x->location;
+    else if (name_len == 4 && ieq_n(buf, "date", 4))
+        slot = &x->date;
     else if (name_len == 14 && ieq_n(buf, "content-length", 14)) {
         /* A value we cannot read (garbage, or past 2^63) counts as absent:
          * the body is then checked against the Content-Range alone. */

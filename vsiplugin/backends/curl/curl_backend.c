@@ -27,10 +27,10 @@
  *     way;
  *   - a server that ignores Range: GDAL's test and words ("Range
  *     downloading not supported by this server!");
- *   - redirects: the engine does not follow them (nor report Location):
- *     a 3xx is a failure here (VT_EREDIRECT); the memory of S3-like signed
- *     targets (curl_redirect.c) is consulted, and fed once the engine
- *     reports where a GET ended (README.md, "Redirects");
+ *   - redirects: followed as GDAL's libcurl follows them, a GET to each
+ *     Location the engine reports (follow()); the memory of S3-like signed
+ *     targets (curl_redirect.c) is consulted, and fed where a GET ended
+ *     (README.md, "Redirects");
  *   - failures: the last one per thread, for GDAL's words (gdal_error.h):
  *     /vsicurl/ never reads an error body, so "HTTP response code: <n>".
  * A URL is shown in debug lines and descriptions only redacted
@@ -182,52 +182,6 @@ static void curl_req_clear(vt_backend_req *r)
     vt__breq_clear(r);
 }
 
-static int clean_value(const char *v)
-{
-    return !strpbrk(v, "\r\n");
-}
-
-/* list[*n] = "name: value" (malloc'd), the list kept NULL-terminated; the
- * caller sized it. VT_EINVAL for a value with a line break in it. */
-static vt_err add_header(char **list, size_t *n, const char *name,
-                         const char *value)
-{
-    if (!clean_value(value))
-        return VT_EINVAL;
-    if (asprintf(&list[*n], "%s: %s", name, value) < 0) {
-        list[*n] = NULL;
-        return VT_ENOMEM;
-    }
-    list[++*n] = NULL;
-    return VT_OK;
-}
-
-static const char b64[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/* "Basic <base64 of userpwd>", malloc'd. */
-static char *basic_auth(const char *userpwd)
-{
-    size_t n = strlen(userpwd), o = 6;
-    char *out = malloc(6 + 4 * ((n + 2) / 3) + 1);
-
-    if (!out)
-        return NULL;
-    memcpy(out, "Basic ", 6);
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned char)userpwd[i] << 16;
-        if (i + 1 < n)
-            v |= (unsigned char)userpwd[i + 1] << 8;
-        if (i + 2 < n)
-            v |= (unsigned char)userpwd[i + 2];
-        out[o++] = b64[(v >> 18) & 63];
-        out[o++] = b64[(v >> 12) & 63];
-        out[o++] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < n ? b64[v & 63] : '=';
-    }
-    out[o] = '\0';
-    return out;
-}
 
 /* The Authorization value GDAL's options ask for, malloc'd, or NULL (none,
  * or *unapplied names the option vsitune cannot apply). */
@@ -251,7 +205,7 @@ static char *auth_value(const char **unapplied)
                strcasecmp(auth, "BEARER") && userpwd) {
         *unapplied = "GDAL_HTTP_AUTH"; /* NTLM, ANY, NEGOTIATE: curl's */
     } else if (userpwd) {
-        out = basic_auth(userpwd);
+        out = vt__curl_basic_auth(userpwd);
     }
     free(auth);
     free(userpwd);
@@ -338,7 +292,7 @@ static vt_err build_for(const struct vt_curl_target *t, const char *url,
     size_t nuser = 0, n = 0;
 
     memset(out, 0, sizeof(*out));
-    if ((etag && !clean_value(etag)) || (len > 0 && off > UINT64_MAX - len)) {
+    if ((etag && strpbrk(etag, "\r\n")) || (len > 0 && off > UINT64_MAX - len)) {
         snprintf(errbuf, errlen, "vsicurl: invalid request arguments");
         return VT_EINVAL;
     }
@@ -371,18 +325,18 @@ static vt_err build_for(const struct vt_curl_target *t, const char *url,
     if (len > 0) {
         snprintf(range, sizeof range, "bytes=%" PRIu64 "-%" PRIu64, off,
                  off + len - 1);
-        err = add_header(out->headers, &n, "Range", range);
+        err = vt__breq_add(out, &n, "Range", range);
     }
     if (!err && etag)
-        err = add_header(out->headers, &n, "If-Match", etag);
+        err = vt__breq_add(out, &n, "If-Match", etag);
     if (!err && t->useragent)
-        err = add_header(out->headers, &n, "User-Agent", t->useragent);
+        err = vt__breq_add(out, &n, "User-Agent", t->useragent);
     if (!err && t->referer)
-        err = add_header(out->headers, &n, "Referer", t->referer);
+        err = vt__breq_add(out, &n, "Referer", t->referer);
     if (!err && cookie)
-        err = add_header(out->headers, &n, "Cookie", cookie);
+        err = vt__breq_add(out, &n, "Cookie", cookie);
     if (!err && auth)
-        err = add_header(out->headers, &n, "Authorization", auth);
+        err = vt__breq_add(out, &n, "Authorization", auth);
     if (err) {
         if (err == VT_EINVAL)
             snprintf(errbuf, errlen, "vsicurl: a header value holds a line "
@@ -616,6 +570,57 @@ static vt_err perform_once(const struct vt_curl_target *t, const char *key,
     return err;
 }
 
+#define MAX_HOPS 10
+
+/* The GET of url answered a redirect (resp): follow it as GDAL's libcurl
+ * does (CURLOPT_FOLLOWLOCATION), a GET to each Location in turn, at most
+ * MAX_HOPS. To another origin only when no option decides access (curl
+ * keeps Authorization and Cookie to the first host; such a name stays
+ * GDAL's). A 2xx at an S3-like signed target is remembered as GDAL does
+ * (vt__curl_redirect_note). VT_EREDIRECT when not followed. */
+static vt_err follow(const struct vt_curl_target *t, const char *key,
+                     const char *url, uint64_t off, uint64_t len,
+                     const char *etag, vt_http_resp *resp, char *errbuf,
+                     size_t errlen)
+{
+    vt_err err = VT_EREDIRECT;
+    char *at = strdup(url), *to = NULL, *o1 = vt__curl_origin(t->url), *o2;
+    char *m = NULL;
+    size_t n = 0;
+    int any = 1;
+
+    if ((m = access_material(t, &n, &any)) == NULL)
+        any = 1;
+    for (int hop = 0; at && err == VT_EREDIRECT && hop < MAX_HOPS; hop++) {
+        if (!(to = vt__curl_resolve(at, resp->location)))
+            break;
+        o2 = vt__curl_origin(to);
+        if (any && (!o1 || !o2 || strcmp(o1, o2) != 0)) {
+            free(o2);
+            break;
+        }
+        free(o2);
+        CPLDebug("VSITUNE", "vsicurl: HTTP %ld: following the redirect",
+                 resp->status);
+        vt__http_resp_clear(resp);
+        free(at);
+        at = to;
+        to = NULL;
+        err = perform_once(t, key, at, off, len, etag, resp, errbuf, errlen);
+    }
+    if (!err) {
+        t_fail.set = 0;
+        (void)vt__curl_redirect_note(
+            t->url, at, resp->date, time(NULL),
+            vt__cfg_bool(NULL, "CPL_VSIL_CURL_USE_S3_REDIRECT", 1));
+    }
+    free(to);
+    free(at);
+    free(o1);
+    free(m);
+    return err;
+}
+
 static vt_err curl_get(const char *container, const char *key, uint64_t off,
                        uint64_t len, const char *etag, vt_http_resp *resp,
                        char *errbuf, size_t errlen)
@@ -640,6 +645,8 @@ static vt_err curl_get(const char *container, const char *key, uint64_t off,
         goto out;
     }
     err = perform_once(&t, key, url, off, len, etag, resp, errbuf, errlen);
+    if (err == VT_EREDIRECT)
+        err = follow(&t, key, url, off, len, etag, resp, errbuf, errlen);
     if (err == VT_EACCESS && strcmp(url, t.url) != 0) {
         /* A remembered target refused (expired early, clocks apart): back
          * to the original URL once, as GDAL goes back to the redirect. */
@@ -649,6 +656,8 @@ static vt_err curl_get(const char *container, const char *key, uint64_t off,
         vt__http_resp_clear(resp);
         err = perform_once(&t, key, t.url, off, len, etag, resp, errbuf,
                            errlen);
+        if (err == VT_EREDIRECT)
+            err = follow(&t, key, t.url, off, len, etag, resp, errbuf, errlen);
     }
 out:
     free(url);

@@ -54,6 +54,16 @@ void vt__curl_target_clear(struct vt_curl_target *t);
  * dropped), malloc'd; NULL when url is not http(s) with a host. Pure. */
 char *vt__curl_origin(const char *url);
 
+/* Where a redirect's Location leads from base: an absolute http(s) URL as
+ * it is, "//host/p" with base's scheme, "/p" on base's origin, anything
+ * else beside base's last path segment. malloc'd; NULL for an empty or
+ * unusable Location (another scheme, a line break). Pure. */
+char *vt__curl_resolve(const char *base, const char *location);
+
+/* "Basic <base64 of userpwd>" (GDAL_HTTP_USERPWD as curl's default
+ * scheme sends it), malloc'd; NULL when out of memory. Pure. */
+char *vt__curl_basic_auth(const char *userpwd);
+
 /* url as it may appear in a log line or a description: user info dropped,
  * every query value and the fragment replaced with "***" ("?X-Amz-
  * Signature=***&token=***"). Never longer than url + 4 per parameter; cut

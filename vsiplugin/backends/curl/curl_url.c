@@ -238,6 +238,41 @@ char *vt__curl_origin(const char *url)
     return out;
 }
 
+char *vt__curl_resolve(const char *base, const char *location)
+{
+    char *origin = NULL, *out = NULL;
+    const char *q;
+    size_t dir;
+
+    if (!base || !location || !*location || strpbrk(location, "\r\n"))
+        return NULL;
+    if (!strncasecmp(location, "http://", 7) ||
+        !strncasecmp(location, "https://", 8))
+        return vt__curl_origin(location) ? strdup(location) : NULL;
+    if (location[strcspn(location, ":/?#")] == ':')
+        return NULL; /* another scheme */
+    if (!(origin = vt__curl_origin(base)))
+        return NULL;
+    if (location[0] == '/' && location[1] == '/') /* scheme-relative */
+        (void)!asprintf(&out, "%.*s%s", (int)strcspn(origin, ":") + 1,
+                        origin, location);
+    else if (location[0] == '/')
+        (void)!asprintf(&out, "%s%s", origin, location);
+    else { /* beside the base's last path segment, its query dropped */
+        const char *auth = strstr(base, "://") + 3;
+        q = base + strcspn(base, "?#");
+        if (q > auth && memchr(auth, '/', (size_t)(q - auth))) {
+            for (dir = (size_t)(q - base); base[dir - 1] != '/'; dir--)
+                ;
+            (void)!asprintf(&out, "%.*s%s", (int)dir, base, location);
+        } else {
+            (void)!asprintf(&out, "%s/%s", origin, location);
+        }
+    }
+    free(origin);
+    return out;
+}
+
 void vt__curl_redact(const char *url, char *out, size_t len)
 {
     const char *s, *e, *p;
@@ -351,4 +386,30 @@ int vt__curl_netrc_has(const char *text, size_t len, const char *host)
         }
     }
     return 0;
+}
+
+static const char b64[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *vt__curl_basic_auth(const char *userpwd)
+{
+    size_t n = strlen(userpwd), o = 6;
+    char *out = malloc(6 + 4 * ((n + 2) / 3) + 1);
+
+    if (!out)
+        return NULL;
+    memcpy(out, "Basic ", 6);
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned char)userpwd[i] << 16;
+        if (i + 1 < n)
+            v |= (unsigned char)userpwd[i + 1] << 8;
+        if (i + 2 < n)
+            v |= (unsigned char)userpwd[i + 2];
+        out[o++] = b64[(v >> 18) & 63];
+        out[o++] = b64[(v >> 12) & 63];
+        out[o++] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
+        out[o++] = i + 2 < n ? b64[v & 63] : '=';
+    }
+    out[o] = '\0';
+    return out;
 }
