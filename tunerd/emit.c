@@ -99,7 +99,7 @@ static const struct backend_row {
     {"/vsis3/", "s3", "VSITUNE_TAKEOVER", VT_DEFAULT_TAKEOVER},
     {"/vsigs/", "gs", "VSITUNE_TAKEOVER_GS", VT_DEFAULT_TAKEOVER_GS},
     {"/vsiaz/", "az", "VSITUNE_TAKEOVER_AZ", VT_DEFAULT_TAKEOVER_AZ},
-    {"/vsicurl/", "curl", NULL, 0},
+    {"/vsicurl/", "curl", "VSITUNE_TAKEOVER_CURL", VT_DEFAULT_TAKEOVER_CURL},
 };
 #define N_BACKENDS (sizeof backends / sizeof backends[0])
 
@@ -122,11 +122,11 @@ static void backends_line(FILE *f, const char *lead, const vt_emit_ctx *c)
                 b->knob, b->on ? "NO" : "YES", b->on ? "off" : "on");
         sep = ", ";
     }
-    fputs("; ", f);
+    int gdal_only = 0;                /* prefixes this build cannot serve */
     for (size_t i = 0; i < N_BACKENDS; i++)
         if (!backends[i].knob)
-            fprintf(f, "%s ", backends[i].prefix);
-    fputs("stays GDAL's; GDAL_CACHEMAX applies to every read\n", f);
+            fprintf(f, "%s%s", gdal_only++ ? " " : "; ", backends[i].prefix);
+    fprintf(f, "%s; GDAL_CACHEMAX applies to every read\n", gdal_only ? " stays GDAL's" : "");
 }
 
 /* One-line summary used as a comment header. */

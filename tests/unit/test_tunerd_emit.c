@@ -109,8 +109,9 @@ static void test_backends_named(void **state)
         " vsitune's cache and connection pool apply to the reads it serves: "
         "/vsis3/ (on by default; VSITUNE_TAKEOVER=NO: off), "
         "/vsigs/ (off by default; VSITUNE_TAKEOVER_GS=YES: on), "
-        "/vsiaz/ (off by default; VSITUNE_TAKEOVER_AZ=YES: on); "
-        "/vsicurl/ stays GDAL's; GDAL_CACHEMAX applies to every read\n";
+        "/vsiaz/ (off by default; VSITUNE_TAKEOVER_AZ=YES: on), "
+        "/vsicurl/ (on by default; VSITUNE_TAKEOVER_CURL=NO: off); "
+        "GDAL_CACHEMAX applies to every read\n";
     static const vt_format commented[] = { VT_FMT_SHELL, VT_FMT_DOTENV, VT_FMT_TERRAFORM,
                                            VT_FMT_DOCKERFILE, VT_FMT_K8S_YAML };
     char want[512], *out;
@@ -126,8 +127,8 @@ static void test_backends_named(void **state)
                 "\"VSITUNE_TAKEOVER_GS\", \"on_by_default\": false},\n"
                 "    {\"prefix\": \"/vsiaz/\", \"backend\": \"az\", \"knob\": "
                 "\"VSITUNE_TAKEOVER_AZ\", \"on_by_default\": false},\n"
-                "    {\"prefix\": \"/vsicurl/\", \"backend\": \"curl\", \"knob\": null, "
-                "\"on_by_default\": false}\n  ],\n");
+                "    {\"prefix\": \"/vsicurl/\", \"backend\": \"curl\", \"knob\": "
+                "\"VSITUNE_TAKEOVER_CURL\", \"on_by_default\": true}\n  ],\n");
     out = render_as(VT_FMT_DOCKERFILE, 0);
     assert_null(strstr(out, "vsitune's cache"));
     assert_non_null(strstr(out, "\n# no vsitune: GDAL's own handlers read /vsis3/, /vsigs/, "

@@ -118,7 +118,7 @@ const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
         "serve GDAL's /vsigs/ reads; read once, at registration"),
     [VT_OPT_TAKEOVER_AZ] = BOOL("VSITUNE_TAKEOVER_AZ", 0, VT_DEFAULT_TAKEOVER_AZ, "`NO`",
         "serve GDAL's /vsiaz/ reads; read once, at registration"),
-    [VT_OPT_TAKEOVER_CURL] = BOOL("VSITUNE_TAKEOVER_CURL", 0, 1, "`YES`",
+    [VT_OPT_TAKEOVER_CURL] = BOOL("VSITUNE_TAKEOVER_CURL", 0, VT_DEFAULT_TAKEOVER_CURL, "`YES`",
         "serve GDAL's /vsicurl/ reads; read once, at registration"),
     [VT_OPT_SIDECARS] = ENUM("VSITUNE_SIDECARS", 1, VT_SIDECARS_AUTO,
         sidecars_values,

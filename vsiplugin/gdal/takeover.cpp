@@ -93,6 +93,11 @@ struct Target {
 };
 
 const size_t kMaxTargets = 4;
+// True while redirect_target probes a prefix's cache slots: GDAL's
+// VSICurlClearCache() then reaches every curl handler, including prefixes
+// taken over before; their hooks must not forget what vsitune knows (with the
+// shared cache on, that would drop the host's objects at every process start).
+bool g_probing = false;
 Target g_targets[kMaxTargets];
 size_t g_ntargets = 0;
 
@@ -491,6 +496,8 @@ class Hooks
     void ClearCache()
     {
         orig(&Hooks::ClearCache);
+        if (g_probing)
+            return;  // another prefix's probe at load: nothing to forget
         /* GDAL forgets its redirects, the failures it kept and the
          * credentials it fetched too (be->forget) */
         Target &t = T();
@@ -501,7 +508,8 @@ class Hooks
     void PartialClearCache(const char *prefix)
     {
         orig(&Hooks::PartialClearCache, prefix);
-        forget_prefix(T(), prefix);
+        if (!g_probing)
+            forget_prefix(T(), prefix);
     }
 };
 size_t Hooks::slot_of_hook(const Target &t, void *code)
@@ -599,10 +607,12 @@ int redirect_target(Target &t)
     *reinterpret_cast<void ***>(t.stock) = t.table_slots();
 
     g_probe_prefix = t.prefix;
+    g_probing = true;
     t.slot_partial = probe(t.table_slots(), t.orig, t.nslots,
                            [] { VSICurlPartialClearCache(g_probe_prefix); });
     t.slot_clear =
         probe(t.table_slots(), t.orig, t.nslots, [] { VSICurlClearCache(); });
+    g_probing = false;
 
     add(t, redirect<Hooks, VT_OPEN_RESULT, const char *, const char *, bool,
                     CSLConstList>(&VSIFilesystemHandler::Open, &Hooks::Open));
