@@ -15,6 +15,7 @@
 #include "auth/gs_auth.h"
 #include "auth/sigv4.h"
 #include "backends/breq.h"
+#include "backends/failmem.h"
 #include "backends/gs/gs_int.h"
 #include "backends/listxml.h"
 
@@ -122,11 +123,13 @@ out:
     return rc;
 }
 
-/* GDAL's VSICurlClearCache forgets the kept bearer tokens (its static
- * OAuth2 manager); its PartialClearCache does not. Nothing else is learnt
+/* GDAL's VSICurlClearCache forgets the failures it kept and the bearer
+ * tokens (its static OAuth2 manager); its PartialClearCache and a write
+ * the failures of the names under a prefix only. Nothing else is learnt
  * per name (GCS does not redirect /vsigs/ reads). */
 static void gs_forget(const char *prefix)
 {
+    vt__failmem_forget(prefix);
     if (!prefix)
         vt__gs_creds_reset();
 }
