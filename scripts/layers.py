@@ -102,9 +102,11 @@ LAYERS = {
     "vsiplugin/auth/creds_opts.c": 5, "vsiplugin/auth/creds_profile.c": 5,
     "vsiplugin/auth/creds_meta.c": 5, "vsiplugin/auth/creds_sts.c": 5, "vsiplugin/auth/creds.c": 5,
     "vsiplugin/auth/gs_auth.h": 5, "vsiplugin/auth/gs_sign.c": 5, "vsiplugin/auth/gs_creds.c": 5,
+    "vsiplugin/auth/gs_token.c": 5,
     "vsiplugin/auth/az_auth.h": 5, "vsiplugin/auth/az_sign.c": 5, "vsiplugin/auth/az_creds.c": 5,
     # 6 S3 requests
     "vsiplugin/backends/backend.h": 6, "vsiplugin/backends/backend.c": 6,
+    "vsiplugin/backends/failmem.h": 6, "vsiplugin/backends/failmem.c": 6,
     "vsiplugin/backends/s3/s3_backend.c": 6, "vsiplugin/backends/s3/s3_ident.c": 6,
     "vsiplugin/backends/s3/s3.h": 6, "vsiplugin/backends/s3/s3_int.h": 6, "vsiplugin/backends/s3/s3_route.c": 6,
     "vsiplugin/backends/s3/s3_fail.c": 6, "vsiplugin/backends/s3/s3.c": 6,

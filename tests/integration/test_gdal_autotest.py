@@ -215,12 +215,12 @@ def _run(sides, tmp, select=None, extra=None, timeout=900, suite="vsis3"):
         if not junit.exists():
             raise lab_client.LabError(f"GDAL autotest ({s}) wrote no results:\n"
                                       f"{log.read_text(errors='replace')[-3000:]}")
-        # The plugin must have served /vsis3/ requests in the vsis3 suite; in the others
-        # (/vsicurl/ taken over by default, its suite's fake servers answer the plugin and
-        # GDAL alike; /vsigs/, /vsiaz/: knobs off by default) it is loaded only.
+        # The plugin must have served requests in the suites of the prefixes it takes over
+        # by default whose fake servers it reaches (/vsis3/, /vsigs/); /vsicurl/'s suite's
+        # fake servers answer the plugin and GDAL alike; /vsiaz/: knob off by default.
         assert_served(tool_served_failures(None, s.split("@")[0].startswith("vsitune"), env,
                                            None, env["VSITUNE_STATS_FILE"],
-                                           need_request=suite == "vsis3"))
+                                           need_request=suite in ("vsis3", "vsigs")))
         out[s] = _outcomes(junit)
         out[s + ":isolated"] = isolated
     return out
@@ -303,14 +303,13 @@ def test_every_test_classified_once():
         pytest.skip("suite not found")
     assert set(PINNED) <= names and set(KNOWN) <= names and set(KNOBS) <= set(PINNED)
     reach = {f"{s}::{n}" for s in REACH_SUITES for n in autotest_names(s)}
-    assert set(PINNED_REACH) <= reach
+    assert set(PINNED_REACH) <= reach and set(KNOWN_REACH) <= reach
 
 
 # -- GDAL 3.6's /vsicurl/, /vsigs/, /vsiaz/ autotests (issue 20) ----------------------
 # The same rule, for the handlers issue 20 takes over: every test stock GDAL passes passes
-# with the plugin loaded, but named request-sequence pins (PINNED_REACH). As shipped the plugin
-# serves /vsicurl/ (VSITUNE_TAKEOVER_CURL on by default); /vsigs/ and /vsiaz/ stay GDAL's
-# (their knobs are off by default). Stock 3.6.2 on
+# with the plugin loaded as shipped (/vsigs/ and /vsicurl/ taken over by default; /vsiaz/
+# left to GDAL's own handler), but named request-sequence pins (PINNED_REACH). Stock 3.6.2 on
 # Debian 12, no network: vsicurl 13 passed + 7 skipped (internet tests), vsigs 18 + 2
 # skipped, vsiaz 22 passed + 1 failed (test_vsiaz_fake_write: the suite is 3.6.0's, the
 # test changed in 3.6.1). Per-test outcomes: $VT_BUILD_DIR/parity/gdal_autotest_reach.json.
@@ -322,6 +321,21 @@ PINNED_REACH = {
         "after GDAL listed /mydir/, VSIStatL of a name its HTML index does not hold is "
         "answered absent from that listing; stock 3.6 sends a HEAD the test pins",
         "test_reach_takeover.py::test_stat_and_readdir[curl]"),
+    "vsigs::test_vsigs_readdir": (
+        "its first open must be answered by a LIST of the directory (no GET of the object); "
+        "the plugin GETs the object; ReadDir and the stats from the listing after it are "
+        "GDAL's own listing code behind the router (as test_vsis3_readdir)",
+        "test_reach_takeover.py::test_stat_and_readdir"),
+}
+# Parity bugs of the taken-over prefixes (strict xfail on 3.6: a fix turns into XPASS).
+KNOWN_REACH = {
+    "vsigs::test_vsigs_2": (
+        "its fake server answers a stat's GET with 1 byte, Content-Range bytes 0-0/1000000, "
+        "whatever range was asked (stock asks 0-16383 and takes the size from the header); "
+        "the plugin's engine takes a 206 shorter than asked that does not end the object for "
+        "a damaged transfer and asks again (then the first-answer check would confirm the "
+        "size with a HEAD), so the stat fails where stock's succeeds. Real GCS answers the "
+        "range asked; a server capping ranges is the case this stands for"),
 }
 
 
@@ -347,8 +361,15 @@ def reach_runs(tmp_path_factory):
     return out
 
 
+def _reach_mark(key):
+    why = KNOWN_REACH[key]
+    return xfail(why) if _is_36() else pytest.mark.xfail(strict=False, reason=why)
+
+
 def _reach_params():
-    out = [pytest.param(suite, n, id=f"{suite}::{n}")
+    out = [pytest.param(suite, n, id=f"{suite}::{n}",
+                        marks=[_reach_mark(f"{suite}::{n}")]
+                        if f"{suite}::{n}" in KNOWN_REACH else [])
            for suite in REACH_SUITES for n in autotest_names(suite)]
     return out or [pytest.param("none", "none", marks=pytest.mark.skip(reason="suite not found"))]
 

@@ -108,7 +108,7 @@ static void test_backends_named(void **state)
     static const char line[] =
         " vsitune's cache and connection pool apply to the reads it serves: "
         "/vsis3/ (on by default; VSITUNE_TAKEOVER=NO: off), "
-        "/vsigs/ (off by default; VSITUNE_TAKEOVER_GS=YES: on), "
+        "/vsigs/ (on by default; VSITUNE_TAKEOVER_GS=NO: off), "
         "/vsiaz/ (off by default; VSITUNE_TAKEOVER_AZ=YES: on), "
         "/vsicurl/ (on by default; VSITUNE_TAKEOVER_CURL=NO: off); "
         "GDAL_CACHEMAX applies to every read\n";
@@ -124,7 +124,7 @@ static void test_backends_named(void **state)
                 "    {\"prefix\": \"/vsis3/\", \"backend\": \"s3\", \"knob\": "
                 "\"VSITUNE_TAKEOVER\", \"on_by_default\": true},\n"
                 "    {\"prefix\": \"/vsigs/\", \"backend\": \"gs\", \"knob\": "
-                "\"VSITUNE_TAKEOVER_GS\", \"on_by_default\": false},\n"
+                "\"VSITUNE_TAKEOVER_GS\", \"on_by_default\": true},\n"
                 "    {\"prefix\": \"/vsiaz/\", \"backend\": \"az\", \"knob\": "
                 "\"VSITUNE_TAKEOVER_AZ\", \"on_by_default\": false},\n"
                 "    {\"prefix\": \"/vsicurl/\", \"backend\": \"curl\", \"knob\": "

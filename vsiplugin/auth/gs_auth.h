@@ -22,8 +22,8 @@
  *      this can be a GCE machine (CPL_MACHINE_IS_GCE, or
  *      /sys/class/dmi/id/product_name unless CPL_GCE_CHECK_LOCAL_FILES=NO).
  * Bearer tokens are kept until 5 s before their expires_in runs out, as
- * GDAL's GOA2Manager::GetBearer keeps them, and fetched through the HTTP
- * engine. The signers are pure, so tests/unit/test_gs_auth.c checks them
+ * GDAL's GOA2Manager::GetBearer keeps them (gs_token.c: GCE's too), and
+ * fetched through the HTTP engine. The signers are pure, so tests/unit/test_gs_auth.c checks them
  * against vectors computed independently (Python's hmac, the lab's Node
  * verifier). */
 #ifndef VT_GS_AUTH_H
@@ -59,8 +59,43 @@ vt_err vt__gs_creds_get(const char *path, vt_gs_creds *out, char *errbuf,
                         size_t errlen);
 void vt__gs_creds_clear(vt_gs_creds *c);
 
-/* Forget every kept bearer token (VSICurlClearCache). */
+/* The chain run dry for path: the same decisions, out's mode, source and
+ * identity filled, but no token fetched (out->bearer NULL), no GCE probe,
+ * no CPLError. *gdal_app = 1 when the credentials are a refresh token
+ * without a client id and secret (nor GOA2_CLIENT_ID/_SECRET): GDAL sends
+ * its own OAuth2 application's pair then, which vsitune does not carry, so
+ * the takeover leaves such names to GDAL's handler. Never blocks on HTTP. */
+vt_err vt__gs_creds_peek(const char *path, vt_gs_creds *out, int *gdal_app);
+
+/* Forget every kept bearer token and that a GCE token was used
+ * (VSICurlClearCache). */
 void vt__gs_creds_reset(void);
+
+/* ---- bearer tokens (gs_token.c) ---------------------------------------- */
+
+enum vt_gs_grant_kind { VT_GS_G_REFRESH, VT_GS_G_JWT, VT_GS_G_GCE };
+
+/* What a bearer token is fetched with. secret: the key material (refresh
+ * token, private key PEM; "" for GCE, which has none). All malloc'd. */
+struct vt_gs_grant {
+    enum vt_gs_grant_kind kind;
+    char *url;
+    char *secret;
+    char *who;   /* client id, client email */
+    char *extra; /* client secret (refresh), scope (JWT) */
+};
+void vt__gs_grant_clear(struct vt_gs_grant *g);
+
+/* g's bearer into out (mode, source, identity keyed by g's secret
+ * material, bearer malloc'd): kept, or fetched as GOA2Manager does (GCE
+ * probes first until a GCE token was used). Blocks on HTTP; no lock held
+ * across it. */
+vt_err vt__gs_bearer(const struct vt_gs_grant *g, const char *source,
+                     vt_gs_creds *out, char *errbuf, size_t errlen);
+
+/* 1 when the last bearer token used was GCE's (GDAL's static manager):
+ * the chain then takes GCE without CPL_GCE_SKIP's or the machine's say. */
+int vt__gs_gce_kept(void);
 
 /* The value of option name for path as GDAL's /vsigs/ reads it:
  * VSIGetPathSpecificOption("/vsigs/<path>", name), else the config option.

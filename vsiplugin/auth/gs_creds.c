@@ -1,11 +1,10 @@
-/* gs_creds.c: GDAL 3.6's /vsigs/ credentials chain and its bearer tokens
- * (gs_auth.h). The chain reads every option for the request's path under
- * "/vsigs/" (VSIGetPathSpecificOption, as GDAL's GetConfiguration); token
- * grants go through the HTTP engine (creds_int.h's vt__creds_fetch, as
- * creds_meta.c fetches AWS's) and their answers are kept in a small table
- * keyed by a digest of the grant (never by the token), refreshed 5 s before
- * expiry as GOA2Manager::GetBearer does. tok_lock is a leaf lock, held only
- * to copy a token in or out: never across a fetch. */
+/* gs_creds.c: GDAL 3.6's /vsigs/ credentials chain (gs_auth.h). The
+ * chain reads every option for the request's path under "/vsigs/"
+ * (VSIGetPathSpecificOption, as GDAL's GetConfiguration); the bearer
+ * tokens of its OAuth2 grants are gs_token.c's. The chain also runs "dry"
+ * (vt__gs_creds_peek): the same decisions, no token fetched, no CPLError
+ * raised, for a name's identity and for whether vsitune can make its
+ * requests as GDAL would at all. No lock. */
 #include "auth/gs_auth.h"
 
 #include <errno.h>
@@ -37,8 +36,6 @@
     "service-accounts/default/token"
 #define SCOPE_DEFAULT "https://www.googleapis.com/auth/devstorage.read_write"
 #define KEY_FILE_CAP 32768 /* GDAL reads GS_OAUTH2_PRIVATE_KEY_FILE's first 32 KB */
-#define TOKENS 8
-#define EARLY_S 5          /* GetBearer refreshes 5 s before expires_in */
 
 /* ---- options ---------------------------------------------------------- */
 
@@ -68,238 +65,22 @@ static int opt_bool(const char *path, const char *name)
     return r;
 }
 
-/* ---- kept tokens ------------------------------------------------------ */
+/* Set while the chain runs dry (this thread): no fetch, no CPLError. */
+static _Thread_local int t_dry;
+/* Set by a dry run whose grant would be GDAL's own OAuth2 application. */
+static _Thread_local int t_gdal_app;
 
-struct kept {
-    char key[65];     /* SHA-256 of the grant; "" when free */
-    char *token;
-    long long expires; /* Unix time; 0: no expires_in (kept until reset) */
-    long long used;
-};
-
-static pthread_mutex_t tok_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t tok_once = PTHREAD_ONCE_INIT;
-static struct kept kept[TOKENS];
-
-static void tok_forksafe(void)
+static vt_err get_bearer(const struct vt_gs_grant *g, const char *source,
+                         vt_gs_creds *out, char *errbuf, size_t errlen)
 {
-    vt__forksafe_register(&tok_lock);
-}
-
-static char *kept_get(const char *key, long long now)
-{
-    char *t = NULL;
-    pthread_once(&tok_once, tok_forksafe);
-    pthread_mutex_lock(&tok_lock);
-    for (int i = 0; i < TOKENS; i++)
-        if (kept[i].token && !strcmp(kept[i].key, key) &&
-            (kept[i].expires == 0 || now < kept[i].expires - EARLY_S)) {
-            t = strdup(kept[i].token);
-            kept[i].used = now;
-            break;
-        }
-    pthread_mutex_unlock(&tok_lock);
-    return t;
-}
-
-static void kept_put(const char *key, const char *token, long long expires,
-                     long long now)
-{
-    int slot = 0;
-    char *copy = strdup(token), *old;
-    if (!copy)
-        return;
-    pthread_once(&tok_once, tok_forksafe);
-    pthread_mutex_lock(&tok_lock);
-    for (int i = 0; i < TOKENS; i++) {
-        if (!strcmp(kept[i].key, key) || !kept[i].token) {
-            slot = i;
-            break;
-        }
-        if (kept[i].used < kept[slot].used)
-            slot = i;
-    }
-    old = kept[slot].token;
-    snprintf(kept[slot].key, sizeof(kept[slot].key), "%s", key);
-    kept[slot].token = copy;
-    kept[slot].expires = expires;
-    kept[slot].used = now;
-    pthread_mutex_unlock(&tok_lock);
-    vt__creds_free_secret(old);
-}
-
-void vt__gs_creds_reset(void)
-{
-    char *old[TOKENS];
-    pthread_once(&tok_once, tok_forksafe);
-    pthread_mutex_lock(&tok_lock);
-    for (int i = 0; i < TOKENS; i++) {
-        old[i] = kept[i].token;
-        memset(&kept[i], 0, sizeof(kept[i]));
-    }
-    pthread_mutex_unlock(&tok_lock);
-    for (int i = 0; i < TOKENS; i++)
-        vt__creds_free_secret(old[i]);
-}
-
-/* ---- grants ----------------------------------------------------------- */
-
-enum grant_kind { G_REFRESH, G_JWT, G_GCE };
-
-/* What a bearer token is fetched with. secret: the key material (refresh
- * token, private key PEM; the URL for GCE, which has none). */
-struct grant {
-    enum grant_kind kind;
-    char *url;
-    char *secret;
-    char *who;    /* client id, client email */
-    char *extra;  /* client secret (refresh), scope (JWT) */
-};
-
-static void grant_clear(struct grant *g)
-{
-    free(g->url);
-    vt__creds_free_secret(g->secret);
-    free(g->who);
-    vt__creds_free_secret(g->extra);
-    memset(g, 0, sizeof(*g));
-}
-
-static void grant_key(const struct grant *g, char out[65])
-{
-    size_t l = strlen(g->url) + strlen(g->secret) + strlen(g->who) +
-               strlen(g->extra ? g->extra : "") + 8;
-    char *m = malloc(l);
-    out[0] = '\0';
-    if (!m)
-        return;
-    snprintf(m, l, "%d\n%s\n%s\n%s\n%s", (int)g->kind, g->url, g->who,
-             g->extra ? g->extra : "", g->secret);
-    vt__sha256_hex(m, strlen(m), out);
-    OPENSSL_cleanse(m, l);
-    free(m);
-}
-
-/* application/x-www-form-urlencoded value (CPLES_URL-like, '+' as %2B). */
-static char *form_enc(const char *s)
-{
-    return vt__uri_encode(s ? s : "", 0);
-}
-
-/* A refused grant's OAuth2 words ("error", "error_description") after
- * what vt__creds_fetch said. */
-static void oauth_words(const vt_http_resp *r, char *err, size_t len)
-{
-    char *e = NULL, *d = NULL;
-    size_t n = strlen(err);
-    if (r->body) {
-        e = vt__json_get_string((const char *)r->body, r->body_len, "error");
-        d = vt__json_get_string((const char *)r->body, r->body_len,
-                                "error_description");
-    }
-    if (e && n < len)
-        snprintf(err + n, len - n, " %s%s%s", e, d ? ": " : "", d ? d : "");
-    free(e);
-    free(d);
-}
-
-static vt_err fetch_token(const struct grant *g, char **token, long *expires,
-                          char *errbuf, size_t errlen)
-{
-    vt_http_resp resp;
-    char *body = NULL, *jwt = NULL, *a = NULL, *b = NULL, *c = NULL;
-    const char *form[] = {"Content-Type: application/x-www-form-urlencoded",
-                          NULL};
-    const char *gce[] = {"Metadata-Flavor: Google", NULL};
-    char err[1024] = "";
-    vt_err rc = VT_ECREDS;
-    size_t l;
-
-    memset(&resp, 0, sizeof(resp));
-    *token = NULL;
-    if (g->kind == G_REFRESH) {
-        a = form_enc(g->secret);
-        b = form_enc(g->who);
-        c = form_enc(g->extra);
-        if (!a || !b || !c)
-            goto out;
-        l = strlen(a) + strlen(b) + strlen(c) + 80;
-        body = malloc(l);
-        if (!body)
-            goto out;
-        snprintf(body, l,
-                 "refresh_token=%s&client_id=%s&client_secret=%s"
-                 "&grant_type=refresh_token", a, b, c);
-    } else if (g->kind == G_JWT) {
-        char *lt = CPLStrdup(CPLGetConfigOption("GOA2_EXPIRATION_DELAY", "3600"));
-        const char *nowopt = CPLGetConfigOption("GOA2_NOW", NULL);
-        long long now = nowopt ? CPLAtoGIntBig(nowopt) : (long long)time(NULL);
-        jwt = vt__gs_jwt(g->secret, g->who, g->extra, g->url, now, atol(lt),
-                         err, sizeof(err));
-        CPLFree(lt);
-        if (!jwt || !(a = form_enc(jwt)))
-            goto out;
-        l = strlen(a) + 96;
-        body = malloc(l);
-        if (!body)
-            goto out;
-        snprintf(body, l,
-                 "grant_type=urn%%3Aietf%%3Aparams%%3Aoauth%%3Agrant-type"
-                 "%%3Ajwt-bearer&assertion=%s", a);
-    }
-    if (vt__creds_fetch(g->kind == G_GCE ? "GCE metadata" : "OAuth2 token",
-                        g->kind == G_GCE ? "GET" : "POST", g->url,
-                        g->kind == G_GCE ? gce : form, body, 0, 0, &resp, err,
-                        sizeof(err))) {
-        oauth_words(&resp, err, sizeof(err));
-        goto out;
-    }
-    if (vt__gs_parse_token((const char *)resp.body, resp.body_len, token,
-                           expires) != VT_OK) {
-        snprintf(err, sizeof(err), "%s answered without an access_token",
-                 g->url);
-        goto out;
-    }
-    rc = VT_OK;
-out:
-    if (rc != VT_OK)
-        snprintf(errbuf, errlen,
-                 "Fetching OAuth2 access code from auth code failed. "
-                 "(vsitune: %s)", err[0] ? err : "out of memory");
-    vt__http_resp_clear(&resp);
-    vt__creds_free_secret(body);
-    vt__creds_free_secret(jwt);
-    vt__creds_free_secret(a);
-    vt__creds_free_secret(b);
-    vt__creds_free_secret(c);
-    return rc;
-}
-
-/* The bearer for g into out, kept or fetched; identity keyed by g's
- * secret material. */
-static vt_err bearer(const struct grant *g, const char *source,
-                     vt_gs_creds *out, char *errbuf, size_t errlen)
-{
-    char key[65];
-    long long now = (long long)time(NULL);
-    long exp = 0;
-    vt_err e;
-
-    grant_key(g, key);
-    if (!key[0])
-        return VT_ENOMEM;
+    if (!t_dry)
+        return vt__gs_bearer(g, source, out, errbuf, errlen);
     out->mode = VT_GS_BEARER;
     out->source = source;
-    if (vt__ident_signer(g->who, g->secret, NULL, g->url, out->identity,
-                         sizeof(out->identity)))
-        return VT_ENOMEM;
-    out->bearer = kept_get(key, now);
-    if (out->bearer)
-        return VT_OK;
-    e = fetch_token(g, &out->bearer, &exp, errbuf, errlen);
-    if (e == VT_OK)
-        kept_put(key, out->bearer, exp > 0 ? now + exp : 0, now);
-    return e;
+    return vt__ident_signer(g->who, g->secret, NULL, g->url, out->identity,
+                            sizeof(out->identity))
+               ? VT_ENOMEM
+               : VT_OK;
 }
 
 /* ---- the chain -------------------------------------------------------- */
@@ -334,7 +115,7 @@ static vt_err jwt_grant(const char *path, char *pem, char *email,
                         const char *source, vt_gs_creds *out, char *errbuf,
                         size_t errlen)
 {
-    struct grant g = {.kind = G_JWT};
+    struct vt_gs_grant g = {.kind = VT_GS_G_JWT};
     char *scope = vt__gs_opt(path, "GS_OAUTH2_SCOPE");
     vt_err e;
 
@@ -344,22 +125,23 @@ static vt_err jwt_grant(const char *path, char *pem, char *email,
     g.who = email;
     g.extra = scope ? scope : strdup(SCOPE_DEFAULT);
     if (!g.url || !g.extra) {
-        grant_clear(&g);
+        vt__gs_grant_clear(&g);
         return VT_ENOMEM;
     }
-    e = bearer(&g, source, out, errbuf, errlen);
-    grant_clear(&g);
+    e = get_bearer(&g, source, out, errbuf, errlen);
+    vt__gs_grant_clear(&g);
     return e;
 }
 
 static vt_err refresh_grant(char *rt, char *id, char *sec, const char *source,
                             vt_gs_creds *out, char *errbuf, size_t errlen)
 {
-    struct grant g = {.kind = G_REFRESH, .secret = rt, .who = id, .extra = sec};
+    struct vt_gs_grant g = {.kind = VT_GS_G_REFRESH, .secret = rt, .who = id, .extra = sec};
     vt_err e;
 
     /* GDAL falls back to GOA2_CLIENT_ID / GOA2_CLIENT_SECRET, then to its
-     * own application's pair, which vsitune does not carry. */
+     * own application's pair, which vsitune does not carry: such names are
+     * left to GDAL's handler (vt__gs_creds_peek's gdal_app). */
     if (!g.who || !*g.who) {
         free(g.who);
         g.who = cfg("GOA2_CLIENT_ID", "");
@@ -370,11 +152,19 @@ static vt_err refresh_grant(char *rt, char *id, char *sec, const char *source,
     }
     g.url = cfg("GOA2_AUTH_URL_TOKEN", TOKEN_URL_DEFAULT);
     if (!g.url || !g.who || !g.extra) {
-        grant_clear(&g);
+        vt__gs_grant_clear(&g);
         return VT_ENOMEM;
     }
-    e = bearer(&g, source, out, errbuf, errlen);
-    grant_clear(&g);
+    if (!*g.who || !*g.extra) {
+        t_gdal_app = t_dry;
+        snprintf(errbuf, errlen, "%s without a client id and secret: GDAL's "
+                 "own OAuth2 application, which vsitune does not carry",
+                 source);
+        vt__gs_grant_clear(&g);
+        return VT_ECREDS;
+    }
+    e = get_bearer(&g, source, out, errbuf, errlen);
+    vt__gs_grant_clear(&g);
     return e;
 }
 
@@ -528,7 +318,8 @@ static int header_file(const char *path, vt_gs_creds *out)
             goto out;
     txt = vt__creds_read_file(f, VT_CREDS_SHARED_CAP, &n);
     if (!txt) {
-        CPLError(CE_Failure, CPLE_FileIO, "Cannot read %s", f);
+        if (!t_dry)
+            CPLError(CE_Failure, CPLE_FileIO, "Cannot read %s", f);
         goto out;
     }
     for (const char *l = txt; l && l < txt + n;) {
@@ -641,18 +432,20 @@ static vt_err chain(const char *path, vt_gs_creds *out, char *errbuf,
         free(file);
         return e;
     }
-    if (!CPLTestBool(CPLGetConfigOption("CPL_GCE_SKIP", "NO")) && maybe_gce()) {
-        struct grant g = {.kind = G_GCE};
+    /* GDAL keeps using a GCE token once it used one (gs_token.c) */
+    if (vt__gs_gce_kept() ||
+        (!CPLTestBool(CPLGetConfigOption("CPL_GCE_SKIP", "NO")) && maybe_gce())) {
+        struct vt_gs_grant g = {.kind = VT_GS_G_GCE};
         g.url = cfg("CPL_GCE_CREDENTIALS_URL", GCE_URL_DEFAULT);
         g.secret = strdup("");
         g.who = strdup("gce");
         if (g.url && g.secret && g.who &&
-            bearer(&g, "GCE", out, errbuf, errlen) == VT_OK) {
-            grant_clear(&g);
+            get_bearer(&g, "GCE", out, errbuf, errlen) == VT_OK) {
+            vt__gs_grant_clear(&g);
             free(file);
             return VT_OK;
         }
-        grant_clear(&g);
+        vt__gs_grant_clear(&g);
         vt__gs_creds_clear(out);
     }
     snprintf(errbuf, errlen,
@@ -681,6 +474,22 @@ vt_err vt__gs_creds_get(const char *path, vt_gs_creds *out, char *errbuf,
         CPLDebug("VSITUNE", "gs: credentials for %s from %s", path,
                  out->source);
     }
+    return e;
+}
+
+vt_err vt__gs_creds_peek(const char *path, vt_gs_creds *out, int *gdal_app)
+{
+    char err[512];
+    vt_err e;
+    memset(out, 0, sizeof(*out));
+    t_dry = 1;
+    t_gdal_app = 0;
+    e = chain(path, out, err, sizeof(err));
+    *gdal_app = t_gdal_app;
+    t_dry = 0;
+    t_gdal_app = 0;
+    if (e != VT_OK)
+        vt__gs_creds_clear(out);
     return e;
 }
 

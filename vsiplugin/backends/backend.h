@@ -136,6 +136,12 @@ typedef struct vt_backend {
      * ("bucket/dir"; "": every name): GDAL's VSICurlPartialClearCache; NULL:
      * everything, redirects and credentials included: VSICurlClearCache. */
     void (*forget)(const char *prefix);
+
+    /* 1 when vsitune cannot make path's requests as GDAL would (a
+     * credential it does not carry): the takeover leaves the name to GDAL's
+     * own handler, whose answer is then stock's by construction. NULL:
+     * never. Reads options and files only, never blocks on HTTP. */
+    int (*declines)(const char *path);
 } vt_backend;
 
 /* The backends, one per service. */

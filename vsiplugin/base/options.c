@@ -114,7 +114,7 @@ const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
     /* ---- vsitune's booleans and enums */
     [VT_OPT_TAKEOVER] = BOOL("VSITUNE_TAKEOVER", 0, VT_DEFAULT_TAKEOVER, "`YES`",
         "serve GDAL's /vsis3/ reads; read once, at registration"),
-    [VT_OPT_TAKEOVER_GS] = BOOL("VSITUNE_TAKEOVER_GS", 0, VT_DEFAULT_TAKEOVER_GS, "`NO`",
+    [VT_OPT_TAKEOVER_GS] = BOOL("VSITUNE_TAKEOVER_GS", 0, VT_DEFAULT_TAKEOVER_GS, "`YES`",
         "serve GDAL's /vsigs/ reads; read once, at registration"),
     [VT_OPT_TAKEOVER_AZ] = BOOL("VSITUNE_TAKEOVER_AZ", 0, VT_DEFAULT_TAKEOVER_AZ, "`NO`",
         "serve GDAL's /vsiaz/ reads; read once, at registration"),

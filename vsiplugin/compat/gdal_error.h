@@ -52,7 +52,7 @@ typedef struct vt_gdal_fail {
     const char *where;     /* "s3://bucket/key" */
     const char *url;       /* the URL asked (GDAL's warning names it) or NULL */
     int again;             /* the same failure as the last one this process
-                              saw for the name (s3_fail.c), which stock GDAL
+                              saw for the name (backends/failmem.h), which stock GDAL
                               would have answered from its cache */
 } vt_gdal_fail;
 

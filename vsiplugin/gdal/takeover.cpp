@@ -195,6 +195,13 @@ int vsie_for(int cple)
     }
 }
 
+// A name of t whose requests vsitune cannot make as GDAL would (backend.h's
+// declines): GDAL's own handler serves it, stat, open and siblings.
+bool declined(const Target &t, const char *name)
+{
+    return t.be->declines != nullptr && t.be->declines(name + t.prefix_len);
+}
+
 // A read vsitune serves: not a directory-like name (a bucket, "prefix/").
 // GDAL's Open gives those a handle without asking anything (its name has
 // no last component to check), or "Filename should be of the form" for a
@@ -203,7 +210,7 @@ int vsie_for(int cple)
 bool is_object_read(const Target &t, const char *name, const char *access)
 {
     return is_read_access(access) && !t_delegating && is_ours(t, name) &&
-           !vt__policy_is_dir_like(name + t.prefix_len);
+           !vt__policy_is_dir_like(name + t.prefix_len) && !declined(t, name);
 }
 
 // A write handle of GDAL's own: the object exists (or changes) only once the
@@ -363,7 +370,7 @@ class Hooks
         if (t_delegating && is_ours(t, name) &&
             vt__handler_stat_known(t.be, name + t.prefix_len, st))
             return 0;
-        if (t_delegating || !is_ours(t, name))
+        if (t_delegating || !is_ours(t, name) || declined(t, name))
             return orig(&Hooks::Stat, name, st, flags);
         int known = size_known(t, name);
         HeldErrors held(t.gdal_answers_misses);
@@ -391,7 +398,7 @@ class Hooks
     char **SiblingFiles(const char *name)
     {
         Target &t = T();
-        if (t_delegating || !is_ours(t, name))
+        if (t_delegating || !is_ours(t, name) || declined(t, name))
             return orig(&Hooks::SiblingFiles, name);
         return t.reader->SiblingFiles(reader_name(t, name).c_str());
     }

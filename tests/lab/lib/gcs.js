@@ -17,7 +17,9 @@
 //     secret checked), a service-account JWT grant (RS256, verified with Node's crypto
 //     against the public half of a key pair made here; the service-account JSON is
 //     written for GOOGLE_APPLICATION_CREDENTIALS) and GCE metadata
-//     (`Metadata-Flavor: Google` required);
+//     (`Metadata-Flavor: Google` required; `?expires_in=N` on its URL makes it announce
+//     N seconds, the token itself staying good for TOKEN_TTL_S: how often a client
+//     fetches again is what tests count);
 //   - anonymous reads of bucket `public` (GS_NO_SIGN_REQUEST).
 // Errors are GCS's XML (<Error><Code>AccessDenied</Code><Message>...</Message>...).
 
@@ -104,10 +106,10 @@ class GcsFamily {
 
   tokenUrl() { return this.authUrl + TOKEN_PATH; }
 
-  issue(grant) {
+  issue(grant, announce = TOKEN_TTL_S) {
     const t = 'ya29.lab-' + crypto.randomBytes(24).toString('base64url');
     this.tokens.set(t, { grant, expiresAt: Date.now() + TOKEN_TTL_S * 1000 });
-    return { access_token: t, expires_in: TOKEN_TTL_S, token_type: 'Bearer' };
+    return { access_token: t, expires_in: announce, token_type: 'Bearer' };
   }
 
   // Environment for GDAL per authentication mode, for a data endpoint at `url`.
@@ -140,7 +142,7 @@ class GcsFamily {
   serves(endpoint) { return endpoint === 'gcs-auth'; }
 
   // gcs-auth: the token endpoint and the GCE metadata server.
-  async serve(endpoint, req, res, entry, rawPath) {
+  async serve(endpoint, req, res, entry, rawPath, rawQuery) {
     entry.route = rawPath === GCE_PATH ? 'gce' : 'oauth2';
     entry.bucket = entry.key = null;
     if (rawPath === GCE_PATH && req.method === 'GET') {
@@ -151,7 +153,9 @@ class GcsFamily {
         return sendJson(req, res, 403, { error: 'Missing Metadata-Flavor: Google header' });
       }
       entry.sig = 'ok';
-      return sendJson(req, res, 200, this.issue('gce'));
+      const announce = new URLSearchParams(rawQuery || '').get('expires_in');
+      return sendJson(req, res, 200, this.issue('gce', announce === null ? TOKEN_TTL_S
+        : Number(announce)));
     }
     if (rawPath !== TOKEN_PATH || req.method !== 'POST') {
       entry.error = 'NotFound';

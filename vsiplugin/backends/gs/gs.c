@@ -10,7 +10,9 @@
  * and x-goog-user-project when GS_USER_PROJECT is set (signed in GOOG1 as
  * an x-goog-* header, with the user's x-goog-* ones, Content-MD5 and
  * Content-Type). The last failure of this thread is kept (copied)
- * for the GDAL face's wording of a failed open. No lock. */
+ * for the GDAL face's wording of a failed open, and the failure of a
+ * request answering for the name itself noted in backends/failmem.h (a
+ * failure met again is worded as GDAL's remembered one). No lock. */
 #include "backends/gs/gs_int.h"
 
 #include <inttypes.h>
@@ -27,6 +29,7 @@
 #include "auth/sigv4.h"
 #include "backends/backend.h"
 #include "backends/breq.h"
+#include "backends/failmem.h"
 #include "backends/userhdr.h"
 #include "base/xmlscan.h"
 #include "compat/gdal_error.h"
@@ -280,6 +283,7 @@ void vt__gs_describe(char *buf, size_t len, const char *bucket,
 
 struct gs_fail {
     int set;
+    int again; /* the same failure as the name's last one (failmem.h) */
     vt_err err;
     long status;
     char bucket[256], key[1024];
@@ -288,11 +292,25 @@ struct gs_fail {
 
 static _Thread_local struct gs_fail t_fail;
 
+/* first: the request answers for the name itself (an open's or a stat's:
+ * a HEAD, or a GET from byte 0 not pinned to an ETag), whose failure GDAL
+ * would keep in its cache of file properties: noted in failmem.h. */
 static void note_failure(const char *bucket, const char *key, vt_err err,
                          const vt_http_resp *r, const char *url,
-                         const char *msg)
+                         const char *msg, int first)
 {
     struct gs_fail *f = &t_fail;
+    f->again = 0;
+    if (first && r) {
+        char name[1300], *ep = NULL, *code = NULL;
+        snprintf(name, sizeof(name), "%s/%s", bucket, key);
+        ep = vt__gs_endpoint(name);
+        if (r->body && r->body_len)
+            code = vt__xml_tag((const char *)r->body, r->body_len, "Code");
+        f->again = vt__failmem_note(name, ep, r->status, err, code);
+        free(ep);
+        free(code);
+    }
     f->set = 1;
     f->err = err;
     f->status = r ? r->status : 0;
@@ -325,6 +343,7 @@ int vt__gs_last_failure(const char *bucket, const char *key,
     out->message = f->err == VT_ECREDS ? f->message : NULL;
     out->where = f->where;
     out->url = f->url[0] ? f->url : NULL;
+    out->again = f->again;
     return 1;
 }
 
@@ -341,18 +360,26 @@ vt_err vt__gs_perform(const char *method, const char *bucket,
                        off, len, etag, &rq, errbuf, errlen);
     if (err) {
         note_failure(bucket ? bucket : "", key ? key : "", err, NULL, NULL,
-                     errbuf);
+                     errbuf, 0);
         return err;
     }
     err = vt__engine_perform(&rq.req, resp);
     if (err == VT_OK)
         err = vt__gs_status_err(resp->status);
     if (err != VT_OK) {
+        int first = !query && !etag && *key &&
+                    (!strcmp(method, "HEAD") || off == 0);
         vt__gs_describe(errbuf, errlen, bucket, key, resp, err);
-        note_failure(bucket, key, err, resp, rq.url, NULL);
-    } else if (t_fail.set && !strcmp(t_fail.bucket, bucket) &&
-               !strcmp(t_fail.key, key)) {
-        t_fail.set = 0;
+        note_failure(bucket, key, err, resp, rq.url, NULL, first);
+    } else {
+        if (t_fail.set && !strcmp(t_fail.bucket, bucket) &&
+            !strcmp(t_fail.key, key))
+            t_fail.set = 0;
+        if (!query && *key) {
+            char name[1300];
+            snprintf(name, sizeof(name), "%s/%s", bucket, key);
+            vt__failmem_ok(name);
+        }
     }
     vt__breq_clear(&rq);
     return err;

@@ -15,6 +15,7 @@
 #include "auth/gs_auth.h"
 #include "auth/sigv4.h"
 #include "backends/breq.h"
+#include "backends/failmem.h"
 #include "backends/gs/gs_int.h"
 #include "backends/listxml.h"
 
@@ -74,13 +75,14 @@ static vt_err gs_list(const char *bucket, const char *prefix, const char *dir,
 
 /* "<credential identity>\nreq:<hash of the request options that decide
  * access>" (GS_USER_PROJECT bills another project; the header options add
- * headers). May fetch a bearer token (its grant names the identity). */
+ * headers). The chain runs dry: a grant names the identity, so no token
+ * is fetched for it (a fetch here would be one GDAL never makes). */
 static int gs_access_identity(const char *path, char *out, size_t outlen)
 {
     static const char *const names[] = {"GS_USER_PROJECT", "GDAL_HTTP_HEADERS",
                                         "GDAL_HTTP_HEADER_FILE", NULL};
     vt_gs_creds c;
-    char err[256], cred[80], h[65], *shape = NULL;
+    char cred[80], h[65], *shape = NULL;
     size_t sl = 1;
     int rc = -1;
 
@@ -90,7 +92,8 @@ static int gs_access_identity(const char *path, char *out, size_t outlen)
     if (any) {
         snprintf(cred, sizeof cred, "*");
     } else {
-        if (vt__gs_creds_get(path, &c, err, sizeof err) != VT_OK)
+        int gdal_app = 0;
+        if (vt__gs_creds_peek(path, &c, &gdal_app) != VT_OK)
             return -1;
         snprintf(cred, sizeof cred, "%s", c.identity);
         vt__gs_creds_clear(&c);
@@ -120,12 +123,28 @@ out:
     return rc;
 }
 
-/* GDAL's VSICurlClearCache forgets the kept bearer tokens; nothing else is
- * learnt per name (GCS does not redirect /vsigs/ reads). */
+/* GDAL's VSICurlClearCache forgets the failures it kept and the bearer
+ * tokens (its static OAuth2 manager); its PartialClearCache and a write
+ * the failures of the names under a prefix only. Nothing else is learnt
+ * per name (GCS does not redirect /vsigs/ reads). */
 static void gs_forget(const char *prefix)
 {
-    if (!prefix || !prefix[0])
+    vt__failmem_forget(prefix);
+    if (!prefix)
         vt__gs_creds_reset();
+}
+
+/* A refresh token with GDAL's own OAuth2 application (gs_auth.h). */
+static int gs_declines(const char *path)
+{
+    vt_gs_creds c;
+    int gdal_app = 0;
+    vt__gs_creds_peek(path, &c, &gdal_app);
+    vt__gs_creds_clear(&c);
+    if (gdal_app)
+        CPLDebug("VSITUNE", "gs: %s: refresh token with GDAL's own OAuth2 "
+                 "application: left to GDAL's /vsigs/", path);
+    return gdal_app;
 }
 
 const vt_backend vt__backend_gs = {
@@ -144,4 +163,5 @@ const vt_backend vt__backend_gs = {
     .status_err = vt__gs_status_err,
     .last_failure = vt__gs_last_failure,
     .forget = gs_forget,
+    .declines = gs_declines,
 };

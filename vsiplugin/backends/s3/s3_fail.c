@@ -1,135 +1,36 @@
-/* s3_fail.c: the last failure each name met in this process, for wording
- * only (s3_int.h, vt__s3_fail_note).
- *
- * Why: stock GDAL keeps a failed name in its cache of file properties and
- * answers the next open of it from there, without a request, in the words
- * of a remembered failure (gdal_error.h, vt__gdal_error_for_known). vsitune
- * keeps no failure: every open asks the server again, so a healed server is
- * read at once (docs/reliability.md). When the answer is the same failure
- * as the last one this process saw for the name (same status and S3 code,
- * or the same transport error), the open is worded as GDAL words the
- * remembered one; any other answer is worded as a first failure. Nothing
- * here ever decides whether a request is made.
- *
- * One bounded process-wide table (FAIL_CAP names, the oldest replaced),
- * under fail_lock, a leaf lock held only to look up or change it. A name is
- * "bucket/key" and the endpoint identity (vt__s3_endpoint_base): the same
- * key of another server is another name, as in GDAL's cache (by URL). */
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stddef.h>
+/* s3_fail.c: S3's names in the memory of failures (backends/failmem.h), for
+ * wording only (s3_int.h, vt__s3_fail_note): a name is "bucket/key" at its
+ * endpoint identity (vt__s3_endpoint_base), so the same key of another
+ * server is another name, as in GDAL's cache (by URL). */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "base/forksafe.h"
-#include "base/slots.h"
+#include "backends/failmem.h"
 #include "backends/s3/s3.h"
 #include "backends/s3/s3_int.h"
-
-#define FAIL_CAP 256
-
-typedef struct fail_entry {
-    char *path;     /* "bucket/key", malloc'd; NULL: a free slot */
-    char *endpoint; /* vt__s3_endpoint_base, malloc'd (or NULL) */
-    long status;    /* 0: no HTTP answer */
-    vt_err err;
-    char code[64];  /* S3's <Code>, or "" */
-} fail_entry;
-
-static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t fail_once = PTHREAD_ONCE_INIT;
-static fail_entry fails[FAIL_CAP];
-static size_t fail_next;          /* slot replaced next when full */
-static atomic_size_t fail_count;  /* names held: 0 skips the lock */
-
-static void fail_forksafe(void) { vt__forksafe_register(&fail_lock); }
-
-static void entry_clear(fail_entry *e)
-{
-    free(e->path);
-    free(e->endpoint);
-    memset(e, 0, sizeof(*e));
-    atomic_fetch_sub(&fail_count, 1);
-}
-
-static int same_endpoint(const char *a, const char *b)
-{
-    return (!a && !b) || (a && b && strcmp(a, b) == 0);
-}
 
 int vt__s3_fail_note(const char *bucket, const char *key, long status,
                      vt_err err, const char *code)
 {
     char path[2048];
     char *ep;
-    fail_entry *slot = NULL;
-    int again = 0;
+    int again;
 
     snprintf(path, sizeof(path), "%s/%s", bucket, key);
     ep = vt__s3_endpoint_base(path);
-    pthread_once(&fail_once, fail_forksafe);
-    pthread_mutex_lock(&fail_lock);
-    for (size_t i = 0; i < FAIL_CAP && !slot; i++)
-        if (fails[i].path && !strcmp(fails[i].path, path) &&
-            same_endpoint(fails[i].endpoint, ep))
-            slot = &fails[i];
-    if (slot) {
-        again = slot->status == status && slot->err == err &&
-                !strcmp(slot->code, code ? code : "");
-        free(ep); /* the slot keeps its own copy */
-        ep = NULL;
-    } else {
-        int evict;
-        slot = &fails[vt__slot_take(fails, sizeof fails[0], FAIL_CAP,
-                                    offsetof(fail_entry, path), &fail_next, &evict)];
-        if (evict)
-            entry_clear(slot);
-        slot->path = strdup(path);
-        if (!slot->path) { /* nothing remembered: the next one is a first */
-            free(ep);
-            pthread_mutex_unlock(&fail_lock);
-            return 0;
-        }
-        slot->endpoint = ep; /* handed over */
-        atomic_fetch_add(&fail_count, 1);
-    }
-    slot->status = status;
-    slot->err = err;
-    snprintf(slot->code, sizeof(slot->code), "%s", code ? code : "");
-    pthread_mutex_unlock(&fail_lock);
+    again = vt__failmem_note(path, ep, status, err, code);
+    free(ep);
     return again;
-}
-
-/* Forget the names matching arg: equal to it (as_prefix 0) or starting with
- * it (1); arg NULL or "": every name. */
-static void forget_where(const char *arg, int as_prefix)
-{
-    size_t n = arg ? strlen(arg) : 0;
-    if (atomic_load(&fail_count) == 0)
-        return;
-    pthread_once(&fail_once, fail_forksafe);
-    pthread_mutex_lock(&fail_lock);
-    for (size_t i = 0; i < FAIL_CAP; i++) {
-        const char *p = fails[i].path;
-        if (p && (n == 0 || (as_prefix ? !strncmp(p, arg, n) : !strcmp(p, arg))))
-            entry_clear(&fails[i]);
-    }
-    pthread_mutex_unlock(&fail_lock);
 }
 
 void vt__s3_fail_ok(const char *bucket, const char *key)
 {
     char path[2048];
-    if (atomic_load(&fail_count) == 0)
-        return;
     snprintf(path, sizeof(path), "%s/%s", bucket, key);
-    forget_where(path, 0); /* every endpoint's: a success is news enough */
+    vt__failmem_ok(path);
 }
 
 void vt__s3_forget_failures(const char *prefix)
 {
-    while (prefix && *prefix == '/')
-        prefix++;
-    forget_where(prefix, 1);
+    vt__failmem_forget(prefix);
 }
