@@ -18,6 +18,7 @@
 #include "base/config.h"
 #include "stats/stats.h"
 #include "base/xmlscan.h"
+#include "read/near.h"
 
 /* ---- header blocks of recent objects: kept whatever the budget ----
  * GDAL reads an object's header in dozens of small reads, and often stats,
@@ -214,7 +215,9 @@ vt_err vt__object_load_header(vt_object *o, long *http_status, char *errbuf,
 {
     vt_http_resp r;
     vt_err err;
-    uint64_t hsize = vt__opt_size(o->path, VT_OPT_HEADER_SIZE);
+    uint64_t hsize = vt__near_first_read(
+        o->id, vt__opt_size(o->path, VT_OPT_HEADER_SIZE),
+        vt__opt_size(o->path, VT_OPT_FIRST_READ_MAX));
     uint64_t size = 0;
     size_t klen;
     int use_bytes = 0, remember = 1;
