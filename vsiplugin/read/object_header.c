@@ -215,15 +215,16 @@ vt_err vt__object_load_header(vt_object *o, long *http_status, char *errbuf,
 {
     vt_http_resp r;
     vt_err err;
-    uint64_t hsize = vt__near_first_read(
-        o->id, vt__opt_size(o->path, VT_OPT_HEADER_SIZE),
-        vt__opt_size(o->path, VT_OPT_FIRST_READ_MAX));
+    uint64_t hsize = vt__opt_size(o->path, VT_OPT_HEADER_SIZE);
     uint64_t size = 0;
     size_t klen;
     int use_bytes = 0, remember = 1;
     char why[256];
     vt_first v;
 
+    /* further when the directory's last objects read on past it (near.h) */
+    hsize = vt__near_first_read(o->id, hsize,
+                                vt__opt_size(o->path, VT_OPT_FIRST_READ_MAX));
     err = o->be->get(o->bucket, o->key, 0, hsize, NULL, &r, errbuf, errlen);
     *http_status = r.status;
     if (err != VT_OK && r.status != 416) {
