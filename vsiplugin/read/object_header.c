@@ -14,11 +14,11 @@
 
 #include <cpl_error.h>
 
+#include "read/near.h"
 #include "cache/cache.h"
 #include "base/config.h"
 #include "stats/stats.h"
 #include "base/xmlscan.h"
-#include "read/near.h"
 
 /* ---- header blocks of recent objects: kept whatever the budget ----
  * GDAL reads an object's header in dozens of small reads, and often stats,
