@@ -132,6 +132,7 @@ LAYERS = {
     "vsiplugin/read/object_read.c": 8, "vsiplugin/read/object_forget.c": 8,
     "vsiplugin/read/forget.c": 8, "vsiplugin/read/forget.h": 8,
     "vsiplugin/read/suspect.c": 8, "vsiplugin/read/suspect.h": 8,
+    "vsiplugin/read/near.c": 8, "vsiplugin/read/near.h": 8,
     # 9 GDAL face
     "vsiplugin/gdal/handler.c": 9, "vsiplugin/gdal/handler.h": 9,
     "vsiplugin/gdal/handler_int.h": 9, "vsiplugin/gdal/handler_io.c": 9,

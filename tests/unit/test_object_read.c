@@ -89,7 +89,7 @@ static int logged_ranges(const char *line, uint64_t *first, uint64_t *last, int 
 
 static void test_read_split_by_max_request(void **state)
 {
-    const vt_read_opts opts = { BS, MAXREQ, 0 };
+    const vt_read_opts opts = { BS, MAXREQ, 0, 0, 0 };
     const uint64_t off = 3 * 1048576ULL + 100; /* not on a block boundary */
     const size_t len = 5 * 1048576;
     uint64_t first[64], last[64], from, to, expect;
@@ -133,7 +133,7 @@ static void test_read_split_by_max_request(void **state)
  * gap covers the hole, two GETs when it does not. */
 static void two_ranges(const char *path, const char *line, uint64_t gap, int gets)
 {
-    const vt_read_opts opts = { gap, MAXREQ, 0 };
+    const vt_read_opts opts = { gap, MAXREQ, 0, 0, 0 };
     unsigned char a[1000], b[1000];
     void *dst[2] = { a, b };
     uint64_t off[2] = { 40 * BS + 10, 43 * BS + 10 }, first[8], last[8];
@@ -164,7 +164,7 @@ static void test_merge_gap(void **state)
 
 static void test_outside_refused_without_request(void **state)
 {
-    const vt_read_opts opts = { BS, MAXREQ, 0 };
+    const vt_read_opts opts = { BS, MAXREQ, 0, 0, 0 };
     unsigned char buf[100];
     char err[512];
     vt_object *o = open_obj("lb/edge.bin");
@@ -182,7 +182,7 @@ static void test_outside_refused_without_request(void **state)
 
 static void test_412_drops_object(void **state)
 {
-    const vt_read_opts opts = { BS, MAXREQ, 0 };
+    const vt_read_opts opts = { BS, MAXREQ, 0, 0, 0 };
     unsigned char *buf = malloc(2 * MAXREQ);
     char err[512];
     vt_object *o = open_obj("lb/chg.bin");
@@ -202,7 +202,7 @@ static void test_412_drops_object(void **state)
 
 static void test_500_fails_naming_object(void **state)
 {
-    const vt_read_opts opts = { BS, MAXREQ, 0 };
+    const vt_read_opts opts = { BS, MAXREQ, 0, 0, 0 };
     unsigned char *buf = malloc(MAXREQ);
     char err[512];
     vt_object *o = open_obj("lb/bad.bin");

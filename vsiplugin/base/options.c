@@ -67,6 +67,10 @@ const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
     [VT_OPT_READAHEAD_MAX] = SIZE("VSITUNE_READAHEAD_MAX", 1,
         VT_DEFAULT_READAHEAD_MAX, 0, 1024 * MIB, "`8M`",
         "the largest fetch a sequential read doubles up to"),
+    [VT_OPT_FIRST_READ_MAX] = SIZE("VSITUNE_FIRST_READ_MAX", 1,
+        VT_DEFAULT_FIRST_READ_MAX, 0, 64 * MIB, "`256K`",
+        "the most a first GET grows to bring the data a directory's objects "
+        "read next"),
     [VT_OPT_METADATA_TTL] = SIZE("VSITUNE_METADATA_TTL", 1,
         VT_DEFAULT_META_TTL, 0, 1024 * MIB, "`300`",
         "seconds an object's size and ETag are trusted"),

@@ -78,6 +78,8 @@ typedef struct vt_read_opts {
     uint64_t merge_gap;     /* VSITUNE_MERGE_GAP, bytes */
     uint64_t max_request;   /* VSITUNE_MAX_REQUEST_SIZE, at least a block */
     uint64_t readahead_max; /* VSITUNE_READAHEAD_MAX, bytes */
+    uint64_t header_size;   /* VSITUNE_HEADER_SIZE, bytes */
+    uint64_t first_read_max; /* VSITUNE_FIRST_READ_MAX, bytes (near.h) */
 } vt_read_opts;
 
 /* Resolve o's read options into *out now. Makes the block cache if need be

@@ -14,6 +14,7 @@
 
 #include <cpl_error.h>
 
+#include "read/near.h"
 #include "cache/cache.h"
 #include "base/config.h"
 #include "stats/stats.h"
@@ -221,6 +222,9 @@ vt_err vt__object_load_header(vt_object *o, long *http_status, char *errbuf,
     char why[256];
     vt_first v;
 
+    /* further when the directory's last objects read on past it (near.h) */
+    hsize = vt__near_first_read(o->id, hsize,
+                                vt__opt_size(o->path, VT_OPT_FIRST_READ_MAX));
     err = o->be->get(o->bucket, o->key, 0, hsize, NULL, &r, errbuf, errlen);
     *http_status = r.status;
     if (err != VT_OK && r.status != 416) {

@@ -48,6 +48,8 @@ struct vt_object {
                              (the first answer held every byte, or a later
                              answer stated the same total) */
     int end_checked;      /* table_mu: vt__object_note_end asked already */
+    int near_noted;       /* vt__near_once: its first read past the header
+                             size was noted (near.h) */
     int refs;             /* table_mu */
     int loading;          /* table_mu: a thread is fetching the header */
     int in_table;         /* table_mu */

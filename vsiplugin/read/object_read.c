@@ -15,6 +15,7 @@
 
 #include "cache/cache.h"
 #include "base/config.h"
+#include "read/near.h"
 #include "read/planner.h"
 #include "shm/shmmeta.h"
 #include "stats/stats.h"
@@ -264,6 +265,30 @@ void vt__object_read_opts(const vt_object *o, vt_read_opts *out)
     out->merge_gap = vt__opt_size(o->path, VT_OPT_MERGE_GAP);
     out->max_request = vt__opt_size_min(o->path, VT_OPT_MAX_REQUEST_SIZE, bs);
     out->readahead_max = vt__opt_size(o->path, VT_OPT_READAHEAD_MAX);
+    out->header_size = vt__opt_size(o->path, VT_OPT_HEADER_SIZE);
+    out->first_read_max = vt__opt_size(o->path, VT_OPT_FIRST_READ_MAX);
+}
+
+/* The first read of o reaching past the header size: tell near.c where it
+ * went, so the next first GETs of o's directory can bring it along. */
+static void note_near(vt_object *o, const vt_read_opts *opts, size_t bs,
+                      size_t n, const uint64_t *off, const size_t *len)
+{
+    uint64_t start = UINT64_MAX, end = 0;
+    size_t i;
+
+    if (opts->first_read_max <= opts->header_size)
+        return;
+    for (i = 0; i < n; i++)
+        if (len[i] && off[i] + len[i] > opts->header_size) {
+            if (off[i] < start)
+                start = off[i];
+            if (off[i] + len[i] > end)
+                end = off[i] + len[i];
+        }
+    if (end == 0 || !vt__near_once(&o->near_noted))
+        return;
+    vt__near_note(o->id, start, end, opts->first_read_max, bs);
 }
 
 /* Blocks of readahead a read may add: what the cache can keep (an eighth of
@@ -488,6 +513,7 @@ vt_err vt__object_read(vt_object *o, const vt_read_opts *opts, size_t n,
         vt__object_read_opts(o, &own);
         opts = &own;
     }
+    note_near(o, opts, bs, n, off, len);
     if (ra)
         ra_blocks = readahead_cap(opts, c, bs);
     cap += (size_t)ra_blocks;
