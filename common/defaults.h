@@ -23,7 +23,11 @@
 #define VT_DEFAULT_SHARED_CACHE 0     /* VSITUNE_SHARED_CACHE: tunerd turns it
                                          on for plans of several processes
                                          (it sizes it to the host's tier) */
-#define VT_DEFAULT_SHARED_CACHE_SIZE (256u * 1024 * 1024) /* VSITUNE_SHARED_CACHE_SIZE */
+#define VT_DEFAULT_SHARED_CACHE_SIZE (192u * 1024 * 1024) /* VSITUNE_SHARED_CACHE_SIZE:
+                                         the host's segment for a tile service of 4 workers
+                                         at most stock GDAL's memory (PSS of all workers),
+                                         no slower than per-process caches (issue 22;
+                                         docs/configuration.md) */
 #define VT_MAX_SHARED_CACHE_SIZE ((uint64_t)1 << 44)      /* its range's top */
 #define VT_DEFAULT_SHARED_WAIT 10                  /* VSITUNE_SHARED_CACHE_WAIT, s */
 #define VT_DEFAULT_SHARED_META_TTL 30              /* VSITUNE_SHARED_METADATA_TTL, s */

@@ -51,7 +51,7 @@ typedef struct vt_detect {
 
     /* The plugin's shared cache on this host: /dev/shm (VSITUNE_SHM_DIR)
      * and the size the plugin would give its segment (shmfit.h) for
-     * VSITUNE_SHARED_CACHE_SIZE (default 256 MiB). */
+     * VSITUNE_SHARED_CACHE_SIZE (default 192 MiB). */
     char shm_dir[256];
     long shm_total_mb, shm_free_mb;    /* -1: the file system is not there */
     long shared_asked_mb, shared_mb;   /* shared_mb 0: per-process caches instead */

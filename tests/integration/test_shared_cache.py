@@ -460,7 +460,7 @@ def tmpfs(tmp_path):
 
 
 def test_a_64_mb_dev_shm_is_detected_and_fitted(lab, small_cog, pool, tmpfs):
-    """On a 64 MiB /dev/shm (as containers mount it) the 256 MiB asked is fitted to
+    """On a 64 MiB /dev/shm (as containers mount it) the 192 MiB asked is fitted to
     32 MiB: the debug output and `tunerd detect` say so, the segment is no larger,
     and it is shared."""
     small_shm = tmpfs("64m")

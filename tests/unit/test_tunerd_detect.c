@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "defaults.h" /* VT_DEFAULT_SHARED_CACHE_SIZE: the default asked */
 #include "detect.h"
 
 static char root[256];
@@ -245,15 +246,16 @@ static void test_bare_host(void **state)
 /* VSITUNE_SHARED_CACHE_SIZE as the plugin takes it (sizeparse.c, the
  * plugin's parser and range): a value the plugin refuses is its default
  * here too, never a wrapped "-1" or a saturated overflow. */
+#define DEF_MB ((long)(VT_DEFAULT_SHARED_CACHE_SIZE >> 20))
 static void test_shared_size_as_the_plugin_reads_it(void **state)
 {
     static const struct {
         const char *value;
         long mb;
     } rows[] = {
-        {"64M", 64}, {"1GB", 1024}, {"268435456", 256}, {"-1", 256},
-        {"99999999999999999999", 256}, {"nan", 256}, {"inf", 256},
-        {"1e3M", 256}, {"16777216G", 256}, {"64Mx", 256},
+        {"64M", 64}, {"1GB", 1024}, {"268435456", 256}, {"-1", DEF_MB},
+        {"99999999999999999999", DEF_MB}, {"nan", DEF_MB}, {"inf", DEF_MB},
+        {"1e3M", DEF_MB}, {"16777216G", DEF_MB}, {"64Mx", DEF_MB},
     };
     vt_detect d;
 

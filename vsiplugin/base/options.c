@@ -83,7 +83,7 @@ const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
         "seconds another process's answer about an object is trusted"),
     [VT_OPT_SHARED_CACHE_SIZE] = SIZE("VSITUNE_SHARED_CACHE_SIZE", 0,
         VT_DEFAULT_SHARED_CACHE_SIZE, 0, (double)VT_MAX_SHARED_CACHE_SIZE,
-        "`256M`", "the shared segment's size, for the whole host"),
+        "`192M`", "the shared segment's size, for the whole host"),
     [VT_OPT_SHARED_CACHE_WAIT] = SIZE("VSITUNE_SHARED_CACHE_WAIT", 0,
         VT_DEFAULT_SHARED_WAIT, 0, 3600, "`10`",
         "seconds a reader waits for another process's fetch"),

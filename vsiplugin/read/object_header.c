@@ -29,6 +29,8 @@
  * with another: the pins it lets go are released after unlocking. */
 #define HDR_RING 16
 #define HDR_RING_BLOCKS 4
+#define TIFF_SPANS 64 /* images of a TIFF whose spans are kept: a COG has
+                         one per level, and one per level's mask */
 static pthread_mutex_t ring_mu = PTHREAD_MUTEX_INITIALIZER;
 static vt_block *hdr_ring[HDR_RING][HDR_RING_BLOCKS];
 static unsigned hdr_next;
@@ -206,6 +208,20 @@ out:
     return err;
 }
 
+/* The spans of the object's TIFF images, when the header bytes hold its
+ * whole IFD chain (tiffmap.h); o->spans is malloc'd, freed with o. None on
+ * allocation failure: readahead is then only capped by its options. */
+static void keep_spans(vt_object *o, const unsigned char *data, size_t len)
+{
+    vt_tiff_span tmp[TIFF_SPANS];
+    size_t n = vt__tiffmap_spans(data, len, tmp, TIFF_SPANS);
+
+    if (n == 0 || !(o->spans = malloc(n * sizeof(*tmp))))
+        return;
+    memcpy(o->spans, tmp, n * sizeof(*tmp));
+    o->n_spans = n;
+}
+
 /* Fetch the header of a new object; fills o->size/etag/cache_key. Only a
  * size and ETag from an answer consistent in itself are kept (see
  * vt__object_judge_first); a doubtful one is checked with a HEAD, or fails
@@ -268,8 +284,10 @@ vt_err vt__object_load_header(vt_object *o, long *http_status, char *errbuf,
     snprintf(o->cache_key, klen, "%s\n%s", o->ident ? o->ident : o->id,
              o->etag);
     o->loaded_at = remember ? time(NULL) : 0; /* 0: stale at the next open */
-    if (o->size > 0 && use_bytes)
+    if (o->size > 0 && use_bytes) {
         seed_blocks(o, r.body, r.body_len);
+        keep_spans(o, r.body, r.body_len);
+    }
     o->size_seen = use_bytes && r.body_len == o->size;
 out:
     vt__http_resp_clear(&r);

@@ -22,6 +22,7 @@
 #include "backends/backend.h"
 #include "http/engine.h"
 #include "read/object.h"
+#include "read/tiffmap.h"
 #include "shm/shmseg.h"
 
 #define VT_OBJECT_BUCKETS 1024
@@ -39,6 +40,12 @@ struct vt_object {
                              path, credential identity), or NULL */
     char *etag;           /* as the server sent it, or "" */
     uint64_t size;
+    vt_tiff_span *spans;  /* set at load, read-only after: the byte spans of
+                             its TIFF images from the header GET's bytes
+                             (tiffmap.h), where readahead stops; NULL when
+                             not a TIFF or not known (metadata from the
+                             shared segment) */
+    size_t n_spans;
     long long mtime;      /* Last-Modified (0: unknown) */
     time_t loaded_at;
     char *missing;        /* a remembered 404: why (the message), or NULL */

@@ -17,6 +17,7 @@
 #include "base/config.h"
 #include "read/near.h"
 #include "read/planner.h"
+#include "read/tiffmap.h"
 #include "shm/shmmeta.h"
 #include "stats/stats.h"
 
@@ -397,16 +398,27 @@ static vt_err pin_blocks(const vt_object *o, vt_cache *c, pinned *p,
 
 /* Readahead only rides on a read that goes to the network anyway (a read
  * served from memory never costs a request), and only on a fetch that
- * continues this handle's previous one (planner.h). Its blocks all lie past
- * the needed ones, so p stays sorted; *np grows by those to fetch. */
+ * continues this handle's previous one (planner.h). It never runs past the
+ * block holding the end of the TIFF image (overview level) the read's last
+ * byte `pos` is in, nor into the next image from a gap (tiffmap.h). Its
+ * blocks all lie past the needed ones, so p stays sorted; *np grows by
+ * those to fetch. */
 static void add_readahead(const vt_object *o, vt_cache *c, size_t bs,
                           pinned *p, size_t *np, vt_readahead *ra,
                           uint64_t first_fill, uint64_t last_fill,
-                          uint64_t ra_blocks)
+                          uint64_t ra_blocks, uint64_t pos)
 {
-    uint64_t w = vt__readahead_fetch(ra, first_fill, last_fill, ra_blocks);
+    uint64_t edge = vt__tiffmap_boundary(o->spans, o->n_spans, pos), w;
     uint64_t b, last_block = o->size ? (o->size - 1) / bs : 0;
     size_t k = *np;
+
+    if (edge > 0) {
+        uint64_t stop = (edge - 1) / bs; /* the boundary's block, no further */
+        ra_blocks = stop > last_fill ? (stop - last_fill < ra_blocks
+                                            ? stop - last_fill : ra_blocks)
+                                     : 0;
+    }
+    w = vt__readahead_fetch(ra, first_fill, last_fill, ra_blocks);
 
     for (b = p[k - 1].idx + 1; w > 0 && b <= last_block &&
                                b <= last_fill + w; b++) {
@@ -499,7 +511,7 @@ vt_err vt__object_read(vt_object *o, const vt_read_opts *opts, size_t n,
     vt_read_opts own;
     vt_cache *c = vt__object_cache();
     size_t bs = vt__cache_block_size(c);
-    uint64_t *idx = NULL, ra_blocks = 0, first_fill = 0, last_fill = 0;
+    uint64_t *idx = NULL, ra_blocks = 0, first_fill = 0, last_fill = 0, pos = 0;
     pinned *p = NULL;
     size_t cap = 0, i, np = 0;
     int any_fill = 0;
@@ -526,9 +538,13 @@ vt_err vt__object_read(vt_object *o, const vt_read_opts *opts, size_t n,
         goto out;
     }
     np = list_blocks(bs, n, off, len, idx, p);
+    for (i = 0; i < n; i++)
+        if (len[i] > 0 && off[i] + len[i] - 1 > pos)
+            pos = off[i] + len[i] - 1;
     err = pin_blocks(o, c, p, np, &any_fill, &first_fill, &last_fill);
     if (err == VT_OK && any_fill && ra)
-        add_readahead(o, c, bs, p, &np, ra, first_fill, last_fill, ra_blocks);
+        add_readahead(o, c, bs, p, &np, ra, first_fill, last_fill, ra_blocks,
+                      pos);
     if (err == VT_OK) {
         err = fetch_runs(o, opts, c, p, np, errbuf, errlen);
     } else {

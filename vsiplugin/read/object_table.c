@@ -164,6 +164,7 @@ void vt__object_free(vt_object *o)
     free(o->ident);
     free(o->etag);
     free(o->missing);
+    free(o->spans);
     free(o);
 }
 
