@@ -38,6 +38,13 @@ struct vt_object {
     char *ident;          /* the shared caches' name for it (ident.h: endpoint,
                              path, credential identity), or NULL */
     char *etag;           /* as the server sent it, or "" */
+    char *head_key;       /* cache_key + "\nhead": the cache key of the
+                             object's first head_len bytes kept as one
+                             short block (a first GET smaller than a block,
+                             hdrsize.h), or NULL */
+    size_t head_len;      /* set at load, then read-only; 0: no head block */
+    int past_head;        /* atomic: a read inside the first block went past
+                             the head block (learned once, hdrsize.h) */
     uint64_t size;
     long long mtime;      /* Last-Modified (0: unknown) */
     time_t loaded_at;
@@ -99,6 +106,22 @@ void vt__object_describe(const vt_object *o, char *errbuf, size_t errlen,
  * o->size/etag/cache_key/mtime/loaded_at/size_seen. Blocks. */
 vt_err vt__object_load_header(vt_object *o, long *http_status, char *errbuf,
                               size_t errlen);
+
+/* object_header.c: look for the head block another process stored for o
+ * (host-wide cache) and set o->head_key/head_len when it is there. Never
+ * waits, never asks the network. */
+void vt__object_find_head(vt_object *o);
+
+/* A read of o inside its first cache block went past its head block: the
+ * prefix's next opens learn to ask that far (hdrsize.h; once per object). */
+void vt__object_note_past_head(vt_object *o, size_t n, const uint64_t *off,
+                               const size_t *len);
+
+/* object_read.c's fast path: copy the n ranges from o's head block when
+ * every one lies inside it and the block is in the cache: 1; else 0 (the
+ * block path reads them). */
+int vt__object_read_head(vt_object *o, size_t n, void *const *dst,
+                         const uint64_t *off, const size_t *len);
 
 /* object_shared.c: vt__object_load_header through the host-wide metadata;
  * and forgetting what the host knows about path. */
