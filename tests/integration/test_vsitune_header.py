@@ -196,3 +196,51 @@ def test_reads_past_the_head_are_learned(lab, layouts):
             lg = [e for e in by_vsitune(lab.log(since=mark)) if e["key"] == key]
             assert len(lg) == gets, (n, [e["range"] for e in lg])
         assert _first_end(lg) + 1 >= layouts["a2"]["small_end"], lg
+
+
+EXACT = r'''
+import random
+data = open(local, "rb").read()
+rng = random.Random(seed)
+bad = []
+f = gdal.VSIFOpenL(path, "rb")
+for i in range(n):
+    shape = rng.random()
+    if shape < 0.4:                                  # inside the head
+        off = rng.randrange(head); ln = rng.randint(1, head - off)
+    elif shape < 0.7:                                # across the head's end
+        off = rng.randrange(max(0, head - 2000), head); ln = rng.randint(1, 4000)
+    elif shape < 0.85:                               # across the first block's end
+        off = rng.randrange(65536 - 3000, 65536); ln = rng.randint(1, 6000)
+    else:                                            # anywhere, some large
+        off = rng.randrange(len(data)); ln = rng.randint(1, 300000)
+    gdal.VSIFSeekL(f, off, 0)
+    got = gdal.VSIFReadL(1, ln, f) or b""
+    if got != data[off:off + ln]:
+        bad.append([off, ln, len(got)])
+gdal.VSIFCloseL(f)
+multi = []
+for i in range(40):
+    rs = sorted((rng.randrange(head + 5000), rng.randint(1, 3000)) for _ in range(rng.randint(1, 6)))
+    got = read_multi(path, rs)
+    if got is None or any(g != data[o:o + ln] for g, (o, ln) in zip(got, rs)):
+        multi.append(rs)
+result = {"bad": bad[:10], "nbad": len(bad), "multi": multi[:5]}
+'''
+
+
+@pytest.mark.parametrize("cache", ["64M", "0"])
+def test_short_head_reads_byte_exact(lab, layouts, cache):
+    """Through a short (learned) first answer, 3,000 random reads and 40
+    multi-range reads (inside it, across its end, across the first block's end,
+    anywhere) equal the local file's bytes, with the default cache and with
+    VSITUNE_CACHE_SIZE=0 (the head block kept only by the header ring)."""
+    lab.reset()
+    with Worker(lab, extra={"VSITUNE_CACHE_SIZE": cache}) as w:
+        _info_only(lab, w, layouts["a0"]["s3"])
+        lg = _info_only(lab, w, layouts["a1"]["s3"])
+        head = _first_end(lg) + 1
+        assert head < 65536
+        got = w.call(EXACT, timeout=280, path=layouts["a1"]["s3"], local=layouts["a1"]["path"],
+                     head=head, seed=7, n=3000)
+    assert got["nbad"] == 0 and not got["multi"], got
