@@ -244,3 +244,21 @@ def test_short_head_reads_byte_exact(lab, layouts, cache):
         got = w.call(EXACT, timeout=280, path=layouts["a1"]["s3"], local=layouts["a1"]["path"],
                      head=head, seed=7, n=3000)
     assert got["nbad"] == 0 and not got["multi"], got
+
+
+def test_reload_with_a_longer_head(lab, layouts):
+    """An object opened again (metadata TTL 0) after its prefix learned to ask more
+    keeps the longer answer as its head: a read inside it costs no request (before,
+    the shorter head block of the first load stayed and the read fetched a block)."""
+    lab.reset()
+    with Worker(lab, extra={"VSITUNE_METADATA_TTL": "0"}) as w:
+        _info_only(lab, w, layouts["a0"]["s3"])
+        first = _first_end(_info_only(lab, w, layouts["a1"]["s3"])) + 1
+        _info_only(lab, w, layouts["b"]["s3"])  # its need is larger: learned
+        mark = last_seq(lab)
+        got = w.call("f = gdal.VSIFOpenL(p, 'rb'); gdal.VSIFSeekL(f, off, 0)\n"
+                     "result = len(gdal.VSIFReadL(1, 100, f)); gdal.VSIFCloseL(f)",
+                     p=layouts["a1"]["s3"], off=first + 100)
+        lg = [e for e in by_vsitune(lab.log(since=mark)) if e["key"] == f"{PREFIX}/a1.tif"]
+        assert got == 100
+        assert len(lg) == 1 and _first_end(lg) + 1 > first + 200, [e["range"] for e in lg]

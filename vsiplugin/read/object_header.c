@@ -274,6 +274,9 @@ static void keep_first_bytes(vt_object *o, const unsigned char *data,
     }
     if (!make_head_key(o))
         return; /* the bytes are read again through the blocks */
+    /* An earlier load of this version may have left a head block of
+     * another length (less was learned then): this answer's replaces it. */
+    vt__cache_drop(vt__object_cache(), o->head_key, 0, 1);
     seed_blocks(o, o->head_key, data, len, 1);
     o->head_len = len;
 }
