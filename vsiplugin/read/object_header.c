@@ -219,19 +219,30 @@ static size_t prefix_len(const vt_object *o)
     return slash ? (size_t)(slash - o->id) : strlen(o->id);
 }
 
-void vt__object_note_past_head(vt_object *o, size_t n, const uint64_t *off,
-                               const size_t *len)
+void vt__object_note_reads(vt_object *o, size_t n, const uint64_t *off,
+                           const size_t *len)
 {
-    uint64_t bs = vt__cache_block_size(vt__object_cache()), end = 0;
+    uint64_t bs = vt__cache_block_size(vt__object_cache()), end = 0, seen;
     size_t i;
 
     for (i = 0; i < n; i++)
-        if (len[i] > 0 && off[i] < bs && off[i] + len[i] > o->head_len &&
-            off[i] + len[i] > end)
-            end = off[i] + len[i];
-    if (end == 0 || __atomic_exchange_n(&o->past_head, 1, __ATOMIC_RELAXED))
-        return;
-    vt__hdrsize_note(o->id, prefix_len(o), end < bs ? end : bs);
+        if (len[i] > 0 && off[i] < bs && off[i] + len[i] > end)
+            end = off[i] + len[i] < bs ? off[i] + len[i] : bs;
+    seen = __atomic_load_n(&o->read_end, __ATOMIC_RELAXED);
+    while (end > seen &&
+           !__atomic_compare_exchange_n(&o->read_end, &seen, end, 1,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
+void vt__object_teach(vt_object *o)
+{
+    uint64_t read = __atomic_load_n(&o->read_end, __ATOMIC_RELAXED);
+
+    if (read == 0 || __atomic_exchange_n(&o->read_noted, 1, __ATOMIC_RELAXED))
+        return; /* never read yet (a stat), or taught already */
+    vt__hdrsize_note(o->id, prefix_len(o),
+                     o->learn_need > read ? o->learn_need : read);
 }
 
 /* What the first len bytes of o say its header needs (hdrsize.h): a
@@ -369,9 +380,8 @@ vt_err vt__object_load_header(vt_object *o, long *http_status, char *errbuf,
     o->loaded_at = remember ? time(NULL) : 0; /* 0: stale at the next open */
     if (o->size > 0 && use_bytes) {
         keep_first_bytes(o, r.body, r.body_len);
-        if (learn)
-            vt__hdrsize_note(o->id, prefix_len(o),
-                             header_need(o, r.body, r.body_len));
+        if (learn) /* taught when read and let go: vt__object_teach */
+            o->learn_need = header_need(o, r.body, r.body_len);
     }
     o->size_seen = use_bytes && r.body_len == o->size;
 out:

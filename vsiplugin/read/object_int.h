@@ -43,8 +43,12 @@ struct vt_object {
                              short block (a first GET smaller than a block,
                              hdrsize.h), or NULL */
     size_t head_len;      /* set at load, then read-only; 0: no head block */
-    int past_head;        /* atomic: a read inside the first block went past
-                             the head block (learned once, hdrsize.h) */
+    uint64_t learn_need;  /* set at load, then read-only: what the first
+                             answer says the header needs (hdrsize.h), or
+                             0: this load teaches nothing */
+    uint64_t read_end;    /* atomic: the furthest end, inside the first
+                             block, of the reads made of it */
+    int read_noted;       /* atomic: taught its prefix (once) */
     uint64_t size;
     long long mtime;      /* Last-Modified (0: unknown) */
     time_t loaded_at;
@@ -112,10 +116,16 @@ vt_err vt__object_load_header(vt_object *o, long *http_status, char *errbuf,
  * waits, never asks the network. */
 void vt__object_find_head(vt_object *o);
 
-/* A read of o inside its first cache block went past its head block: the
- * prefix's next opens learn to ask that far (hdrsize.h; once per object). */
-void vt__object_note_past_head(vt_object *o, size_t n, const uint64_t *off,
-                               const size_t *len);
+/* Record the reads of o inside its first cache block (for
+ * vt__object_teach). Thread-safe, lock-free. */
+void vt__object_note_reads(vt_object *o, size_t n, const uint64_t *off,
+                           const size_t *len);
+
+/* Once o was read and let go: tell its prefix what its opens needed, the
+ * larger of its structure and what was read of its first block (a COG's
+ * smallest overview is stored right after its header): hdrsize.h. Once per
+ * object; no lock held. */
+void vt__object_teach(vt_object *o);
 
 /* object_read.c's fast path: copy the n ranges from o's head block when
  * every one lies inside it and the block is in the cache: 1; else 0 (the

@@ -514,11 +514,10 @@ vt_err vt__object_read(vt_object *o, const vt_read_opts *opts, size_t n,
     err = check_ranges(o, bs, n, off, len, &cap, errbuf, errlen);
     if (err != VT_OK)
         return err;
-    if (o->head_len) {
-        if (vt__object_read_head(o, n, dst, off, len))
-            return VT_OK; /* all inside the first GET's short answer */
-        vt__object_note_past_head(o, n, off, len);
-    }
+    if (o->learn_need)
+        vt__object_note_reads(o, n, off, len);
+    if (o->head_len && vt__object_read_head(o, n, dst, off, len))
+        return VT_OK; /* all inside the first GET's short answer */
     if (!opts) { /* no handle's: as the options say now */
         vt__object_read_opts(o, &own);
         opts = &own;
