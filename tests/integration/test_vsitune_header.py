@@ -262,3 +262,20 @@ def test_reload_with_a_longer_head(lab, layouts):
         lg = [e for e in by_vsitune(lab.log(since=mark)) if e["key"] == f"{PREFIX}/a1.tif"]
         assert got == 100
         assert len(lg) == 1 and _first_end(lg) + 1 > first + 200, [e["range"] for e in lg]
+
+
+def test_no_shrink_while_the_first_files_are_open(lab, layouts):
+    """A mosaic opens its sources together and reads their coarse overview tiles,
+    stored right after each header. While the prefix's first file is still open
+    (not yet read and let go) nothing is learned: a source opened beside it asks
+    the whole first block, and its overview tile costs no second GET (before,
+    the structure learned at the first load shrank it: 2 GETs)."""
+    lab.reset()
+    code = ("keep = gdal.Open(p0); keep.GetRasterBand(1).ReadRaster(0, 0, 1, 1)\n"
+            "ds = gdal.Open(p1); b = ds.GetRasterBand(1)\n"
+            "ov = b.GetOverview(b.GetOverviewCount() - 1)\n"
+            "result = len(ov.ReadRaster(0, 0, ov.XSize, ov.YSize)); ds = None; keep = None")
+    with Worker(lab) as w:
+        w.call(code, p0=layouts["a0"]["s3"], p1=layouts["a1"]["s3"])
+    lg = [e for e in by_vsitune(lab.log()) if e["key"] == f"{PREFIX}/a1.tif"]
+    assert len(lg) == 1 and _first_end(lg) == 65535, [e["range"] for e in lg]
