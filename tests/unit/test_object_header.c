@@ -10,7 +10,8 @@
  * doubtful answer (a total of "*") is settled by one HEAD, whose size wins,
  * and the answer's bytes are kept when the ETags agree; when that HEAD fails
  * the open fails saying both, and nothing is remembered. A 404 fails naming
- * the key. The objects (12 MB) are larger than the header and a block. */
+ * the key. A first GET shorter than a block is kept as the head block. The
+ * objects (12 MB) are larger than the header and a block. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -66,6 +67,7 @@ static int serve_one(int fd, const char *head)
     if (strncmp(line, "HEAD /lb/doubt.bin ", 19) == 0)
         return lab_answer_head(fd, BIG);
     if (strncmp(line, "GET /lb/big.bin ", 16) == 0 || strncmp(line, "GET /lb/hs.bin ", 15) == 0 ||
+        strncmp(line, "GET /lb/short.bin ", 18) == 0 ||
         strncmp(line, "GET /lb/doubt.bin ", 18) == 0)
         return lab_answer_range(fd, first, last, BIG, 0);
     if (strncmp(line, "HEAD ", 5) == 0)
@@ -120,6 +122,37 @@ static void test_header_size_option(void **state)
     assert_int_equal(lab_read1(o, NULL, buf, 0, 2 * HEADER, err), VT_OK);
     lab_check_bytes(buf, 0, 2 * HEADER);
     assert_int_equal(seen("GET /lb/hs.bin ", NULL), 1);
+    vt__object_release(o);
+}
+
+/* A first GET shorter than a cache block (VSITUNE_HEADER_SIZE below it, as
+ * a learned size is: hdrsize.h) is kept as the head block: reads inside it
+ * cost nothing, a read past it fetches the block. */
+static void test_short_header_kept(void **state)
+{
+    static unsigned char buf[2 * HEADER];
+    vt_object *o;
+    long status;
+    char err[512];
+
+    (void)state;
+    CPLSetConfigOption("VSITUNE_HEADER_SIZE", "16384");
+    /* not grown by what earlier tests read on in lb/ (near.h) */
+    CPLSetConfigOption("VSITUNE_FIRST_READ_MAX", "0");
+    assert_int_equal(lab_open("lb/short.bin", &o, &status, err), VT_OK);
+    CPLSetConfigOption("VSITUNE_FIRST_READ_MAX", NULL);
+    CPLSetConfigOption("VSITUNE_HEADER_SIZE", NULL);
+    assert_int_equal(vt__object_size(o), BIG);
+    assert_int_equal(seen("GET /lb/short.bin ", "Range: bytes=0-16383\r\n"), 1);
+    assert_int_equal(lab_read1(o, NULL, buf, 0, 16384, err), VT_OK);
+    lab_check_bytes(buf, 0, 16384);
+    assert_int_equal(lab_read1(o, NULL, buf, 16000, 384, err), VT_OK);
+    lab_check_bytes(buf, 16000, 384);
+    assert_int_equal(seen("GET /lb/short.bin ", NULL), 1);
+    assert_int_equal(lab_read1(o, NULL, buf, 16000, 1000, err), VT_OK);
+    lab_check_bytes(buf, 16000, 1000);
+    assert_int_equal(seen("GET /lb/short.bin ", "Range: bytes=0-65535\r\n"), 1);
+    assert_int_equal(seen("GET /lb/short.bin ", NULL), 2);
     vt__object_release(o);
 }
 
@@ -196,6 +229,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_header_get),
         cmocka_unit_test(test_header_size_option),
+        cmocka_unit_test(test_short_header_kept),
         cmocka_unit_test(test_empty_object),
         cmocka_unit_test(test_doubtful_answer_settled_by_head),
         cmocka_unit_test(test_doubtful_answer_head_fails),

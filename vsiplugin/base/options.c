@@ -134,6 +134,8 @@ const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
     [VT_OPT_ACROSS_CREDENTIALS] = BOOL(
         "VSITUNE_SHARED_CACHE_ACROSS_CREDENTIALS", 1, 0, "`NO`",
         "share cached objects between credentials"),
+    [VT_OPT_HEADER_LEARN] = BOOL("VSITUNE_HEADER_LEARN", 1, 1, "`YES`",
+        "size the first GET by what the prefix's files needed"),
     /* ---- strings */
     [VT_OPT_SHARED_CACHE_NAME] = STR("VSITUNE_SHARED_CACHE_NAME", 0,
         "`" VT_DEFAULT_SHM_POOL "`", "the shared cache's pool name"),

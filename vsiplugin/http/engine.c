@@ -265,9 +265,11 @@ static void log_request(const struct vt_eng_xfer *x, vt_err err)
                  (unsigned long long)x->req_first, (unsigned long long)x->req_last);
     if (x->first_sent_at > 0 && x->done_at >= x->first_sent_at)
         snprintf(ms, sizeof(ms), ", %.1f ms", (x->done_at - x->first_sent_at) * 1e3);
-    CPLDebug("VSITUNE", "%s %s%s -> %ld, %zu bytes, HTTP/%d, %d attempt(s)%s%s%s%s%s",
+    CPLDebug("VSITUNE", "%s %s%s -> %ld, %zu bytes, HTTP/%d, %d attempt(s)%s"
+             "%s%s%s%s%s%s%s",
              x->req->method ? x->req->method : "GET", x->req->url, range, r->status,
              r->body_len, r->http_version, r->attempts, ms,
+             x->phases[0] ? " (" : "", x->phases, x->phases[0] ? ")" : "",
              err == VT_OK ? "" : ": ", err == VT_OK ? "" : r->error,
              x->retry_why[0] ? "; last retry: " : "", x->retry_why);
 }

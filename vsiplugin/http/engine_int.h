@@ -100,6 +100,9 @@ struct vt_eng_xfer {
                                    attempt was sent on (0: not known) */
     char retry_why[160];        /* io, read by the waiter after completion:
                                    why the last retry happened (for logs) */
+    char phases[96];            /* io, read by the waiter after completion:
+                                   the last attempt's libcurl phase times
+                                   (CURLINFO_*_TIME_T, for logs), or "" */
 };
 
 struct vt_engine {

@@ -417,6 +417,23 @@ static void start(struct vt_engine *e, struct vt_eng_xfer *x)
     atomic_fetch_add(&vt__eng_st_in_flight, 1);
 }
 
+/* The attempt's phases as libcurl timed them, for the debug line: where a
+ * request's time went (connect, TLS, first byte, total), and whether it
+ * opened a connection. */
+static void note_phases(struct vt_eng_xfer *x, CURL *easy, long nconn)
+{
+    curl_off_t conn = 0, tls = 0, first = 0, total = 0;
+
+    curl_easy_getinfo(easy, CURLINFO_CONNECT_TIME_T, &conn);
+    curl_easy_getinfo(easy, CURLINFO_APPCONNECT_TIME_T, &tls);
+    curl_easy_getinfo(easy, CURLINFO_STARTTRANSFER_TIME_T, &first);
+    curl_easy_getinfo(easy, CURLINFO_TOTAL_TIME_T, &total);
+    snprintf(x->phases, sizeof(x->phases), "%s; connect %.1f, TLS %.1f, "
+             "first byte %.1f, total %.1f ms", nconn > 0 ? "new connection" :
+             "reused connection", (double)conn / 1e3, (double)tls / 1e3,
+             (double)first / 1e3, (double)total / 1e3);
+}
+
 static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
 {
     struct vt_eng_xfer *x;
@@ -431,6 +448,7 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
     curl_easy_getinfo(easy, CURLINFO_HTTP_VERSION, &httpver);
     curl_easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &nconn);
     curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+    note_phases(x, easy, nconn);
     if (status > 0)
         x->hdr_status = status;
     atomic_fetch_add(&vt__eng_st_connections, (uint64_t)nconn);

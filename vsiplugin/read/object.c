@@ -154,9 +154,18 @@ int vt__object_peek(const vt_backend *be, const char *path, uint64_t *size,
 
 void vt__object_release(vt_object *o)
 {
-    int gone;
+    int gone, last;
     if (!o)
         return;
+    if (o->learn_need) {
+        /* read and let go: its prefix learns; taught while our reference
+         * keeps o alive (the table may free it once the count is 0) */
+        pthread_mutex_lock(&vt__object_table_mu);
+        last = o->refs == 1;
+        pthread_mutex_unlock(&vt__object_table_mu);
+        if (last)
+            vt__object_teach(o);
+    }
     pthread_mutex_lock(&vt__object_table_mu);
     gone = --o->refs == 0 && !o->in_table;
     pthread_mutex_unlock(&vt__object_table_mu);

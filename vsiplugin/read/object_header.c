@@ -1,7 +1,8 @@
-/* object_header.c: an object's first answer: the header GET, the judge of
- * what it says (vt__object_judge_first), the HEAD that settles a doubtful
- * one, and the header blocks it seeds into the cache (kept pinned for the
- * last objects loaded). Why apart: the rules for trusting a first answer
+/* object_header.c: an object's first answer: the header GET (its size
+ * learned per prefix, hdrsize.h), the judge of what it says
+ * (vt__object_judge_first), the HEAD that settles a doubtful one, and the
+ * header blocks it seeds into the cache (kept pinned for the last objects
+ * loaded). Why apart: the rules for trusting a first answer
  * (issue 13) are a concern of their own, tested on their own
  * (tests/unit/test_object.c). */
 #include "read/object_int.h"
@@ -19,6 +20,8 @@
 #include "base/config.h"
 #include "stats/stats.h"
 #include "base/xmlscan.h"
+#include "read/hdrsize.h"
+#include "read/tiffhead.h"
 
 /* ---- header blocks of recent objects: kept whatever the budget ----
  * GDAL reads an object's header in dozens of small reads, and often stats,
@@ -54,9 +57,12 @@ static void ring_keep(vt_cache *c, vt_block *const pins[HDR_RING_BLOCKS],
             vt__cache_release(c, old[i]);
 }
 
-/* Store the bytes [0, len) that start the object as cache blocks; the
- * first HDR_RING_BLOCKS of them stay pinned in the ring. */
-static void seed_blocks(vt_object *o, const unsigned char *data, size_t len)
+/* Store the bytes [0, len) that start the object as blocks of key; the
+ * first HDR_RING_BLOCKS of them stay pinned in the ring. short_ok: a last
+ * block shorter than a block is kept even where the object goes on (the
+ * head block, whose key is its own). */
+static void seed_blocks(vt_object *o, const char *key,
+                        const unsigned char *data, size_t len, int short_ok)
 {
     vt_cache *c = vt__object_cache();
     size_t bs = vt__cache_block_size(c), npins = 0;
@@ -68,9 +74,9 @@ static void seed_blocks(vt_object *o, const unsigned char *data, size_t len)
         vt_block_role role;
         vt_block *b;
         /* only whole blocks, or the object's last block */
-        if (n < bs && start + n != o->size)
+        if (n < bs && start + n != o->size && !short_ok)
             break;
-        b = vt__cache_lookup(c, o->cache_key, idx, &role);
+        b = vt__cache_lookup(c, key, idx, &role);
         if (!b)
             break;
         if (role == VT_ROLE_FILL)
@@ -222,6 +228,111 @@ static void keep_spans(vt_object *o, const unsigned char *data, size_t len)
     o->n_spans = n;
 }
 
+/* The length of o's id up to its last '/': the prefix whose opens teach
+ * the header size (endpoint and directory). */
+static size_t prefix_len(const vt_object *o)
+{
+    const char *slash = strrchr(o->id, '/');
+    return slash ? (size_t)(slash - o->id) : strlen(o->id);
+}
+
+void vt__object_note_reads(vt_object *o, size_t n, const uint64_t *off,
+                           const size_t *len)
+{
+    uint64_t bs = vt__cache_block_size(vt__object_cache()), end = 0, seen;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (len[i] > 0 && off[i] < bs && off[i] + len[i] > end)
+            end = off[i] + len[i] < bs ? off[i] + len[i] : bs;
+    seen = __atomic_load_n(&o->read_end, __ATOMIC_RELAXED);
+    while (end > seen &&
+           !__atomic_compare_exchange_n(&o->read_end, &seen, end, 1,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
+void vt__object_teach(vt_object *o)
+{
+    uint64_t read = __atomic_load_n(&o->read_end, __ATOMIC_RELAXED);
+
+    if (read == 0 || __atomic_exchange_n(&o->read_noted, 1, __ATOMIC_RELAXED))
+        return; /* never read yet (a stat), or taught already */
+    vt__hdrsize_note(o->id, prefix_len(o),
+                     o->learn_need > read ? o->learn_need : read);
+}
+
+/* What the first len bytes of o say its header needs (hdrsize.h): a
+ * TIFF's structure end; the whole object when it came whole; else
+ * unknown. */
+static uint64_t header_need(const vt_object *o, const unsigned char *p,
+                            size_t len)
+{
+    uint64_t need = 0;
+    vt_tiff_need t = vt__tiff_header_need(p, len, &need);
+
+    if (t == VT_TIFF_EXACT && need <= o->size)
+        return need;
+    if (len >= o->size)
+        return o->size;
+    return VT_HDRSIZE_UNKNOWN;
+}
+
+/* "<cache_key>\nhead" into o->head_key (0: no memory). */
+static int make_head_key(vt_object *o)
+{
+    size_t n = strlen(o->cache_key) + sizeof("\nhead");
+    o->head_key = malloc(n);
+    if (o->head_key)
+        snprintf(o->head_key, n, "%s\nhead", o->cache_key);
+    return o->head_key != NULL;
+}
+
+/* Keep the first GET's body: as blocks of the object when it fills them
+ * (or is the whole object), else as the head block (a GET shorter than a
+ * block, hdrsize.h) that reads inside it are served from. */
+static void keep_first_bytes(vt_object *o, const unsigned char *data,
+                             size_t len)
+{
+    size_t bs = vt__cache_block_size(vt__object_cache());
+
+    if (len >= bs || len >= o->size) {
+        seed_blocks(o, o->cache_key, data, len, 0);
+        return;
+    }
+    if (!make_head_key(o))
+        return; /* the bytes are read again through the blocks */
+    /* An earlier load of this version may have left a head block of
+     * another length (less was learned then): this answer's replaces it. */
+    vt__cache_drop(vt__object_cache(), o->head_key, 0, 1);
+    seed_blocks(o, o->head_key, data, len, 1);
+    o->head_len = len;
+}
+
+void vt__object_find_head(vt_object *o)
+{
+    vt_cache *c = vt__object_cache();
+    vt_block_role role;
+    vt_block *b;
+    size_t blen = 0;
+
+    if (!make_head_key(o))
+        return;
+    b = vt__cache_lookup(c, o->head_key, 0, &role);
+    if (b && role == VT_ROLE_HIT)
+        (void)vt__block_data(b, &blen);
+    else if (b && role == VT_ROLE_FILL)
+        vt__cache_fail(c, b, VT_ENOTFOUND, NULL); /* nobody stored it */
+    if (b)
+        vt__cache_release(c, b);
+    if (blen > 0 && blen < o->size)
+        o->head_len = blen;
+    else {
+        free(o->head_key);
+        o->head_key = NULL;
+    }
+}
+
 /* Fetch the header of a new object; fills o->size/etag/cache_key. Only a
  * size and ETag from an answer consistent in itself are kept (see
  * vt__object_judge_first); a doubtful one is checked with a HEAD, or fails
@@ -232,12 +343,15 @@ vt_err vt__object_load_header(vt_object *o, long *http_status, char *errbuf,
     vt_http_resp r;
     vt_err err;
     uint64_t hsize = vt__opt_size(o->path, VT_OPT_HEADER_SIZE);
+    int learn = vt__opt_choice(o->path, VT_OPT_HEADER_LEARN, NULL);
     uint64_t size = 0;
     size_t klen;
     int use_bytes = 0, remember = 1;
     char why[256];
     vt_first v;
 
+    if (learn)
+        hsize = vt__hdrsize_get(o->id, prefix_len(o), hsize);
     /* further when the directory's last objects read on past it (near.h) */
     hsize = vt__near_first_read(o->id, hsize,
                                 vt__opt_size(o->path, VT_OPT_FIRST_READ_MAX));
@@ -285,8 +399,10 @@ vt_err vt__object_load_header(vt_object *o, long *http_status, char *errbuf,
              o->etag);
     o->loaded_at = remember ? time(NULL) : 0; /* 0: stale at the next open */
     if (o->size > 0 && use_bytes) {
-        seed_blocks(o, r.body, r.body_len);
+        keep_first_bytes(o, r.body, r.body_len);
         keep_spans(o, r.body, r.body_len);
+        if (learn) /* taught when read and let go: vt__object_teach */
+            o->learn_need = header_need(o, r.body, r.body_len);
     }
     o->size_seen = use_bytes && r.body_len == o->size;
 out:

@@ -39,6 +39,17 @@ struct vt_object {
     char *ident;          /* the shared caches' name for it (ident.h: endpoint,
                              path, credential identity), or NULL */
     char *etag;           /* as the server sent it, or "" */
+    char *head_key;       /* cache_key + "\nhead": the cache key of the
+                             object's first head_len bytes kept as one
+                             short block (a first GET smaller than a block,
+                             hdrsize.h), or NULL */
+    size_t head_len;      /* set at load, then read-only; 0: no head block */
+    uint64_t learn_need;  /* set at load, then read-only: what the first
+                             answer says the header needs (hdrsize.h), or
+                             0: this load teaches nothing */
+    uint64_t read_end;    /* atomic: the furthest end, inside the first
+                             block, of the reads made of it */
+    int read_noted;       /* atomic: taught its prefix (once) */
     uint64_t size;
     vt_tiff_span *spans;  /* set at load, read-only after: the byte spans of
                              its TIFF images from the header GET's bytes
@@ -108,6 +119,28 @@ void vt__object_describe(const vt_object *o, char *errbuf, size_t errlen,
  * o->size/etag/cache_key/mtime/loaded_at/size_seen. Blocks. */
 vt_err vt__object_load_header(vt_object *o, long *http_status, char *errbuf,
                               size_t errlen);
+
+/* object_header.c: look for the head block another process stored for o
+ * (host-wide cache) and set o->head_key/head_len when it is there. Never
+ * waits, never asks the network. */
+void vt__object_find_head(vt_object *o);
+
+/* Record the reads of o inside its first cache block (for
+ * vt__object_teach). Thread-safe, lock-free. */
+void vt__object_note_reads(vt_object *o, size_t n, const uint64_t *off,
+                           const size_t *len);
+
+/* Once o was read and let go: tell its prefix what its opens needed, the
+ * larger of its structure and what was read of its first block (a COG's
+ * smallest overview is stored right after its header): hdrsize.h. Once per
+ * object; no lock held. */
+void vt__object_teach(vt_object *o);
+
+/* object_read.c's fast path: copy the n ranges from o's head block when
+ * every one lies inside it and the block is in the cache: 1; else 0 (the
+ * block path reads them). */
+int vt__object_read_head(vt_object *o, size_t n, void *const *dst,
+                         const uint64_t *off, const size_t *len);
 
 /* object_shared.c: vt__object_load_header through the host-wide metadata;
  * and forgetting what the host knows about path. */

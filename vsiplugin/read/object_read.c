@@ -503,6 +503,36 @@ static vt_err copy_out(const vt_object *o, size_t bs, const pinned *p,
     return VT_OK;
 }
 
+int vt__object_read_head(vt_object *o, size_t n, void *const *dst,
+                         const uint64_t *off, const size_t *len)
+{
+    vt_cache *c = vt__object_cache();
+    const unsigned char *data;
+    vt_block_role role;
+    vt_block *b;
+    size_t i, blen = 0;
+    int served = 0;
+
+    for (i = 0; i < n; i++)
+        if (off[i] > o->head_len || len[i] > o->head_len - off[i])
+            return 0;
+    b = vt__cache_lookup(c, o->head_key, 0, &role);
+    if (!b)
+        return 0;
+    if (role == VT_ROLE_FILL) /* evicted: never refetched under this key */
+        vt__cache_fail(c, b, VT_ENOTFOUND, NULL);
+    if (role == VT_ROLE_HIT) {
+        data = vt__block_data(b, &blen);
+        /* the same key is the same object version: a longer head block
+         * (an earlier load's, asked when more was learned) serves too */
+        served = blen >= o->head_len;
+        for (i = 0; served && i < n; i++)
+            memcpy(dst[i], data + off[i], len[i]);
+    }
+    vt__cache_release(c, b);
+    return served;
+}
+
 vt_err vt__object_read(vt_object *o, const vt_read_opts *opts, size_t n,
                        void *const *dst, const uint64_t *off,
                        const size_t *len, vt_readahead *ra, char *errbuf,
@@ -521,6 +551,10 @@ vt_err vt__object_read(vt_object *o, const vt_read_opts *opts, size_t n,
     err = check_ranges(o, bs, n, off, len, &cap, errbuf, errlen);
     if (err != VT_OK)
         return err;
+    if (o->learn_need)
+        vt__object_note_reads(o, n, off, len);
+    if (o->head_len && vt__object_read_head(o, n, dst, off, len))
+        return VT_OK; /* all inside the first GET's short answer */
     if (!opts) { /* no handle's: as the options say now */
         vt__object_read_opts(o, &own);
         opts = &own;

@@ -28,6 +28,7 @@ static vt_err adopt(vt_object *o, const vt_shm_objinfo *in)
         return VT_ENOMEM;
     snprintf(o->cache_key, klen, "%s\n%s", o->ident, in->etag);
     o->loaded_at = (time_t)in->loaded_at;
+    vt__object_find_head(o); /* the loader's short first GET, if it was */
     return VT_OK;
 }
 

@@ -161,6 +161,7 @@ void vt__object_free(vt_object *o)
     free(o->bucket);
     free(o->key);
     free(o->cache_key);
+    free(o->head_key);
     free(o->ident);
     free(o->etag);
     free(o->missing);

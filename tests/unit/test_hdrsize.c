@@ -1,0 +1,89 @@
+/* test_hdrsize.c: the first GET's size learned per prefix (read/hdrsize.c):
+ * the option's size until a prefix has a sample, then the largest of its
+ * last VT_HDRSIZE_SAMPLES needs with a margin, never above the option; an
+ * unknown need brings the option's size back until it leaves the window;
+ * prefixes apart; the margin's arithmetic. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "read/hdrsize.h"
+
+#define MAX 65536u
+#define P "http://lab:9000\nlab/many"
+
+static int reset(void **state)
+{
+    (void)state;
+    vt__hdrsize_reset();
+    return 0;
+}
+
+static void test_round(void **state)
+{
+    (void)state;
+    /* 6,556 + 819 + 1,024 = 8,399, up to 1 KiB: 9,216 */
+    assert_int_equal(vt__hdrsize_round(6556, MAX), 9216);
+    assert_int_equal(vt__hdrsize_round(1, MAX), 2048);
+    assert_true(vt__hdrsize_round(21522, MAX) >= 21522);
+    assert_int_equal(vt__hdrsize_round(60000, MAX), MAX);
+    assert_int_equal(vt__hdrsize_round(MAX, MAX), MAX);
+    assert_int_equal(vt__hdrsize_round(UINT64_MAX, MAX), MAX);
+    assert_int_equal(vt__hdrsize_round(3000, 4096), 4096);
+}
+
+static void test_first_open_asks_the_option(void **state)
+{
+    (void)state;
+    assert_int_equal(vt__hdrsize_get(P, strlen(P), MAX), MAX);
+    vt__hdrsize_note(P, strlen(P), 6556);
+    assert_int_equal(vt__hdrsize_get(P, strlen(P), MAX), 9216);
+    /* bounded by the option as set now */
+    assert_int_equal(vt__hdrsize_get(P, strlen(P), 8192), 8192);
+    /* only the prefix's length counts */
+    assert_int_equal(vt__hdrsize_get(P "/obj1.tif", strlen(P), MAX), 9216);
+    /* another prefix knows nothing */
+    assert_int_equal(vt__hdrsize_get(P "2", strlen(P) + 1, MAX), MAX);
+}
+
+static void test_largest_of_the_window(void **state)
+{
+    int i;
+    (void)state;
+    vt__hdrsize_note(P, strlen(P), 21522);
+    for (i = 0; i < VT_HDRSIZE_SAMPLES - 1; i++) {
+        vt__hdrsize_note(P, strlen(P), 6556);
+        assert_int_equal(vt__hdrsize_get(P, strlen(P), MAX),
+                         vt__hdrsize_round(21522, MAX));
+    }
+    vt__hdrsize_note(P, strlen(P), 6556); /* the large one leaves */
+    assert_int_equal(vt__hdrsize_get(P, strlen(P), MAX), 9216);
+}
+
+static void test_unknown_brings_the_option_back(void **state)
+{
+    int i;
+    (void)state;
+    vt__hdrsize_note(P, strlen(P), 6556);
+    vt__hdrsize_note(P, strlen(P), VT_HDRSIZE_UNKNOWN);
+    for (i = 0; i < VT_HDRSIZE_SAMPLES; i++) { /* the unknown one leaves */
+        assert_int_equal(vt__hdrsize_get(P, strlen(P), MAX), MAX);
+        vt__hdrsize_note(P, strlen(P), 6556);
+    }
+    assert_int_equal(vt__hdrsize_get(P, strlen(P), MAX), 9216);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round),
+        cmocka_unit_test_setup(test_first_open_asks_the_option, reset),
+        cmocka_unit_test_setup(test_largest_of_the_window, reset),
+        cmocka_unit_test_setup(test_unknown_brings_the_option_back, reset),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

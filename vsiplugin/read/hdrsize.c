@@ -1,0 +1,86 @@
+/* hdrsize.c: the first GET's size, learned per prefix (see hdrsize.h). Why
+ * its own file: the learning table is state of its own with its own lock,
+ * kept apart from the header load that asks it (object_header.c). */
+#include "read/hdrsize.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "base/forksafe.h"
+
+#define HDRSIZE_SLOTS 256
+
+typedef struct slot {
+    uint64_t id;                         /* the prefix's hash; 0: free */
+    uint64_t need[VT_HDRSIZE_SAMPLES];   /* 0: no sample in this place */
+    unsigned next;
+} slot;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static slot slots[HDRSIZE_SLOTS];
+
+static void init_once(void) { vt__forksafe_register(&mu); }
+
+/* FNV-1a of the prefix, never 0 (0 marks a free slot). */
+static uint64_t prefix_id(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    return h ? h : 1;
+}
+
+uint64_t vt__hdrsize_round(uint64_t need, uint64_t max)
+{
+    uint64_t want;
+
+    if (need >= max)
+        return max; /* max is at most 64 MiB: no overflow below */
+    want = (need + need / 8 + 1024 + 1023) / 1024 * 1024;
+    return want < max ? want : max;
+}
+
+uint64_t vt__hdrsize_get(const char *prefix, size_t plen, uint64_t max)
+{
+    uint64_t id = prefix_id(prefix, plen), most = 0;
+    slot *s = &slots[id % HDRSIZE_SLOTS];
+    unsigned i;
+
+    pthread_once(&once, init_once);
+    pthread_mutex_lock(&mu);
+    if (s->id == id)
+        for (i = 0; i < VT_HDRSIZE_SAMPLES; i++)
+            if (s->need[i] > most)
+                most = s->need[i];
+    pthread_mutex_unlock(&mu);
+    return most == 0 ? max : vt__hdrsize_round(most, max);
+}
+
+void vt__hdrsize_note(const char *prefix, size_t plen, uint64_t need)
+{
+    uint64_t id = prefix_id(prefix, plen);
+    slot *s = &slots[id % HDRSIZE_SLOTS];
+
+    if (need == 0)
+        need = 1;
+    pthread_once(&once, init_once);
+    pthread_mutex_lock(&mu);
+    if (s->id != id) {
+        memset(s, 0, sizeof(*s));
+        s->id = id;
+    }
+    s->need[s->next] = need;
+    s->next = (s->next + 1) % VT_HDRSIZE_SAMPLES;
+    pthread_mutex_unlock(&mu);
+}
+
+void vt__hdrsize_reset(void)
+{
+    pthread_once(&once, init_once);
+    pthread_mutex_lock(&mu);
+    memset(slots, 0, sizeof(slots));
+    pthread_mutex_unlock(&mu);
+}

@@ -1,0 +1,45 @@
+/* hdrsize.h: the size of an object's first GET, learned per prefix.
+ *
+ * vsitune's first read of an object is VSITUNE_HEADER_SIZE bytes (64 KiB)
+ * where a COG needs its structure (tiffhead.h): 6-22 KB for most. A prefix
+ * (the endpoint and directory of an object) usually holds files of one
+ * layout, so the needs of the last VT_HDRSIZE_SAMPLES opens there say what
+ * the next one will need: their largest, with a margin, at most the
+ * option. The first open of a prefix, any prefix whose recent opens include
+ * a file of unknown need (not a TIFF), and VSITUNE_HEADER_LEARN=NO ask for
+ * the option's size. A file needing more than was asked reads the rest
+ * through the block cache: one more request, the same bytes.
+ *
+ * The table: HDRSIZE_SLOTS slots chosen by a hash of the prefix, each the
+ * ring of the last samples; a collision only shares a learned size (never a
+ * wrong answer, at worst a larger or one more GET). One leaf lock
+ * (forksafe.h), held for a few loads and stores only. */
+#ifndef VT_HDRSIZE_H
+#define VT_HDRSIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define VT_HDRSIZE_SAMPLES 8
+
+/* What an open needed, as vt__hdrsize_note takes it: unknown (the option's
+ * size stands). */
+#define VT_HDRSIZE_UNKNOWN UINT64_MAX
+
+/* The first GET's size for an object under prefix (plen bytes, need not be
+ * terminated): the largest need of the prefix's last samples plus an
+ * eighth and 1 KiB, rounded up to 1 KiB, at most max; max when the prefix
+ * has no sample or one of them is unknown. Thread-safe. */
+uint64_t vt__hdrsize_get(const char *prefix, size_t plen, uint64_t max);
+
+/* Record what an open under prefix needed (bytes, or VT_HDRSIZE_UNKNOWN).
+ * Thread-safe. */
+void vt__hdrsize_note(const char *prefix, size_t plen, uint64_t need);
+
+/* The size asked for a largest need of need, bounded by max. Pure. */
+uint64_t vt__hdrsize_round(uint64_t need, uint64_t max);
+
+/* Forget every prefix (tests). */
+void vt__hdrsize_reset(void);
+
+#endif
