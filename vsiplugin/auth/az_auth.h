@@ -67,7 +67,8 @@ char *vt__az_string_to_sign(const char *verb, const char *const *headers,
                             const char *const *params);
 
 /* base64(HMAC-SHA256(base64-decoded key, sts)) into out (at least 45
- * bytes). 0, or -1 when the key is not base64 or OpenSSL fails. */
+ * bytes), the key decoded as GDAL decodes it (characters outside base64
+ * skipped). 0, or -1 for an empty key, a short out or an OpenSSL failure. */
 int vt__az_sign(const char *key_b64, const char *sts, char *out,
                 size_t outlen);
 

@@ -339,7 +339,7 @@ static int cli_file(const char *path, int https, vt_az_cfg *c)
     char *dir = opt(NULL, "AZURE_CONFIG_DIR"), *home = opt(NULL, "HOME");
     char *text = NULL, *cs = NULL, fn[4096];
     const char *raw = CPLGetConfigOption("AZURE_CONFIG_DIR", NULL);
-    FILE *f = NULL;
+    VSILFILE *f = NULL;
     size_t n = 0, cap = 0;
     int ok = 0;
 
@@ -347,7 +347,7 @@ static int cli_file(const char *path, int https, vt_az_cfg *c)
         goto out; /* set to "": no file */
     snprintf(fn, sizeof(fn), "%s%s/config", dir ? dir : home ? home : "",
              dir ? "" : "/.azure");
-    f = fopen(fn, "rb");
+    f = VSIFOpenL(fn, "rb"); /* through GDAL, as stock: /vsimem/ too */
     if (!f)
         goto out;
     for (;;) {
@@ -357,7 +357,7 @@ static int cli_file(const char *path, int https, vt_az_cfg *c)
                 goto out;
             text = t;
         }
-        size_t got = fread(text + n, 1, 4096, f);
+        size_t got = VSIFReadL(text + n, 1, 4096, f);
         n += got;
         if (got == 0)
             break;
@@ -391,7 +391,7 @@ static int cli_file(const char *path, int https, vt_az_cfg *c)
     ok = account_tail(path, c, 1);
 out:
     if (f)
-        fclose(f);
+        VSIFCloseL(f);
     if (text)
         OPENSSL_cleanse(text, n);
     free(text);
