@@ -73,7 +73,7 @@ static char *az_endpoint(const char *path)
     char err[512];
     char *e = NULL;
 
-    if (vt__az_config(path, &c, err, sizeof err) != VT_OK)
+    if (vt__az_config_where(path, &c, err, sizeof err) != VT_OK)
         return NULL;
     e = c.endpoint ? strdup(c.endpoint) : NULL;
     vt__az_config_clear(&c);
