@@ -13,8 +13,9 @@ the lab's log.
 - VSIStatL of the object and of a missing name, ReadDir of the directory: equal;
 - every plugin side really served: its exit counters name requests, the lab saw them
   with vsitune's User-Agent on the family's endpoint, and none carried stock's;
-- the knob: with VSITUNE_TAKEOVER_GS / _AZ unset (their default, NO) the loaded plugin
-  leaves the prefix to GDAL (every request stock's) and /vsis3/ still taken over.
+- the knob: set to NO, the loaded plugin leaves the prefix to GDAL (every request stock's)
+  and /vsis3/ still taken over; unset, /vsiaz/ is taken over (its default, YES) and
+  /vsigs/ left to GDAL (NO).
 """
 
 import json
@@ -203,7 +204,7 @@ def test_stat_and_readdir(fam):
 
 
 def test_knob_off_leaves_the_prefix_to_gdal(fam):
-    env = _env(fam, True, knob=None)
+    env = _env(fam, True, knob="NO")
     seq = parity.last_seq(fam.lab)
     cp, _ = lab_client.run_tool(["gdalinfo", "--debug", "on", fam.path], env)
     log = fam.log(seq)
@@ -211,3 +212,22 @@ def test_knob_off_leaves_the_prefix_to_gdal(fam):
     assert "vsitune" in cp.stderr and "active on /vsis3/" in cp.stderr, cp.stderr[-800:]
     assert log and not [e for e in log if (e.get("user_agent") or "").startswith(parity.VT_UA)]
     assert _counts(log)["list"] >= 1, log  # stock's own open lists the directory
+
+
+# the knob's default, per family: /vsiaz/ is taken over unless told otherwise
+DEFAULT_ON = {"gs": False, "az": True}
+
+
+def test_knob_default(fam):
+    """With the knob unset, /vsiaz/ is served by vsitune (every request with its
+    User-Agent, no LIST) and /vsigs/ is left to GDAL."""
+    env = _env(fam, True, knob=None)
+    seq = parity.last_seq(fam.lab)
+    cp, _ = lab_client.run_tool(["gdalinfo", fam.path], env)
+    log = fam.log(seq)
+    assert cp.returncode == 0, cp.stderr[-800:]
+    vt = [e for e in log if (e.get("user_agent") or "").startswith(parity.VT_UA)]
+    if DEFAULT_ON[fam.name]:
+        assert log and len(vt) == len(log) and _counts(log)["list"] == 0, log
+    else:
+        assert log and not vt, log

@@ -116,7 +116,7 @@ const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
         "serve GDAL's /vsis3/ reads; read once, at registration"),
     [VT_OPT_TAKEOVER_GS] = BOOL("VSITUNE_TAKEOVER_GS", 0, 0, "`NO`",
         "serve GDAL's /vsigs/ reads; read once, at registration"),
-    [VT_OPT_TAKEOVER_AZ] = BOOL("VSITUNE_TAKEOVER_AZ", 0, 0, "`NO`",
+    [VT_OPT_TAKEOVER_AZ] = BOOL("VSITUNE_TAKEOVER_AZ", 0, 1, "`YES`",
         "serve GDAL's /vsiaz/ reads; read once, at registration"),
     [VT_OPT_SIDECARS] = ENUM("VSITUNE_SIDECARS", 1, VT_SIDECARS_AUTO,
         sidecars_values,

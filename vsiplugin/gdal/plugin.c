@@ -3,9 +3,9 @@
  * GDAL loads gdal_vsitune.so from GDAL_DRIVER_PATH (or <libdir>/gdalplugins)
  * and calls GDALRegister_vsitune(), the only exported symbol. It installs the
  * vsitune handler on /vsis3/ (or on /vsitune/ with VSITUNE_TAKEOVER=NO, leaving
- * stock /vsis3/ alone), the same for /vsigs/ and /vsiaz/ with
- * VSITUNE_TAKEOVER_GS / VSITUNE_TAKEOVER_AZ=YES (else on /vsitune_gs/,
- * /vsitune_az/ only), and registers a driver named VSITUNE with no open
+ * stock /vsis3/ alone), the same for /vsiaz/ (VSITUNE_TAKEOVER_AZ, default
+ * YES) and /vsigs/ (VSITUNE_TAKEOVER_GS=YES) (else on /vsitune_az/,
+ * /vsitune_gs/ only), and registers a driver named VSITUNE with no open
  * function: it shows in `gdalinfo --formats` and its unload hook stops the
  * I/O engine at GDALDestroy. Registration is idempotent (rasterio registers
  * drivers twice). GDAL_SKIP (or OGR_SKIP) naming VSITUNE turns the plugin
