@@ -227,9 +227,10 @@ def _stock_open_error(env, path):
 
 
 @pytest.mark.xfail(gdal_at_least(3, 13), strict=True,
-                   reason="GDAL 3.13 words Azure's error body (\"AuthorizationFailure: "
-                          "<Message>\", CPLE_AWSError); the GDAL face words the backend's "
-                          "failure as 3.6-3.10 do (\"HTTP response code: 403\")")
+                   reason="pins 3.6-3.12's words for stock's refused HEAD (\"HTTP response "
+                          "code: 403\"); 3.13 words a refusal with Azure's code and message, "
+                          "compared with the plugin's by test_reach_takeover.py's "
+                          "test_bad_credentials")
 def test_wrong_key_and_expired_sas_as_stock(lab, objs):
     """A wrong shared key (Azurite: 403 AuthorizationFailure) and an expired SAS: the
     backend's HEAD fails as stock GDAL's does on the same path, and its last failure, as
