@@ -37,7 +37,7 @@
  * option table; `tunerd profile` names them): 1 YES, 0 NO. */
 #define VT_DEFAULT_TAKEOVER 1                      /* VSITUNE_TAKEOVER: /vsis3/ */
 #define VT_DEFAULT_TAKEOVER_GS 1                   /* VSITUNE_TAKEOVER_GS: /vsigs/ */
-#define VT_DEFAULT_TAKEOVER_AZ 0                   /* VSITUNE_TAKEOVER_AZ: /vsiaz/ */
+#define VT_DEFAULT_TAKEOVER_AZ 1                   /* VSITUNE_TAKEOVER_AZ: /vsiaz/ */
 #define VT_DEFAULT_TAKEOVER_CURL 1                 /* VSITUNE_TAKEOVER_CURL: /vsicurl/ */
 
 #endif

@@ -114,6 +114,7 @@ LAYERS = {
     "vsiplugin/backends/s3/s3_fail.c": 6, "vsiplugin/backends/s3/s3.c": 6,
     "vsiplugin/backends/s3/s3_transient.c": 6,
     "vsiplugin/backends/breq.c": 6, "vsiplugin/backends/breq.h": 6,
+    "vsiplugin/backends/bfail.c": 6, "vsiplugin/backends/bfail.h": 6,
     "vsiplugin/backends/userhdr.c": 6, "vsiplugin/backends/userhdr.h": 6,
     "vsiplugin/backends/listxml.c": 6, "vsiplugin/backends/listxml.h": 6,
     "vsiplugin/backends/gs/gs_backend.c": 6, "vsiplugin/backends/gs/gs.c": 6,

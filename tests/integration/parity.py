@@ -469,8 +469,10 @@ def both_tool(lab, case, what, argv, extra=None, parse_json=False, endpoint="h1"
 
 # -- comparing ------------------------------------------------------------------------
 def _norm_msg(m):
-    # curl's words carry how long a refused connection took ("after 2 ms"): a timing
-    return re.sub(r"\bafter \d+ ms\b", "after N ms", " ".join(str(m).split()))
+    # curl's words carry how long a refused connection took ("after 2 ms"): a timing;
+    # Azure's error messages name the request and its time (RequestId:, Time:)
+    m = re.sub(r"\b(RequestId|Time):\S+", r"\1:N", str(m))
+    return re.sub(r"\bafter \d+ ms\b", "after N ms", " ".join(m.split()))
 
 
 def gist_in(stock_msg, vt_msg):

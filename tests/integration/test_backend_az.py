@@ -17,6 +17,7 @@ Key signatures and SAS tokens).
   secret), and the managed identity token (IMDS) fetched once, kept, and fetched again
   after forget, as stock GDAL fetches it.
 """
+import contextlib
 import email.utils
 import hashlib
 import http.server
@@ -226,9 +227,10 @@ def _stock_open_error(env, path):
 
 
 @pytest.mark.xfail(gdal_at_least(3, 13), strict=True,
-                   reason="GDAL 3.13 words Azure's error body (\"AuthorizationFailure: "
-                          "<Message>\", CPLE_AWSError); the GDAL face words the backend's "
-                          "failure as 3.6-3.10 do (\"HTTP response code: 403\")")
+                   reason="pins 3.6-3.12's words for stock's refused HEAD (\"HTTP response "
+                          "code: 403\"); 3.13 words a refusal with Azure's code and message, "
+                          "compared with the plugin's by test_reach_takeover.py's "
+                          "test_bad_credentials")
 def test_wrong_key_and_expired_sas_as_stock(lab, objs):
     """A wrong shared key (Azurite: 403 AuthorizationFailure) and an expired SAS: the
     backend's HEAD fails as stock GDAL's does on the same path, and its last failure, as
@@ -343,15 +345,8 @@ def test_managed_identity_token_kept_and_forgotten(lab, objs):
     (CPL_AZURE_VM_API_ROOT_URL) with "Metadata: true", as stock GDAL asks it (the same
     URL); the backend asks once for two GETs, again after forget("") (VSICurlClearCache),
     and sends it as a bearer token with x-ms-version, as stock does."""
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Imds)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
-        root = f"http://127.0.0.1:{srv.server_address[1]}"
-        env = _env(lab, "az-h1", "shared_key", CPL_AZURE_VM_API_ROOT_URL=root)
-        del env["AZURE_STORAGE_ACCESS_KEY"]
-        path = f"lab/{objs['small']['key']}"
-        _Imds.paths.clear()
-        lab.reset()
+    path = f"lab/{objs['small']['key']}"
+    with _imds_env(lab, _Imds) as env:
         _stock_read(env, path, 0, 100)
         stock_paths = set(_Imds.paths)
         stock_log = lab.log()
@@ -365,5 +360,49 @@ def test_managed_identity_token_kept_and_forgotten(lab, objs):
         log = lab.log()
         assert len(log) == 3 and all(e["auth"] == "bearer" for e in log + stock_log)
         assert all(set(e["xhdr"]) == {"x-ms-version"} for e in log + stock_log)
+
+
+@contextlib.contextmanager
+def _imds_env(lab, handler):
+    """A managed identity endpoint served by handler (its paths cleared) and the env of an
+    account without a key that reaches it; the lab's log reset."""
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        root = f"http://127.0.0.1:{srv.server_address[1]}"
+        env = _env(lab, "az-h1", "shared_key", CPL_AZURE_VM_API_ROOT_URL=root)
+        del env["AZURE_STORAGE_ACCESS_KEY"]
+        handler.paths.clear()
+        lab.reset()
+        yield env
     finally:
         srv.shutdown()
+
+
+class _ImdsExpired(_Imds):
+    """An endpoint whose tokens have already expired (a skewed clock): each use asks again."""
+    paths = []
+
+    def do_GET(self):  # noqa: N802
+        type(self).paths.append((self.path, self.headers.get("Metadata")))
+        body = b'{"access_token":"imds-token-1","expires_on":"1000","token_type":"Bearer"}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_managed_identity_not_asked_for_the_endpoint(lab, objs):
+    """Where a path's objects live (the object identity) needs no token: asking for it does
+    not reach the managed identity endpoint, which stock GDAL asks only for the requests it
+    signs (with an already expired token: once per signed request, never more). Each GET
+    asks it once and carries its token."""
+    path = f"lab/{objs['small']['key']}"
+    with _imds_env(lab, _ImdsExpired) as env:
+        out = probe(env, "endpoint", path, "endpoint", path)
+        assert all(o.startswith("endpoint http://127.0.0.1:") for o in out), out
+        assert _ImdsExpired.paths == [] and lab.log() == []
+        probe(env, "get", path, 0, 100, "get", path, 100, 100)
+        log = lab.log()
+        assert len(log) == 2 and all(e["auth"] == "bearer" for e in log), log
+        assert len(_ImdsExpired.paths) == 2, _ImdsExpired.paths

@@ -216,11 +216,11 @@ def _run(sides, tmp, select=None, extra=None, timeout=900, suite="vsis3"):
             raise lab_client.LabError(f"GDAL autotest ({s}) wrote no results:\n"
                                       f"{log.read_text(errors='replace')[-3000:]}")
         # The plugin must have served requests in the suites of the prefixes it takes over
-        # by default whose fake servers it reaches (/vsis3/, /vsigs/); /vsicurl/'s suite's
-        # fake servers answer the plugin and GDAL alike; /vsiaz/: knob off by default.
+        # by default whose fake servers it reaches (/vsis3/, /vsigs/, /vsiaz/); /vsicurl/'s
+        # suite's fake servers answer the plugin and GDAL alike.
         assert_served(tool_served_failures(None, s.split("@")[0].startswith("vsitune"), env,
                                            None, env["VSITUNE_STATS_FILE"],
-                                           need_request=suite in ("vsis3", "vsigs")))
+                                           need_request=suite in ("vsis3", "vsigs", "vsiaz")))
         out[s] = _outcomes(junit)
         out[s + ":isolated"] = isolated
     return out
@@ -304,12 +304,13 @@ def test_every_test_classified_once():
     assert set(PINNED) <= names and set(KNOWN) <= names and set(KNOBS) <= set(PINNED)
     reach = {f"{s}::{n}" for s in REACH_SUITES for n in autotest_names(s)}
     assert set(PINNED_REACH) <= reach and set(KNOWN_REACH) <= reach
+    assert set(KNOBS_REACH) <= set(PINNED_REACH)
 
 
 # -- GDAL 3.6's /vsicurl/, /vsigs/, /vsiaz/ autotests (issue 20) ----------------------
 # The same rule, for the handlers issue 20 takes over: every test stock GDAL passes passes
-# with the plugin loaded as shipped (/vsigs/ and /vsicurl/ taken over by default; /vsiaz/
-# left to GDAL's own handler), but named request-sequence pins (PINNED_REACH). Stock 3.6.2 on
+# with the plugin loaded as shipped (/vsigs/, /vsiaz/ and /vsicurl/ taken over by default),
+# but named request-sequence pins (PINNED_REACH). Stock 3.6.2 on
 # Debian 12, no network: vsicurl 13 passed + 7 skipped (internet tests), vsigs 18 + 2
 # skipped, vsiaz 22 passed + 1 failed (test_vsiaz_fake_write: the suite is 3.6.0's, the
 # test changed in 3.6.1). Per-test outcomes: $VT_BUILD_DIR/parity/gdal_autotest_reach.json.
@@ -337,6 +338,38 @@ KNOWN_REACH = {
         "size with a HEAD), so the stat fails where stock's succeeds. Real GCS answers the "
         "range asked; a server capping ranges is the case this stands for"),
 }
+# /vsiaz/ is taken over by default: its pins, analysed with the takeover on (issue 20).
+_AZ_RANGE = ("its fake server checks a Shared Key signature, which covers the Range header: "
+             "GDAL's first GET asks 16 KB, the plugin's 64 KB (VSITUNE_HEADER_SIZE)")
+PINNED_REACH.update({
+    "vsiaz::test_vsiaz_fake_basic": (
+        _AZ_RANGE + "; then a stat answered by a HEAD only (the plugin stats with its GET of "
+        "the header). With both answered for the plugin's requests, the rest (/vsiaz_streaming/, "
+        "AZURE_NO_SIGN_REQUEST) passes (measured)",
+        "test_reach_takeover.py (az: gdalinfo, pixel, stat); test_backend_az.py (signatures)"),
+    "vsiaz::test_vsiaz_fake_readdir": (
+        "its first open must be answered by a LIST of the directory (no GET of the object); the "
+        "plugin GETs the object. Without that open, the rest (ReadDir, stat from the listing, "
+        "errors, containers) passes (measured)",
+        "test_reach_takeover.py (az: stat and ReadDir)"),
+    "vsiaz::test_vsiaz_read_credentials_simulated_azure_vm_expiration": (
+        "pins GDAL's two fetches of an already expired managed identity token before its one "
+        "GET; the plugin asks once per request it signs (the GET reads with the token)",
+        "test_backend_az.py::test_managed_identity_not_asked_for_the_endpoint"),
+    "vsiaz::test_vsiaz_read_credentials_config_file_connection_string": (
+        _AZ_RANGE + ". Re-run below with VSITUNE_HEADER_SIZE=16384, where it must pass",
+        "this file: test_reach_pinned_with_stock_header_size"),
+    "vsiaz::test_vsiaz_read_credentials_config_file_account_and_key": (
+        _AZ_RANGE + ". Re-run below with VSITUNE_HEADER_SIZE=16384, where it must pass",
+        "this file: test_reach_pinned_with_stock_header_size"),
+})
+# Pinned reach tests an option turns back into stock's sequence: re-run with it, must pass.
+KNOBS_REACH = {
+    "vsiaz::test_vsiaz_read_credentials_config_file_connection_string":
+        {"VSITUNE_HEADER_SIZE": "16384"},
+    "vsiaz::test_vsiaz_read_credentials_config_file_account_and_key":
+        {"VSITUNE_HEADER_SIZE": "16384"},
+}
 
 
 @pytest.fixture(scope="module")
@@ -351,8 +384,14 @@ def reach_runs(tmp_path_factory):
             continue
         res = _run([f"{side}@{suite}" for side in sides], tmp, suite=suite)
         out[suite] = {side: res.get(f"{side}@{suite}", {}) for side in sides}
+    knobs = {}
+    for key, env in (KNOBS_REACH.items() if "vsitune" in sides else ()):
+        suite, name = key.split("::")
+        side = f"vsitune-{name}@{suite}"
+        knobs[key] = _run([side], tmp, select=[name], extra=env, suite=suite)[side]
+    out["knobs"] = knobs
     report = {f"{suite}::{n}": {side: out[suite][side].get(n, ("absent", ""))[0] for side in sides}
-              for suite in out for n in autotest_names(suite)}
+              for suite in REACH_SUITES if suite in out for n in autotest_names(suite)}
     path = lab_client.build_dir() / "parity" / "gdal_autotest_reach.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"gdal": _gdal_version(), "tests": report}, indent=1) + "\n")
@@ -389,6 +428,19 @@ def test_autotest_reach(reach_runs, suite, name):
         why, standalone = PINNED_REACH[key]
         pytest.xfail(f"pinned request sequence: {why} (user-visible part: {standalone})")
     assert vt == "passed", f"passes on stock GDAL, {vt} with the plugin:\n{vt_details}"
+
+
+@pytest.mark.parametrize("key", list(KNOBS_REACH))
+def test_reach_pinned_with_stock_header_size(reach_runs, key):
+    """A pinned reach test re-run with the plugin set to stock GDAL's wire choice
+    (KNOBS_REACH): what is left must pass."""
+    suite, name = key.split("::")
+    if reach_runs[suite]["stock"].get(name, ("absent",))[0] != "passed":
+        pytest.skip("stock GDAL does not pass it here")
+    if key not in reach_runs["knobs"]:
+        pytest.skip(f"gdal_vsitune.so not built in {lab_client.plugin_dir()}")
+    o, details = reach_runs["knobs"][key].get(name, ("absent", ""))
+    assert o == "passed", f"with {KNOBS_REACH[key]}: {o}\n{details}"
 
 
 if __name__ == "__main__":  # print the comparison without pytest: python3 test_gdal_autotest.py

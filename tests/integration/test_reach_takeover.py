@@ -13,9 +13,9 @@ the lab's log.
 - VSIStatL of the object and of a missing name, ReadDir of the directory: equal;
 - every plugin side really served: its exit counters name requests, the lab saw them
   with vsitune's User-Agent on the family's endpoint, and none carried stock's;
-- the knob: with VSITUNE_TAKEOVER_GS / _AZ / _CURL=NO (_AZ's default; _GS's and _CURL's
-  are YES: test_curl_on_by_default) the loaded plugin leaves the prefix to GDAL (every
-  request stock's) and /vsis3/ still taken over;
+- the knob: set to NO (VSITUNE_TAKEOVER_GS / _AZ / _CURL), the loaded plugin leaves the
+  prefix to GDAL (every request stock's) and /vsis3/ still taken over; unset, each is
+  taken over (their default, YES: test_knob_default, test_curl_on_by_default);
 - /vsigs/'s credentials as stock uses them: GCE tokens fetched as often as stock fetches
   them (once; or once more than the data requests when announced to expire at once), a
   refresh token with GDAL's own OAuth2 application left to GDAL (every request stock's).
@@ -201,17 +201,7 @@ def test_window_and_overview(fam):
     assert vc["head"] == 0 and vc["list"] == 0, vc
 
 
-def _az_words_on_313(fam, request):
-    """Open difference: GDAL 3.13's /vsiaz/ words Azure's error ("ObjectNotFound: Not
-    Found", CPLE 13; a refusal as a warning naming the URL, then Azure's code and message);
-    vsitune words the Azure backend's failure as 3.6 to 3.10 do ("HTTP response code: n",
-    CPLE 11), as test_backend_az.py's strict xfail says."""
-    if fam.name == "az" and parity.gdal_at_least(3, 13):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=_az_words_on_313.__doc__))
-
-
-def test_missing_object(fam, request):
-    _az_words_on_313(fam, request)
+def test_missing_object(fam):
     s, v, sc, vc = _both(fam, ["gdalinfo",
                                f"{fam.prefix}{fam.bucket}/reach/no-such-{os.getpid()}.tif"],
                          gdal_answers=True)
@@ -222,8 +212,7 @@ def test_missing_object(fam, request):
     assert vc["requests"] >= 1  # the plugin side asked (served it)
 
 
-def test_bad_credentials(fam, request):
-    _az_words_on_313(fam, request)
+def test_bad_credentials(fam):
     path, bad = fam.bad_case()
     s, v, sc, vc = _both(fam, ["gdalinfo", path], bad, gdal_answers=True)
     _record(fam, "bad_credentials", sc, vc)
@@ -455,6 +444,45 @@ print(json.dumps(out))
 '''
 
 
+
+
+# the knob's default, per family: each is taken over unless told otherwise
+DEFAULT_ON = {"gs": True, "az": True, "curl": True}
+
+
+def test_knob_default(fam):
+    """With the knob unset, the prefix is served by vsitune (every request with its
+    User-Agent, no LIST)."""
+    env = _env(fam, True, knob=None)
+    seq = parity.last_seq(fam.lab)
+    cp, _ = lab_client.run_tool(["gdalinfo", fam.path], env)
+    log = fam.log(seq)
+    assert cp.returncode == 0, cp.stderr[-800:]
+    vt = [e for e in log if (e.get("user_agent") or "").startswith(parity.VT_UA)]
+    if DEFAULT_ON[fam.name]:
+        assert log and len(vt) == len(log) and _counts(log)["list"] == 0, log
+    else:
+        assert log and not vt, log
+
+
+_TWICE_SCRIPT = r'''
+import json, sys
+from osgeo import gdal
+gdal.UseExceptions()
+out = []
+for i in range(2):
+    errs = []
+    gdal.PushErrorHandler(lambda c, n, m: errs.append([c, n, m]))
+    try:
+        gdal.OpenEx(sys.argv[1], gdal.OF_RASTER | gdal.OF_VERBOSE_ERROR)
+    except Exception as e:
+        errs.append(["exc", str(e)])
+    gdal.PopErrorHandler()
+    out.append(errs)
+print(json.dumps(out))
+'''
+
+
 @pytest.mark.parametrize("case", ["missing", "refused"])
 def test_open_failing_again(fam, case, request):
     """An open (errors asked) of a name, twice: a missing object, and an object refused
@@ -464,7 +492,6 @@ def test_open_failing_again(fam, case, request):
     when the answer is the same failure (backends/failmem.h, which /vsis3/ and /vsigs/
     use). The Azure backend does not note its failures there yet: on 3.6 its second
     refused open says "HTTP response code: 403" where stock says nothing (strict xfail)."""
-    _az_words_on_313(fam, request)
     if fam.name == "az" and case == "refused" and not parity.gdal_at_least(3, 10):
         request.applymarker(parity.xfail(
             "no failure memory in the Azure backend: 3.6's silent second refused open is "
@@ -478,3 +505,19 @@ def test_open_failing_again(fam, case, request):
     assert s["rc"] == 0 and v["rc"] == 0, (s, v)
     assert json.loads(v["stdout"]) == json.loads(s["stdout"])
     assert vc["requests"] >= 1
+
+
+def test_missing_object_twice(fam):
+    """The same missing name opened twice in one process: the second open is worded as
+    stock words a failure it remembers (nothing more on 3.6, its cached status from 3.10)."""
+    name = f"{fam.prefix}lab/reach/twice-{os.getpid()}.tif"
+    s, v, sc, vc = _both(fam, [PY, "-c", _TWICE_SCRIPT, name], gdal_answers=fam.name == "curl")
+    _record(fam, "missing_twice", sc, vc)
+    a, b = json.loads(s["stdout"]), json.loads(v["stdout"])
+    assert len(a) == len(b) == 2
+    for x, y in zip(a, b):
+        assert parity.errors_match([e for e in x if e[0] != "exc"],
+                                   [e for e in y if e[0] != "exc"]), (a, b)
+        # the exception is GDAL's words alone: equal, not merely containing stock's
+        assert [parity._norm_msg(e[1]) for e in x if e[0] == "exc"] == \
+            [parity._norm_msg(e[1]) for e in y if e[0] == "exc"], (a, b)

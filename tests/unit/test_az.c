@@ -13,10 +13,12 @@
 #include <cmocka.h>
 
 #include <cpl_conv.h>
+#include <cpl_error.h>
 #include <cpl_vsi_error.h>
 
 #include "backends/az/az_int.h"
 #include "backends/backend.h"
+#include "backends/bfail.h"
 #include "compat/gdal_error.h"
 #include "compat/gdal_release.h"
 
@@ -240,6 +242,51 @@ static void test_status_and_describe(void **state)
                              "specified blob does not exist.");
 }
 
+/* A failed open's words by release (stock measured on Azurite): 3.6 to 3.10
+ * "HTTP response code: <n>" (the body unread), 3.13 Azure's code and message
+ * after the warning naming the URL, a 404 "ObjectNotFound: Not Found". The
+ * record is another backend's when its scheme differs. */
+static void test_failure_words_by_release(void **state)
+{
+    const char body[] = "<?xml version=\"1.0\"?><Error><Code>AuthorizationFailure"
+                        "</Code><Message>Server failed.\nRequestId:r\nTime:t"
+                        "</Message></Error>";
+    const char *url = EP "/lab/k";
+    vt_http_resp r;
+    vt_gdal_fail f;
+    vt_gdal_report rep;
+    (void)state;
+    memset(&r, 0, sizeof r);
+    r.status = 403;
+    r.body = (unsigned char *)body;
+    r.body_len = strlen(body);
+    vt__bfail_note("az://", "lab", "k", VT_EACCESS, &r, url, NULL, 0);
+    assert_int_equal(vt__backend_s3.last_failure("lab", "k", &f), 0);
+    vt__gdal_release_set(3100300);
+    assert_int_equal(be->last_failure("lab", "k", &f), 1);
+    assert_null(f.said);
+    vt__gdal_error_for_open(&f, &rep);
+    assert_string_equal(rep.message, "HTTP response code: 403");
+    assert_int_equal(rep.cple, CPLE_HttpResponse);
+    assert_int_equal(rep.warn, 0);
+    vt__gdal_release_set(3130300);
+    assert_int_equal(be->last_failure("lab", "k", &f), 1);
+    vt__gdal_error_for_open(&f, &rep);
+    assert_string_equal(rep.message, "AuthorizationFailure: Server failed.\n"
+                                     "RequestId:r\nTime:t");
+    assert_int_equal(rep.vsie, VSIE_AWSError);
+    assert_int_equal(rep.warn, 1);
+    assert_string_equal(rep.warning, "HTTP response code on " EP "/lab/k: 403");
+    r.status = 404;
+    vt__bfail_note("az://", "lab", "k", VT_ENOTFOUND, &r, url, NULL, 0);
+    assert_int_equal(be->last_failure("lab", "k", &f), 1);
+    vt__gdal_error_for_open(&f, &rep);
+    assert_string_equal(rep.message, "Not Found"); /* GDAL prefixes it */
+    assert_int_equal(rep.vsie, VSIE_AWSObjectNotFound);
+    assert_int_equal(rep.warn, 0);
+    vt__gdal_release_set(vt__gdal_release_running());
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -248,6 +295,7 @@ int main(void)
         cmocka_unit_test(test_split),
         cmocka_unit_test(test_parse_list),
         cmocka_unit_test(test_status_and_describe),
+        cmocka_unit_test(test_failure_words_by_release),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

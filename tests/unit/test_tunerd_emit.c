@@ -109,7 +109,7 @@ static void test_backends_named(void **state)
         " vsitune's cache and connection pool apply to the reads it serves: "
         "/vsis3/ (on by default; VSITUNE_TAKEOVER=NO: off), "
         "/vsigs/ (on by default; VSITUNE_TAKEOVER_GS=NO: off), "
-        "/vsiaz/ (off by default; VSITUNE_TAKEOVER_AZ=YES: on), "
+        "/vsiaz/ (on by default; VSITUNE_TAKEOVER_AZ=NO: off), "
         "/vsicurl/ (on by default; VSITUNE_TAKEOVER_CURL=NO: off); "
         "GDAL_CACHEMAX applies to every read\n";
     static const vt_format commented[] = { VT_FMT_SHELL, VT_FMT_DOTENV, VT_FMT_TERRAFORM,
@@ -126,7 +126,7 @@ static void test_backends_named(void **state)
                 "    {\"prefix\": \"/vsigs/\", \"backend\": \"gs\", \"knob\": "
                 "\"VSITUNE_TAKEOVER_GS\", \"on_by_default\": true},\n"
                 "    {\"prefix\": \"/vsiaz/\", \"backend\": \"az\", \"knob\": "
-                "\"VSITUNE_TAKEOVER_AZ\", \"on_by_default\": false},\n"
+                "\"VSITUNE_TAKEOVER_AZ\", \"on_by_default\": true},\n"
                 "    {\"prefix\": \"/vsicurl/\", \"backend\": \"curl\", \"knob\": "
                 "\"VSITUNE_TAKEOVER_CURL\", \"on_by_default\": true}\n  ],\n");
     out = render_as(VT_FMT_DOCKERFILE, 0);

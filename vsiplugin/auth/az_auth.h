@@ -37,6 +37,12 @@ typedef struct vt_az_cfg {
  * managed identity token (kept until a minute before it expires). */
 vt_err vt__az_config(const char *path, vt_az_cfg *out, char *errbuf,
                      size_t errlen);
+/* The same chain without asking the managed identity endpoint (c->imds
+ * set where it would be asked, no token): where path's objects live, for
+ * the object identity, which no token changes (stock asks IMDS only for
+ * the requests it signs). */
+vt_err vt__az_config_where(const char *path, vt_az_cfg *out, char *errbuf,
+                           size_t errlen);
 void vt__az_config_clear(vt_az_cfg *c);
 
 /* A connection string's parts as GDAL 3.6 reads them: AccountName and
@@ -67,7 +73,8 @@ char *vt__az_string_to_sign(const char *verb, const char *const *headers,
                             const char *const *params);
 
 /* base64(HMAC-SHA256(base64-decoded key, sts)) into out (at least 45
- * bytes). 0, or -1 when the key is not base64 or OpenSSL fails. */
+ * bytes), the key decoded as GDAL decodes it (characters outside base64
+ * skipped). 0, or -1 for an empty key, a short out or an OpenSSL failure. */
 int vt__az_sign(const char *key_b64, const char *sts, char *out,
                 size_t outlen);
 

@@ -303,8 +303,10 @@ out:
 /* ---- the chain -------------------------------------------------------- */
 
 /* With an account: a token, a key, a SAS, no signing or a managed identity
- * (the tail both the options and the CLI file take). 1 when one was found. */
-static int account_tail(const char *path, vt_az_cfg *c, int from_file)
+ * (the tail both the options and the CLI file take). 1 when one was found.
+ * fetch 0: the managed identity is not asked (c->imds set, no token). */
+static int account_tail(const char *path, vt_az_cfg *c, int from_file,
+                        int fetch)
 {
     if (!from_file) {
         c->token = opt(path, "AZURE_STORAGE_ACCESS_TOKEN");
@@ -327,6 +329,10 @@ static int account_tail(const char *path, vt_az_cfg *c, int from_file)
         c->nosign = 1;
         return 1;
     }
+    if (!fetch) {
+        c->imds = 1;
+        return 1;
+    }
     c->token = imds_token(path);
     c->imds = c->token != NULL;
     return c->imds;
@@ -334,12 +340,12 @@ static int account_tail(const char *path, vt_az_cfg *c, int from_file)
 
 /* The Azure CLI's config file ([storage] account, key, sas_token,
  * connection_string), as GetConfigurationFromCLIConfigFile. */
-static int cli_file(const char *path, int https, vt_az_cfg *c)
+static int cli_file(const char *path, int https, vt_az_cfg *c, int fetch)
 {
     char *dir = opt(NULL, "AZURE_CONFIG_DIR"), *home = opt(NULL, "HOME");
     char *text = NULL, *cs = NULL, fn[4096];
     const char *raw = CPLGetConfigOption("AZURE_CONFIG_DIR", NULL);
-    FILE *f = NULL;
+    VSILFILE *f = NULL;
     size_t n = 0, cap = 0;
     int ok = 0;
 
@@ -347,7 +353,7 @@ static int cli_file(const char *path, int https, vt_az_cfg *c)
         goto out; /* set to "": no file */
     snprintf(fn, sizeof(fn), "%s%s/config", dir ? dir : home ? home : "",
              dir ? "" : "/.azure");
-    f = fopen(fn, "rb");
+    f = VSIFOpenL(fn, "rb"); /* through GDAL, as stock: /vsimem/ too */
     if (!f)
         goto out;
     for (;;) {
@@ -357,7 +363,7 @@ static int cli_file(const char *path, int https, vt_az_cfg *c)
                 goto out;
             text = t;
         }
-        size_t got = fread(text + n, 1, 4096, f);
+        size_t got = VSIFReadL(text + n, 1, 4096, f);
         n += got;
         if (got == 0)
             break;
@@ -388,10 +394,10 @@ static int cli_file(const char *path, int https, vt_az_cfg *c)
     }
     if (!c->endpoint)
         c->endpoint = default_endpoint(https, c->account, "core.windows.net");
-    ok = account_tail(path, c, 1);
+    ok = account_tail(path, c, 1, fetch);
 out:
     if (f)
-        fclose(f);
+        VSIFCloseL(f);
     if (text)
         OPENSSL_cleanse(text, n);
     free(text);
@@ -401,8 +407,8 @@ out:
     return ok;
 }
 
-vt_err vt__az_config(const char *path, vt_az_cfg *c, char *errbuf,
-                     size_t errlen)
+static vt_err chain(const char *path, vt_az_cfg *c, char *errbuf,
+                    size_t errlen, int fetch)
 {
     int https = opt_bool(path, "CPL_AZURE_USE_HTTPS", 1);
     char *cs = opt(path, "AZURE_STORAGE_CONNECTION_STRING");
@@ -426,13 +432,13 @@ vt_err vt__az_config(const char *path, vt_az_cfg *c, char *errbuf,
         if (!c->endpoint)
             c->endpoint = default_endpoint(https, c->account,
                                            "core.windows.net");
-        if (!account_tail(path, c, 0)) {
+        if (!account_tail(path, c, 0, fetch)) {
             snprintf(errbuf, errlen, "%s", MSG_ACCOUNT_ONLY);
             err = VT_ECREDS;
         }
         goto out;
     }
-    if (!cli_file(path, https, c)) {
+    if (!cli_file(path, https, c, fetch)) {
         snprintf(errbuf, errlen, "%s", vt__gdal_release()->az_no_creds);
         err = VT_ECREDS;
     }
@@ -453,6 +459,18 @@ out:
         vt__az_config_clear(c);
     }
     return err;
+}
+
+vt_err vt__az_config(const char *path, vt_az_cfg *c, char *errbuf,
+                     size_t errlen)
+{
+    return chain(path, c, errbuf, errlen, 1);
+}
+
+vt_err vt__az_config_where(const char *path, vt_az_cfg *c, char *errbuf,
+                           size_t errlen)
+{
+    return chain(path, c, errbuf, errlen, 0);
 }
 
 /* ---- identity --------------------------------------------------------- */

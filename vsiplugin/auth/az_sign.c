@@ -184,35 +184,86 @@ char *vt__az_string_to_sign(const char *verb, const char *const *headers,
     return b.s;
 }
 
+/* The 6-bit value of a base64 character; '=' 64; -1 for any other. */
+static int b64_value(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+')
+        return 62;
+    if (c == '/')
+        return 63;
+    return c == '=' ? 64 : -1;
+}
+
+/* The account key decoded the way GDAL decodes it (measured: the
+ * autotest's key "MY_ACCOUNT_KEY" is accepted and signs): characters
+ * outside the alphabet are skipped, a short last group is completed with
+ * zero bits, '=' in a group's third or fourth place ends the group, and
+ * never more bytes come out than characters were kept. out has room for
+ * strlen(in) bytes; returns the decoded length. */
+static size_t key_decode(const char *in, unsigned char *out)
+{
+    size_t kept = 0, n = 0;
+    unsigned char q[4];
+    int qn = 0;
+
+    for (const unsigned char *p = (const unsigned char *)in; *p; p++)
+        if (b64_value(*p) >= 0)
+            kept++;
+    for (const unsigned char *p = (const unsigned char *)in;; p++) {
+        if (*p) {
+            if (b64_value(*p) < 0)
+                continue;
+            q[qn++] = *p;
+            if (qn < 4)
+                continue;
+        } else if (qn == 0) {
+            break;
+        }
+        while (qn < 4)
+            q[qn++] = 'A';
+        unsigned v0 = (unsigned)b64_value(q[0]), v1 = (unsigned)b64_value(q[1]);
+        unsigned v2 = (unsigned)b64_value(q[2]), v3 = (unsigned)b64_value(q[3]);
+        out[n++] = (unsigned char)((v0 << 2) | (v1 >> 4));
+        if (n < kept && q[2] != '=')
+            out[n++] = (unsigned char)(((v1 & 0xf) << 4) | (v2 >> 2));
+        if (n < kept && q[3] != '=')
+            out[n++] = (unsigned char)(((v2 & 0x3) << 6) | v3);
+        qn = 0;
+        if (n >= kept || !*p)
+            break;
+    }
+    return n;
+}
+
 int vt__az_sign(const char *key_b64, const char *sts, char *out,
                 size_t outlen)
 {
     size_t kl = strlen(key_b64);
-    unsigned char *key = malloc(kl / 4 * 3 + 4);
+    unsigned char *key = malloc(kl + 1);
     unsigned char md[32];
     unsigned int mdn = 0;
-    int n, rc = -1;
+    size_t n;
+    int rc = -1;
 
     if (outlen)
         out[0] = '\0';
-    if (!key || kl == 0 || kl % 4 != 0 || outlen < 45)
+    if (!key || kl == 0 || outlen < 45)
         goto out;
-    n = EVP_DecodeBlock(key, (const unsigned char *)key_b64, (int)kl);
-    if (n < 0)
-        goto out;
-    /* EVP_DecodeBlock counts the padding's bytes: drop them */
-    if (key_b64[kl - 1] == '=')
-        n--;
-    if (key_b64[kl - 2] == '=')
-        n--;
-    if (!HMAC(EVP_sha256(), key, n, (const unsigned char *)sts, strlen(sts),
-              md, &mdn) || mdn != 32)
+    n = key_decode(key_b64, key);
+    if (!HMAC(EVP_sha256(), key, (int)n, (const unsigned char *)sts,
+              strlen(sts), md, &mdn) || mdn != 32)
         goto out;
     EVP_EncodeBlock((unsigned char *)out, md, 32);
     rc = 0;
 out:
     if (key)
-        OPENSSL_cleanse(key, kl / 4 * 3 + 4);
+        OPENSSL_cleanse(key, kl + 1);
     OPENSSL_cleanse(md, sizeof md);
     free(key);
     return rc;

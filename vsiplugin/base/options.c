@@ -120,7 +120,7 @@ const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
         "serve GDAL's /vsis3/ reads; read once, at registration"),
     [VT_OPT_TAKEOVER_GS] = BOOL("VSITUNE_TAKEOVER_GS", 0, VT_DEFAULT_TAKEOVER_GS, "`YES`",
         "serve GDAL's /vsigs/ reads; read once, at registration"),
-    [VT_OPT_TAKEOVER_AZ] = BOOL("VSITUNE_TAKEOVER_AZ", 0, VT_DEFAULT_TAKEOVER_AZ, "`NO`",
+    [VT_OPT_TAKEOVER_AZ] = BOOL("VSITUNE_TAKEOVER_AZ", 0, VT_DEFAULT_TAKEOVER_AZ, "`YES`",
         "serve GDAL's /vsiaz/ reads; read once, at registration"),
     [VT_OPT_TAKEOVER_CURL] = BOOL("VSITUNE_TAKEOVER_CURL", 0, VT_DEFAULT_TAKEOVER_CURL, "`YES`",
         "serve GDAL's /vsicurl/ reads; read once, at registration"),

@@ -95,6 +95,21 @@ void vt__gdal_error_for_open(const vt_gdal_fail *f, vt_gdal_report *out)
         out->cple = vt__gdal_cple_for_vsie(out->vsie, CPLE_OpenFailed);
         return;
     }
+    if (f->said && f->status > 0) {
+        /* the backend's words are GDAL's; the warning as for an S3 body */
+        out->vsie = f->said_vsie;
+        snprintf(out->message, sizeof(out->message), "%s", f->said);
+        snprintf(out->detail, sizeof(out->detail), "%s: HTTP %ld", where,
+                 f->status);
+        if (f->status != 400 && f->status != 404) {
+            out->warn = 1;
+            snprintf(out->warning, sizeof(out->warning),
+                     "HTTP response code on %s: %ld", f->url ? f->url : where,
+                     f->status);
+        }
+        out->cple = vt__gdal_cple_for_vsie(out->vsie, CPLE_OpenFailed);
+        return;
+    }
     if (f->status <= 0) {
         out->vsie = VSIE_HttpError;
         snprintf(gdal_msg, sizeof(gdal_msg), "CURL error: %s",
@@ -141,7 +156,8 @@ void vt__gdal_error_for_open(const vt_gdal_fail *f, vt_gdal_report *out)
 void vt__gdal_error_in_context(const vt_gdal_fail *f, int set_error,
                                int vsi_error_set, vt_gdal_report *out)
 {
-    int from_body = f->status > 0 && f->body && f->body_len > 0;
+    int from_body = f->status > 0 &&
+                    ((f->body && f->body_len > 0) || f->said);
     if (f->err == VT_ECREDS || (set_error && !vsi_error_set))
         return; /* as vt__gdal_error_for_open has it */
     if (!set_error || !from_body) {

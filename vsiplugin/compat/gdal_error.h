@@ -54,6 +54,11 @@ typedef struct vt_gdal_fail {
     int again;             /* the same failure as the last one this process
                               saw for the name (backends/failmem.h), which stock GDAL
                               would have answered from its cache */
+    const char *said;      /* an answer the backend words itself as the
+                              running GDAL words it for its prefix (/vsiaz/
+                              on 3.13: Azure's code and message), or NULL:
+                              the rules above */
+    int said_vsie;         /* said's VSIE_* */
 } vt_gdal_fail;
 
 #define VT_GDAL_MSG_CAP 2048

@@ -70,7 +70,8 @@ static const vt_gdal_release releases[] = {
      .no_creds_before = NO_CREDS_313_BEFORE,
      .no_creds_after = NO_CREDS_313_AFTER,
      .az_ms_version_always = 1,
-     .az_no_creds = AZ_NO_CREDS_313},
+     .az_no_creds = AZ_NO_CREDS_313,
+     .az_error_words = 1},
 };
 
 #define N_RELEASES (sizeof(releases) / sizeof(*releases))

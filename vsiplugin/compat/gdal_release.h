@@ -69,6 +69,15 @@ typedef struct vt_gdal_release {
      * Azure credentials were found (3.13: "InvalidCredentials: No valid
      * Azure credentials found. ..."). */
     const char *az_no_creds;
+
+    /* 3.13 (measured on the lab's Azurite, gdalinfo and VSIStatL): /vsiaz/
+     * words a failed open with Azure's error: "<Code>: <Message>" from its
+     * error body (VSIE_ObjectStorageGenericError), a 404 of an object
+     * "Not Found" as VSIE_ObjectNotFound, which 3.13 reports as
+     * "ObjectNotFound: Not Found" (GDAL's open asks with a HEAD, whose 404
+     * has no body). 0 (3.6 to 3.10 measured): "HTTP
+     * response code: <n>", the body never read. */
+    int az_error_words;
 } vt_gdal_release;
 
 /* The rules of the running GDAL (or of the release a test set). Never NULL;

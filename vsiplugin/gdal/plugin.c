@@ -3,10 +3,10 @@
  * GDAL loads gdal_vsitune.so from GDAL_DRIVER_PATH (or <libdir>/gdalplugins)
  * and calls GDALRegister_vsitune(), the only exported symbol. It installs the
  * vsitune handler on /vsis3/ (or on /vsitune/ with VSITUNE_TAKEOVER=NO, leaving
- * stock /vsis3/ alone), the same for /vsigs/ (VSITUNE_TAKEOVER_GS, default
- * YES), /vsiaz/ (VSITUNE_TAKEOVER_AZ=YES) and /vsicurl/ (VSITUNE_TAKEOVER_CURL,
- * default YES) (else on /vsitune_gs/, /vsitune_az/, /vsitune_curl/ only),
- * and registers a driver named VSITUNE with no open
+ * stock /vsis3/ alone), the same for /vsigs/, /vsiaz/ and /vsicurl/
+ * (VSITUNE_TAKEOVER_GS, _AZ, _CURL, each YES by default; else on
+ * /vsitune_gs/, /vsitune_az/, /vsitune_curl/ only), and registers a driver
+ * named VSITUNE with no open
  * function: it shows in `gdalinfo --formats` and its unload hook stops the
  * I/O engine at GDALDestroy. Registration is idempotent (rasterio registers
  * drivers twice). GDAL_SKIP (or OGR_SKIP) naming VSITUNE turns the plugin

@@ -9,8 +9,9 @@
  * Range and If-Match, with a bearer token the token and x-ms-version; and
  * it keeps the last failure in the words GDAL 3.6 gives it (Azure's error
  * body never becomes the message: GDAL's /vsiaz/ says "HTTP response code:
- * <n>"). Credentials are auth/az_creds.c's, listings az_list.c's. No lock
- * of its own (the failure record is per thread). */
+ * <n>"; 3.13 words Azure's code and message). Credentials are
+ * auth/az_creds.c's, listings az_list.c's, the failure record bfail.c's
+ * (per thread). No lock of its own. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,11 +20,13 @@
 
 #include <cpl_conv.h>
 #include <cpl_error.h>
+#include <cpl_vsi_error.h>
 
 #include "auth/az_auth.h"
 #include "auth/sigv4.h"
 #include "backends/az/az_int.h"
 #include "backends/backend.h"
+#include "backends/bfail.h"
 #include "backends/userhdr.h"
 #include "base/config.h"
 #include "base/xmlscan.h"
@@ -73,7 +76,7 @@ static char *az_endpoint(const char *path)
     char err[512];
     char *e = NULL;
 
-    if (vt__az_config(path, &c, err, sizeof err) != VT_OK)
+    if (vt__az_config_where(path, &c, err, sizeof err) != VT_OK)
         return NULL;
     e = c.endpoint ? strdup(c.endpoint) : NULL;
     vt__az_config_clear(&c);
@@ -291,26 +294,15 @@ static vt_err az_build_get(const char *container, const char *key,
 
 /* ---- answers ---------------------------------------------------------- */
 
+/* The object stores' reading (backend.c), but Azure's 401 is a refusal
+ * and its 301/307 no redirect vsitune follows. */
 static vt_err az_status_err(long status)
 {
-    switch (status) {
-    case 200:
-    case 206:
-        return VT_OK;
-    case 401:
-    case 403:
+    if (status == 401)
         return VT_EACCESS;
-    case 404:
-        return VT_ENOTFOUND;
-    case 412:
-        return VT_ECHANGED;
-    case 416:
-        return VT_ERANGE;
-    case 429:
-        return VT_ETRANSIENT;
-    default:
-        return status >= 500 && status <= 599 ? VT_ETRANSIENT : VT_EHTTP;
-    }
+    if (status == 301 || status == 307)
+        return VT_EHTTP;
+    return vt__backend_status_err(status);
 }
 
 static void az_describe(char *buf, size_t len, const char *container,
@@ -342,54 +334,40 @@ static void az_describe(char *buf, size_t len, const char *container,
 
 /* ---- the last failure, for GDAL's report ------------------------------ */
 
-static _Thread_local struct {
-    int set;
-    vt_err err;
-    long status;
-    char target[2048]; /* "container/key" */
-    char where[2100];  /* "az://container/key" */
-    char url[4096];
-    char transport[256];
-    char cause[160];
-    char message[1024]; /* VT_ECREDS: GDAL's words */
-} t_fail;
+static _Thread_local char t_said[1280]; /* az_last_failure's words */
 
-static void fail_record(const char *container, const char *key, vt_err err,
-                        const vt_http_resp *r, const char *url,
-                        const char *message)
-{
-    t_fail.set = 1;
-    t_fail.err = err;
-    t_fail.status = r ? r->status : 0;
-    snprintf(t_fail.target, sizeof(t_fail.target), "%s/%s", container, key);
-    snprintf(t_fail.where, sizeof(t_fail.where), "az://%s/%s", container, key);
-    snprintf(t_fail.url, sizeof(t_fail.url), "%s", url ? url : "");
-    snprintf(t_fail.transport, sizeof(t_fail.transport), "%s",
-             r ? r->error : "");
-    snprintf(t_fail.cause, sizeof(t_fail.cause), "%s", r ? r->cause : "");
-    snprintf(t_fail.message, sizeof(t_fail.message), "%s",
-             message ? message : "");
-}
-
-/* GDAL 3.6's /vsiaz/ does not read Azure's error body into its message (no
- * S3-like error parsing for Azure): the body is left out, so the failure is
- * worded "HTTP response code: <n>" as stock words it. */
+/* GDAL 3.6 to 3.12's /vsiaz/ does not read Azure's error body into its
+ * message (no S3-like error parsing for Azure): the body is left out, so
+ * the failure is worded "HTTP response code: <n>" as stock words it. From
+ * 3.13 (gdal_release.h, az_error_words) stock words Azure's code and
+ * message, and a 404 as its HEAD's "ObjectNotFound: Not Found". */
 static int az_last_failure(const char *container, const char *key,
                            struct vt_gdal_fail *out)
 {
-    char target[2048];
+    char *code = NULL, *msg = NULL;
 
-    memset(out, 0, sizeof(*out));
-    snprintf(target, sizeof(target), "%s/%s", container, key);
-    if (!t_fail.set || strcmp(target, t_fail.target) != 0)
+    if (!vt__bfail_get("az://", container, key, out))
         return 0;
-    out->err = t_fail.err;
-    out->status = t_fail.status;
-    out->transport = t_fail.transport[0] ? t_fail.transport : NULL;
-    out->cause = t_fail.cause[0] ? t_fail.cause : NULL;
-    out->message = t_fail.message[0] ? t_fail.message : NULL;
-    out->where = t_fail.where;
-    out->url = t_fail.url[0] ? t_fail.url : NULL;
+    if (vt__gdal_release()->az_error_words && out->status >= 300) {
+        if (out->body) {
+            code = vt__xml_tag(out->body, out->body_len, "Code");
+            msg = vt__xml_tag(out->body, out->body_len, "Message");
+        }
+        if (out->status == 404) {
+            /* 3.13 prefixes "ObjectNotFound: " itself (measured) */
+            snprintf(t_said, sizeof(t_said), "Not Found");
+            out->said_vsie = VSIE_AWSObjectNotFound;
+            out->said = t_said;
+        } else if (code && msg) {
+            snprintf(t_said, sizeof(t_said), "%s: %s", code, msg);
+            out->said_vsie = VSIE_AWSError;
+            out->said = t_said;
+        }
+    }
+    out->body = NULL;
+    out->body_len = 0;
+    free(code);
+    free(msg);
     return 1;
 }
 
@@ -403,13 +381,13 @@ static vt_err perform(const char *method, const char *container,
     vt_err err;
 
     memset(resp, 0, sizeof(*resp));
-    t_fail.set = 0;
+    vt__bfail_forget();
     if (!container || !key)
         return VT_EINVAL;
     err = build(method, container, key, query, params, off, len, etag, &rq,
                 errbuf, errlen);
     if (err) {
-        fail_record(container, key, err, NULL, NULL, errbuf);
+        vt__bfail_note("az://", container, key, err, NULL, NULL, errbuf, 0);
         return err;
     }
     if (max_body)
@@ -420,7 +398,7 @@ static vt_err perform(const char *method, const char *container,
     if (err) {
         az_describe(errbuf, errlen, container, key, resp, err);
         CPLDebug("VSITUNE", "%s", errbuf);
-        fail_record(container, key, err, resp, rq.url, NULL);
+        vt__bfail_note("az://", container, key, err, resp, rq.url, NULL, 0);
     }
     az_req_clear(&rq);
     return err;

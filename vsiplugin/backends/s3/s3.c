@@ -24,6 +24,7 @@
 #include "base/config.h"
 #include "auth/creds.h"
 #include "compat/gdal_error.h"
+#include "backends/bfail.h"
 #include "backends/breq.h"
 #include "backends/s3/s3_int.h"
 #include "backends/userhdr.h"
@@ -447,23 +448,6 @@ void vt__s3_describe(char *buf, size_t len, const char *bucket,
 
 /* ---- the last failure, for GDAL's report ------------------------------- */
 
-#define FAIL_BODY_CAP 4096
-
-static _Thread_local struct {
-    int set;
-    vt_err err;
-    long status;
-    char target[2048]; /* "bucket/key" */
-    char where[2100];  /* "s3://bucket/key" */
-    char url[4096];
-    char transport[256];
-    char cause[160];    /* the engine's words on a failure without answer */
-    char message[1024]; /* VT_ECREDS: the chain's words */
-    char body[FAIL_BODY_CAP];
-    size_t body_len;
-    int again; /* the same failure as the name's last one (s3_fail.c) */
-} t_fail;
-
 /* first: the request answers for the name itself (an open's or a stat's:
  * a HEAD, or a GET from byte 0 not pinned to an ETag), whose failure GDAL
  * would keep in its cache; its failure is noted (vt__s3_fail_note). */
@@ -471,54 +455,21 @@ static void fail_record(const char *bucket, const char *key, vt_err err,
                         const vt_http_resp *r, const char *url,
                         const char *message, int first)
 {
-    t_fail.again = 0;
+    int again = 0;
     if (first) {
         char *code = r && r->body && r->body_len
                          ? vt__xml_tag((const char *)r->body, r->body_len, "Code")
                          : NULL;
-        t_fail.again = vt__s3_fail_note(bucket, key, r ? r->status : 0, err,
-                                        code);
+        again = vt__s3_fail_note(bucket, key, r ? r->status : 0, err, code);
         free(code);
     }
-    t_fail.set = 1;
-    t_fail.err = err;
-    t_fail.status = r ? r->status : 0;
-    snprintf(t_fail.target, sizeof(t_fail.target), "%s/%s", bucket, key);
-    snprintf(t_fail.where, sizeof(t_fail.where), "s3://%s/%s", bucket, key);
-    snprintf(t_fail.url, sizeof(t_fail.url), "%s", url ? url : "");
-    snprintf(t_fail.transport, sizeof(t_fail.transport), "%s",
-             r ? r->error : "");
-    snprintf(t_fail.cause, sizeof(t_fail.cause), "%s", r ? r->cause : "");
-    snprintf(t_fail.message, sizeof(t_fail.message), "%s",
-             message ? message : "");
-    t_fail.body_len = 0;
-    if (r && r->body && r->body_len) {
-        t_fail.body_len = r->body_len < FAIL_BODY_CAP - 1 ? r->body_len
-                                                          : FAIL_BODY_CAP - 1;
-        memcpy(t_fail.body, r->body, t_fail.body_len);
-    }
-    t_fail.body[t_fail.body_len] = '\0';
+    vt__bfail_note("s3://", bucket, key, err, r, url, message, again);
 }
 
 int vt__s3_last_failure(const char *bucket, const char *key,
                         struct vt_gdal_fail *out)
 {
-    char target[2048];
-    memset(out, 0, sizeof(*out));
-    snprintf(target, sizeof(target), "%s/%s", bucket, key);
-    if (!t_fail.set || strcmp(target, t_fail.target) != 0)
-        return 0;
-    out->err = t_fail.err;
-    out->status = t_fail.status;
-    out->body = t_fail.body_len ? t_fail.body : NULL;
-    out->body_len = t_fail.body_len;
-    out->transport = t_fail.transport[0] ? t_fail.transport : NULL;
-    out->cause = t_fail.cause[0] ? t_fail.cause : NULL;
-    out->message = t_fail.message[0] ? t_fail.message : NULL;
-    out->where = t_fail.where;
-    out->url = t_fail.url[0] ? t_fail.url : NULL;
-    out->again = t_fail.again;
-    return 1;
+    return vt__bfail_get("s3://", bucket, key, out);
 }
 
 /* Returns VT_OK for 200/206; for any other answer vt__s3_status_err(status)
@@ -541,7 +492,7 @@ static vt_err s3_perform(const char *method, const char *bucket,
                 (!strcmp(method, "HEAD") || (off == 0 && !if_match));
 
     memset(resp, 0, sizeof(*resp));
-    t_fail.set = 0;
+    vt__bfail_forget();
     err = begin(bucket, key, &rt, errbuf, errlen);
     if (err)
         return err;
