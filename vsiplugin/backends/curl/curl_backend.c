@@ -452,8 +452,9 @@ static void curl_describe(char *buf, size_t len, const char *container,
         snprintf(buf, len, "%s: HTTP %ld: %s (%s)", name, r->status,
                  why[0] ? why : "unusable answer", vt_strerror(err));
     else if (r->status < 400)
-        snprintf(buf, len, "%s: HTTP %ld: a redirect vsitune's engine does "
-                 "not follow", name, r->status);
+        snprintf(buf, len, "%s: HTTP %ld: a redirect not followed (to "
+                 "another host with access options, or too many)", name,
+                 r->status);
     else
         snprintf(buf, len, "%s: HTTP %ld%s%s%s", name, r->status,
                  vt__err_is_transient(err) ? " (" : "",
@@ -610,6 +611,8 @@ static vt_err follow(const struct vt_curl_target *t, const char *key,
     }
     if (!err) {
         t_fail.set = 0;
+        if (errlen)
+            errbuf[0] = '\0'; /* the redirect's words are no failure */
         (void)vt__curl_redirect_note(
             t->url, at, resp->date, time(NULL),
             vt__cfg_bool(NULL, "CPL_VSIL_CURL_USE_S3_REDIRECT", 1));
