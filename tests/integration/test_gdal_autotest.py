@@ -90,13 +90,17 @@ PINNED = {
         "test_parity_autotest.py::test_missing_names_in_one_directory"),
     "test_vsis3_2": (
         "also pins a 16 KB first range (its fake server answers 403 to any other Range); the "
-        "plugin's first GET is 64 KB (VSITUNE_HEADER_SIZE). Re-run below with "
-        "VSITUNE_HEADER_SIZE=16384, where it must pass",
+        "plugin's first GET is 64 KB (VSITUNE_HEADER_SIZE), later ones what the prefix's files "
+        "were learned to need (VSITUNE_HEADER_LEARN). Re-run below with "
+        "VSITUNE_HEADER_SIZE=16384 and VSITUNE_HEADER_LEARN=NO, where it must pass",
         "this file: test_pinned_with_stock_header_size[test_vsis3_2]"),
 }
 # Pinned tests that an option of the plugin turns back into stock GDAL's sequence: re-run
 # with it, they must pass (or be a known parity bug).
-KNOBS = {"test_vsis3_2": {"VSITUNE_HEADER_SIZE": "16384"}}
+# A fixed 16 KB first GET, as stock's: the size not learned per prefix, not grown (near.h).
+STOCK_HEAD = {"VSITUNE_HEADER_SIZE": "16384", "VSITUNE_HEADER_LEARN": "NO",
+              "VSITUNE_FIRST_READ_MAX": "0"}
+KNOBS = {"test_vsis3_2": STOCK_HEAD}
 
 # -- parity bugs the plugin has today (strict xfail: a fix turns into XPASS) ----------
 _TWICE = ("pinned: GDAL fetches {what} twice before the first GET (an already expired answer, "
@@ -366,9 +370,9 @@ PINNED_REACH.update({
 # Pinned reach tests an option turns back into stock's sequence: re-run with it, must pass.
 KNOBS_REACH = {
     "vsiaz::test_vsiaz_read_credentials_config_file_connection_string":
-        {"VSITUNE_HEADER_SIZE": "16384"},
+        STOCK_HEAD,
     "vsiaz::test_vsiaz_read_credentials_config_file_account_and_key":
-        {"VSITUNE_HEADER_SIZE": "16384"},
+        STOCK_HEAD,
 }
 
 
