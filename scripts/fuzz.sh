@@ -27,9 +27,9 @@ declare -A LIB=(
   [creds_doc]=vsiplugin/libvtcore.a [aws_profile]=vsiplugin/libvtcore.a
   [options]=vsiplugin/libvtcore.a
   [tunerd_args]=tunerd/libtunerdcore.a [tunerd_profile]=tunerd/libtunerdcore.a
-  [shm_segment]=vsiplugin/libvtcore.a [tiffmap]=vsiplugin/libvtcore.a [tiff_head]=vsiplugin/libvtcore.a
+  [shm_segment]=vsiplugin/libvtcore.a [tiffmap]=vsiplugin/libvtcore.a
 )
-TARGETS=${VT_FUZZ_TARGETS:-content_range curl_headers retry_after s3_error creds_ini creds_doc aws_profile options tunerd_args tunerd_profile shm_segment tiffmap tiff_head}
+TARGETS=${VT_FUZZ_TARGETS:-content_range curl_headers retry_after s3_error creds_ini creds_doc aws_profile options tunerd_args tunerd_profile shm_segment tiffmap}
 for name in $TARGETS; do
   [ -n "${LIB[$name]:-}" ] || { echo "fuzz: unknown target $name" >&2; exit 1; }
   "$CC" -g -O1 -fsanitize=fuzzer "${SAN[@]}" -D_GNU_SOURCE -I"$ROOT/vsiplugin" -I"$ROOT/common" -I"$ROOT/tunerd" \

@@ -63,7 +63,6 @@ LAYERS = {
     "vsiplugin/read/policy.c": 0, "vsiplugin/read/policy.h": 0,
     "vsiplugin/read/planner.c": 0, "vsiplugin/read/planner.h": 0,
     "vsiplugin/read/tiffmap.c": 0, "vsiplugin/read/tiffmap.h": 0,
-    "vsiplugin/read/tiffhead.c": 0, "vsiplugin/read/tiffhead.h": 0,
     "vsiplugin/cache/lirs.c": 0, "vsiplugin/cache/lirs.h": 0,
     "common/shmfit.c": 0, "common/shmfit.h": 0,
     "vsiplugin/auth/sigv4.c": 0, "vsiplugin/auth/sigv4.h": 0,

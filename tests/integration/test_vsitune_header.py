@@ -1,5 +1,5 @@
 """test_vsitune_header.py: the first GET of an object sized by what its prefix's files
-need (issue 22, VSITUNE_HEADER_LEARN; read/hdrsize.c, read/tiffhead.c).
+need (issue 22, VSITUNE_HEADER_LEARN; read/hdrsize.c, read/tiffmap.c).
 
 Four COGs of one layout (2048x2048 Byte, 512-pixel tiles, 1-bit noise: ~600 KB each, far
 larger than the 64 KiB first read and a cache block) and one of another layout with a

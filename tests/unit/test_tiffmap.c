@@ -1,5 +1,10 @@
-/* test_tiffmap.c: the spans of a TIFF's images from its header bytes
- * (tiffmap.c), on TIFFs built here byte by byte: classic and BigTIFF, both
+/* test_tiffmap.c: what a TIFF's first bytes say (read/tiffmap.c), on TIFFs
+ * built here byte by byte.
+ * Where its structure ends (vt__tiff_header_need): classic little-endian
+ * with two IFDs and out-of-line arrays, BigTIFF big-endian, a chain leaving
+ * the bytes given, inline values, unknown types, loops, overflowing offsets
+ * and non-TIFFs.
+ * The spans of its images (vt__tiffmap_spans): classic and BigTIFF, both
  * byte orders, arrays inline and out of line, a mask interleaved with its
  * image, and bytes that must give nothing (truncated, looping, not TIFF). */
 #include <setjmp.h>
@@ -10,6 +15,158 @@
 #include <cmocka.h>
 
 #include "read/tiffmap.h"
+
+/* ---- where the structure ends ---- */
+
+static unsigned char hbuf[8192];
+
+/* n bytes of v at off, in the chosen byte order. */
+static void hput(int be, size_t off, uint64_t v, unsigned n)
+{
+    unsigned i;
+    for (i = 0; i < n; i++)
+        hbuf[off + (be ? n - 1 - i : i)] = (unsigned char)(v >> (8 * i));
+}
+
+/* A classic TIFF entry at e: tag, type, count, value/offset. */
+static void hentry(int be, size_t e, unsigned tag, unsigned type,
+                  uint32_t count, uint32_t val)
+{
+    hput(be, e, tag, 2);
+    hput(be, e + 2, type, 2);
+    hput(be, e + 4, count, 4);
+    hput(be, e + 8, val, 4);
+}
+
+/* II*: IFD0 at 8 (3 entries: inline width, 100 LONG offsets at 1000,
+ * 100 LONG sizes at 1400), IFD1 at 200 (1 entry: 10 DOUBLE at 3000), end. */
+static size_t hclassic(int be)
+{
+    memset(hbuf, 0, sizeof hbuf);
+    hbuf[0] = hbuf[1] = be ? 'M' : 'I';
+    hput(be, 2, 42, 2);
+    hput(be, 4, 8, 4);
+    hput(be, 8, 3, 2);
+    hentry(be, 10, 256, 3, 1, 512);          /* inline SHORT */
+    hentry(be, 22, 324, 4, 100, 1000);       /* TileOffsets: 1000..1400 */
+    hentry(be, 34, 325, 4, 100, 1400);       /* TileByteCounts: ..1800 */
+    hput(be, 46, 200, 4);                    /* next IFD */
+    hput(be, 200, 1, 2);
+    hentry(be, 202, 33550, 12, 10, 3000);    /* 10 DOUBLE: ..3080 */
+    hput(be, 214, 0, 4);
+    return 3080;
+}
+
+static void test_classic_two_ifds(void **state)
+{
+    uint64_t need;
+    size_t end;
+    (void)state;
+    end = hclassic(0);
+    assert_int_equal(vt__tiff_header_need(hbuf, sizeof hbuf, &need),
+                     VT_TIFF_EXACT);
+    assert_int_equal(need, end);
+    end = hclassic(1);
+    assert_int_equal(vt__tiff_header_need(hbuf, sizeof hbuf, &need),
+                     VT_TIFF_EXACT);
+    assert_int_equal(need, end);
+    /* the arrays need not be inside the bytes, only the IFDs */
+    assert_int_equal(vt__tiff_header_need(hbuf, 300, &need), VT_TIFF_EXACT);
+    assert_int_equal(need, end);
+}
+
+static void test_chain_leaves_the_bytes(void **state)
+{
+    uint64_t need;
+    (void)state;
+    hclassic(0);
+    hput(0, 214, 5000, 4);               /* a third IFD at 5000 */
+    assert_int_equal(vt__tiff_header_need(hbuf, 4096, &need), VT_TIFF_MORE);
+    assert_true(need > 4096);
+    /* the second IFD's entries cut */
+    assert_int_equal(vt__tiff_header_need(hbuf, 210, &need), VT_TIFF_MORE);
+    assert_true(need > 210);
+}
+
+static void test_unknown_type_and_inline(void **state)
+{
+    uint64_t need;
+    (void)state;
+    hclassic(0);
+    hentry(0, 202, 33550, 99, 1000000, 7000000); /* unknown type: nothing */
+    assert_int_equal(vt__tiff_header_need(hbuf, sizeof hbuf, &need),
+                     VT_TIFF_EXACT);
+    assert_int_equal(need, 1800);
+    hentry(0, 202, 33550, 2, 4, 7000000);   /* 4 ASCII: inline */
+    assert_int_equal(vt__tiff_header_need(hbuf, sizeof hbuf, &need),
+                     VT_TIFF_EXACT);
+    assert_int_equal(need, 1800);
+}
+
+static void test_bigtiff(void **state)
+{
+    uint64_t need;
+    (void)state;
+    memset(hbuf, 0, sizeof hbuf);
+    hbuf[0] = hbuf[1] = 'M';
+    hput(1, 2, 43, 2);
+    hput(1, 4, 8, 2);
+    hput(1, 8, 16, 8);                    /* IFD at 16 */
+    hput(1, 16, 1, 8);                    /* one entry */
+    hput(1, 24, 324, 2);
+    hput(1, 26, 16, 2);                   /* LONG8 */
+    hput(1, 28, 50, 8);                   /* 50 of them */
+    hput(1, 36, 2000, 8);                 /* at 2000: ..2400 */
+    hput(1, 44, 0, 8);
+    assert_int_equal(vt__tiff_header_need(hbuf, sizeof hbuf, &need),
+                     VT_TIFF_EXACT);
+    assert_int_equal(need, 2400);
+    hput(1, 28, 1, 8);                    /* one LONG8: inline */
+    assert_int_equal(vt__tiff_header_need(hbuf, sizeof hbuf, &need),
+                     VT_TIFF_EXACT);
+    assert_int_equal(need, 52);          /* the IFD's own end */
+}
+
+static void test_not_tiff_and_broken(void **state)
+{
+    uint64_t need = 7;
+    (void)state;
+    memset(hbuf, 0, sizeof hbuf);
+    memcpy(hbuf, "\x89HDF\r\n\x1a\n", 8);
+    assert_int_equal(vt__tiff_header_need(hbuf, sizeof hbuf, &need),
+                     VT_TIFF_NOT);
+    assert_int_equal(need, 0);
+    hclassic(0);
+    assert_int_equal(vt__tiff_header_need(hbuf, 7, &need), VT_TIFF_NOT);
+    hput(0, 2, 44, 2);                    /* neither 42 nor 43 */
+    assert_int_equal(vt__tiff_header_need(hbuf, sizeof hbuf, &need),
+                     VT_TIFF_NOT);
+    /* an offset + size past 2^64 */
+    memset(hbuf, 0, sizeof hbuf);
+    hbuf[0] = hbuf[1] = 'I';
+    hput(0, 2, 43, 2);
+    hput(0, 4, 8, 2);
+    hput(0, 8, 16, 8);
+    hput(0, 16, 1, 8);
+    hput(0, 26, 16, 2);
+    hput(0, 28, 4, 8);
+    hput(0, 36, UINT64_MAX - 8, 8);
+    assert_int_equal(vt__tiff_header_need(hbuf, sizeof hbuf, &need),
+                     VT_TIFF_NOT);
+}
+
+static void test_loop_is_bounded(void **state)
+{
+    uint64_t need;
+    (void)state;
+    hclassic(0);
+    hput(0, 214, 8, 4);                   /* IFD1 leads back to IFD0 */
+    assert_int_equal(vt__tiff_header_need(hbuf, sizeof hbuf, &need),
+                     VT_TIFF_EXACT);
+    assert_int_equal(need, 3080);
+}
+
+/* ---- the spans of the images ---- */
 
 typedef struct w {
     unsigned char b[4096];
@@ -179,6 +336,12 @@ static void test_sparse_tiles_and_no_data(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_classic_two_ifds),
+        cmocka_unit_test(test_chain_leaves_the_bytes),
+        cmocka_unit_test(test_unknown_type_and_inline),
+        cmocka_unit_test(test_bigtiff),
+        cmocka_unit_test(test_not_tiff_and_broken),
+        cmocka_unit_test(test_loop_is_bounded),
         cmocka_unit_test(test_classic_and_big_both_orders),
         cmocka_unit_test(test_boundary),
         cmocka_unit_test(test_nothing_known),

@@ -1,7 +1,7 @@
 /* hdrsize.h: the size of an object's first GET, learned per prefix.
  *
  * vsitune's first read of an object is VSITUNE_HEADER_SIZE bytes (64 KiB)
- * where a COG needs its structure (tiffhead.h): 6-22 KB for most. A prefix
+ * where a COG needs its structure (tiffmap.h): 6-22 KB for most. A prefix
  * (the endpoint and directory of an object) usually holds files of one
  * layout, so the needs of the last VT_HDRSIZE_SAMPLES opens there say what
  * the next one will need: their largest, with a margin, at most the

@@ -21,7 +21,7 @@
 #include "stats/stats.h"
 #include "base/xmlscan.h"
 #include "read/hdrsize.h"
-#include "read/tiffhead.h"
+#include "read/tiffmap.h"
 
 /* ---- header blocks of recent objects: kept whatever the budget ----
  * GDAL reads an object's header in dozens of small reads, and often stats,
