@@ -148,7 +148,8 @@ def test_far_reads_teach_nothing(lab, cog_files):
     prefix = f"far-{uuid.uuid4().hex[:8]}"
     names = _upload(lab, near, prefix)
     stock, _ = _run(lab, names, "far", vsitune=False)
-    vt, gets = _run(lab, names, "far", vsitune=True)
+    # the learned header size off (hdrsize.h: it would shrink the later first GETs)
+    vt, gets = _run(lab, names, "far", vsitune=True, extra={"VSITUNE_HEADER_LEARN": "NO"})
     assert vt == stock
     for p in near:
         assert gets[p.name][0] == "bytes=0-65535", (p.name, gets[p.name])
