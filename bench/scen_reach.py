@@ -76,10 +76,11 @@ def _one(ctx, g, kind, name, path, base, seed):
     env = _env(lab, g, base, kind, name, ctx.build_dir)
     argv = [PYTHON, PROBES / "tiles.py", path, ctx.width, ctx.height,
             "--threads", p["reach_threads"], "--requests", p["reach_windows"], "--seed", seed]
-    r = common.run_child(*g.argv(argv, env, binds=[lab.dir]), timeout=p["watchdog_s"])
+    r = common.run_child(*g.argv(argv, env, binds=[lab.dir]), timeout=_watchdog(p))
     log = lab.log()
     mine = sum(1 for e in log if (e.get("user_agent") or "").startswith(VT_UA))
     run = {"wall_s": r.wall, "ok": r.ok, "error": r.error(), "killed": r.timed_out,
+           "windows_done": max([ln["done"] for ln in r.lines if "done" in ln] or [0]),
            "requests": common.request_summary(log),
            "connections": lab.connections(ep)["accepted"],
            "vsitune_requests": mine, "other_requests": len(log) - mine}
@@ -87,6 +88,13 @@ def _one(ctx, g, kind, name, path, base, seed):
         run.update({k: r.result.get(k) for k in ("windows_per_s", "elapsed_s",
                                                   "latency_max_s", "checksum")})
     return run
+
+
+def _watchdog(p):
+    """The scenario's bound on one run: quick mode's is shorter than the run's, so a
+    stock GDAL 3.6 h2 stall (issue 4: nghttpx's 180 s idle timeout) costs a minute of
+    the smoke test, recorded as a stall, instead of three."""
+    return p.get("reach_watchdog_s") or p["watchdog_s"]
 
 
 def _served(rs):
@@ -115,6 +123,7 @@ def _cell(rs, want):
         "lists": median([r["requests"].get("LIST", 0) for r in ok]),
         "bytes": median([r["requests"]["bytes"] for r in ok]),
         "connections": median([r["connections"] for r in ok]),
+        "latency_max_s": max([r["latency_max_s"] for r in ok], default=None),
         "vsitune_requests": median([r["vsitune_requests"] for r in ok]),
         "served": _served(rs),
     })
@@ -129,14 +138,16 @@ def acceptance(name, cell):
                else "no vsitune run finished")
         return {"met": False, "why": why}
     speed = cell["vsitune_vs_stock"]
+    if speed is None:
+        return {"met": False, "why": "no stock run finished (each stalled or failed)"}
     if name == "curl":
         met = (speed is not None and speed >= 1.0 and v["requests"] is not None
                and s["requests"] is not None and v["requests"] < s["requests"])
-        return {"met": met, "why": f"{speed or 0:.2f}x stock's windows/s, "
+        return {"met": met, "why": f"{speed:.2f}x stock's windows/s, "
                                    f"{v['requests']} requests against stock's {s['requests']}"}
     met = speed is not None and speed >= 1.5 and v["connections"] == 1
-    return {"met": met, "why": f"{speed or 0:.2f}x stock's windows/s over "
-                               f"{v['connections']} connection(s)"}
+    return {"met": met, "why": f"{speed:.2f}x stock's windows/s over "
+                               f"{v['connections']:g} connection(s)"}
 
 
 def reach_backends(ctx):
@@ -146,8 +157,11 @@ def reach_backends(ctx):
     seed = 17
     key = ctx.remote_path.split("/", 3)[3]  # /vsis3/<bucket>/<key>
     prog.start("17 issue 20 backends", len(names) * (1 + p["reach_reps"] * len(gs) * len(KINDS)))
+    # the same windows from the local file, same threads: their checksum, and the
+    # windows/s this machine's CPU allows with no network at all (the ceiling)
     ref = common.run_child([PYTHON, PROBES / "tiles.py", ctx.local_path, ctx.width, ctx.height,
-                            "--threads", 2, "--requests", p["reach_windows"], "--seed", seed],
+                            "--threads", p["reach_threads"], "--requests", p["reach_windows"],
+                            "--seed", seed],
                            common.lab_client.gdal_env({}), timeout=p["watchdog_s"])
     if not ref.ok:
         raise RuntimeError(f"reference tile run failed: {ref.error()}")
@@ -180,7 +194,8 @@ def reach_backends(ctx):
             cells.append(row)
     return {"threads": p["reach_threads"], "windows": p["reach_windows"], "window": 256,
             "rtt_ms": p["reach_rtt_ms"], "reps": p["reach_reps"], "seed": seed,
-            "expected_checksum": want, "stall_rule": stalls.rule(p["watchdog_s"]),
+            "expected_checksum": want, "local_windows_per_s": ref.result["windows_per_s"],
+            "stall_rule": stalls.rule(_watchdog(p)),
             "gdals": {g.name: {"version": g.version, "curl": g.curl} for g in gs},
             "knobs": {n: BACKENDS[n][3] for n in names}, "cells": cells}
 

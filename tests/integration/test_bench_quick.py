@@ -162,28 +162,38 @@ def test_reach_backends_from_the_lab(quick):
     assert "error" not in res, res
     assert {c["backend"] for c in res["cells"]} == {"gs", "curl", "az"}
     assert res["threads"] == 16 and res["knobs"]["gs"] == "VSITUNE_TAKEOVER_GS"
+    assert res["local_windows_per_s"] > 0  # the no-network ceiling, same windows
     for cell in res["cells"]:
         where = cell["backend"]
         for k in CONTENDERS:
             v = cell["contenders"][k]
-            assert v["failed"] == 0 and v["wrong_checksums"] == 0, (where, k, v)
+            assert v["stalls"] == len(v["stall_walls_s"]) and v["wrong_checksums"] == 0
+            if k != "vsitune" and v["stalls"] == v["failed"] == len(v["runs"]):
+                continue  # stock GDAL 3.6's h2 stall (issue 4), killed: recorded as such
+            assert v["failed"] == 0, (where, k, v)
             assert v["windows_per_s"] > 0 and v["requests"] >= 1 and v["connections"] >= 1
-            assert v["stalls"] == len(v["stall_walls_s"])
             for run in v["runs"]:
                 assert run["requests"]["total"] == run["vsitune_requests"] + run["other_requests"]
                 if k != "vsitune":
                     assert run["vsitune_requests"] == 0, (where, k, run)
         v = cell["contenders"]["vsitune"]
+        runs = v["runs"]  # who served, as the log's User-Agents say
+        assert (v["served"] == "vsitune") == all(
+            run["vsitune_requests"] == run["requests"]["total"] for run in runs), (where, v)
+        assert (v["served"] == "stock") == all(run["vsitune_requests"] == 0 for run in runs)
         if where in ("gs", "az"):
             assert v["served"] == "vsitune", (where, v)
-            assert cell["vsitune_vs_stock"] > 0 and cell["vsitune_vs_tuned"] > 0
+            for o in ("stock", "tuned"):  # a ratio wherever the other side finished
+                assert (cell[f"vsitune_vs_{o}"] or 0) > 0 or \
+                    cell["contenders"][o]["windows_per_s"] is None, (where, o)
         elif v["served"] != "vsitune":
             assert cell["vsitune_vs_stock"] is None and not cell["acceptance"]["met"]
             assert "did not serve" in cell["acceptance"]["why"] or v["served"] == "partly"
     page = (out / "docs" / "performance.md").read_text()
     assert "## 17. Issue 20 backends" in page and "Issue 20's acceptance" in page
     gs = next(c for c in res["cells"] if c["backend"] == "gs")
-    assert f"{gs['vsitune_vs_stock']:.2f}×" in page
+    assert (f"{gs['vsitune_vs_stock']:.2f}×" if gs["vsitune_vs_stock"] else
+            "no stock run finished") in page
     assert ("**met**" if gs["acceptance"]["met"] else "**not met**") in page
 
 
