@@ -144,7 +144,7 @@ def acceptance(name, cell):
         met = (speed is not None and speed >= 1.0 and v["requests"] is not None
                and s["requests"] is not None and v["requests"] < s["requests"])
         return {"met": met, "why": f"{speed:.2f}x stock's windows/s, "
-                                   f"{v['requests']} requests against stock's {s['requests']}"}
+                                   f"{v['requests']:g} requests against stock's {s['requests']:g}"}
     met = speed is not None and speed >= 1.5 and v["connections"] == 1
     return {"met": met, "why": f"{speed:.2f}x stock's windows/s over "
                                f"{v['connections']:g} connection(s)"}
