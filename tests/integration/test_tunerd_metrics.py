@@ -151,7 +151,8 @@ def test_prometheus_scrapes_what_the_lab_saw(lab, small_cog, tmp_path):
                        timeout=120)
     assert p.returncode == 0 and p.stdout.strip(), p.stderr
     debug = re.findall(r"^VSITUNE: GET (\S+) bytes=(\d+)-(\d+) -> (\d+), (\d+) bytes, "
-                       r"HTTP/1, 1 attempt\(s\), (\d+\.\d) ms$", p.stderr, re.M)
+                       r"HTTP/1, 1 attempt\(s\), (\d+\.\d) ms(?: \((?:new|reused) connection;"
+                       r"[^)]*\))?$", p.stderr, re.M)
     assert [(f"bytes={a}-{b}", int(st)) for _, a, b, st, _, _ in debug] == \
         [(e["range"], e["status"]) for e in lab.log()], p.stderr
     tool_pid = None  # its pid is the only other file in the directory
