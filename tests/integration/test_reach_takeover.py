@@ -484,18 +484,13 @@ print(json.dumps(out))
 
 
 @pytest.mark.parametrize("case", ["missing", "refused"])
-def test_open_failing_again(fam, case, request):
+def test_open_failing_again(fam, case):
     """An open (errors asked) of a name, twice: a missing object, and an object refused
     (a wrong secret). Stock GDAL keeps the first failure in its cache of file properties
     and words the second open from it (3.6: no VSI error at all; 3.10+: "HTTP response
-    code: n" again); vsitune asks again and should word it as stock would from its cache
-    when the answer is the same failure (backends/failmem.h, which /vsis3/ and /vsigs/
-    use). The Azure backend does not note its failures there yet: on 3.6 its second
-    refused open says "HTTP response code: 403" where stock says nothing (strict xfail)."""
-    if fam.name == "az" and case == "refused" and not parity.gdal_at_least(3, 10):
-        request.applymarker(parity.xfail(
-            "no failure memory in the Azure backend: 3.6's silent second refused open is "
-            "worded as a first failure"))
+    code: n" again); vsitune asks again and words it as stock would from its cache
+    when the answer is the same failure (backends/failmem.h, which the /vsis3/, /vsigs/
+    and /vsiaz/ backends note their failures in)."""
     names = [f"{fam.prefix}lab/reach/no-such-{os.getpid()}.tif"] if case == "missing" \
         else [fam.path]
     extra = fam.bad if case == "refused" else None
