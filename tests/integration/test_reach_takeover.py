@@ -498,7 +498,10 @@ def test_open_failing_again(fam, case):
     s, v, sc, vc = _both(fam, [PY, "-c", _OPEN_AGAIN_SCRIPT] + names, extra,
                          gdal_answers=fam.name == "curl")
     assert s["rc"] == 0 and v["rc"] == 0, (s, v)
-    assert json.loads(v["stdout"]) == json.loads(s["stdout"])
+    # equal rows; a message up to what names the request (3.13's Azure words: RequestId, Time)
+    rows = [[r[:-1] + [parity._norm_msg(r[-1])] for r in json.loads(x["stdout"])]
+            for x in (v, s)]
+    assert rows[0] == rows[1], rows
     assert vc["requests"] >= 1
 
 
