@@ -11,7 +11,9 @@
  * body never becomes the message: GDAL's /vsiaz/ says "HTTP response code:
  * <n>"; 3.13 words Azure's code and message). Credentials are
  * auth/az_creds.c's, listings az_list.c's, the failure record bfail.c's
- * (per thread). No lock of its own. */
+ * (per thread); a failure of a request answering for the name itself is
+ * noted in backends/failmem.h (a failure met again is worded as GDAL's
+ * remembered one, as /vsis3/'s and /vsigs/'s). No lock of its own. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,7 @@
 #include "backends/az/az_int.h"
 #include "backends/backend.h"
 #include "backends/bfail.h"
+#include "backends/failmem.h"
 #include "backends/userhdr.h"
 #include "base/config.h"
 #include "base/xmlscan.h"
@@ -371,6 +374,28 @@ static int az_last_failure(const char *container, const char *key,
     return 1;
 }
 
+/* A failure of a request answering for container/key itself (an open's or
+ * a stat's: a HEAD, or a GET from byte 0 not pinned to an ETag), which
+ * GDAL would keep in its cache of file properties: noted in failmem.h at
+ * the name's endpoint. Returns 1 when it is the name's last failure again. */
+static int note_again(const char *container, const char *key, vt_err err,
+                      const vt_http_resp *r)
+{
+    char *name = opt_path(container, key), *ep = NULL, *code = NULL;
+    int again = 0;
+
+    if (!name)
+        return 0;
+    ep = az_endpoint(name);
+    if (r->body && r->body_len)
+        code = vt__xml_tag((const char *)r->body, r->body_len, "Code");
+    again = vt__failmem_note(name, ep, r->status, err, code);
+    free(code);
+    free(ep);
+    free(name);
+    return again;
+}
+
 static vt_err perform(const char *method, const char *container,
                       const char *key, const char *query,
                       const char *const *params, uint64_t off, uint64_t len,
@@ -396,9 +421,17 @@ static vt_err perform(const char *method, const char *container,
     if (!err)
         err = az_status_err(resp->status);
     if (err) {
+        int first = !query && *key &&
+                    (!strcmp(method, "HEAD") || (off == 0 && !etag));
         az_describe(errbuf, errlen, container, key, resp, err);
         CPLDebug("VSITUNE", "%s", errbuf);
-        vt__bfail_note("az://", container, key, err, resp, rq.url, NULL, 0);
+        vt__bfail_note("az://", container, key, err, resp, rq.url, NULL,
+                       first && note_again(container, key, err, resp));
+    } else if (!query && *key) {
+        char *name = opt_path(container, key);
+        if (name)
+            vt__failmem_ok(name);
+        free(name);
     }
     az_req_clear(&rq);
     return err;
@@ -476,10 +509,13 @@ out:
     return err;
 }
 
-/* GDAL's VSICurlClearCache: the managed identity tokens it kept. Nothing
- * else is remembered per name (no redirects, no regions). */
+/* GDAL's VSICurlClearCache: the failures and the managed identity tokens
+ * it kept; its PartialClearCache and a write: the failures of the names
+ * under a prefix only. Nothing else is remembered per name (no redirects,
+ * no regions). */
 static void az_forget(const char *prefix)
 {
+    vt__failmem_forget(prefix);
     if (!prefix || !prefix[0])
         vt__az_forget_tokens();
 }
