@@ -334,13 +334,8 @@ PINNED_REACH = {
 }
 # Parity bugs of the taken-over prefixes (strict xfail on 3.6: a fix turns into XPASS).
 KNOWN_REACH = {
-    "vsigs::test_vsigs_2": (
-        "its fake server answers a stat's GET with 1 byte, Content-Range bytes 0-0/1000000, "
-        "whatever range was asked (stock asks 0-16383 and takes the size from the header); "
-        "the plugin's engine takes a 206 shorter than asked that does not end the object for "
-        "a damaged transfer and asks again (then the first-answer check would confirm the "
-        "size with a HEAD), so the stat fails where stock's succeeds. Real GCS answers the "
-        "range asked; a server capping ranges is the case this stands for"),
+    # (issue 20: vsigs::test_vsigs_2, a server answering 1 byte of any range, passes since
+    # a 206 whose body fills its shorter Content-Range is read on from: test_object_read.c)
 }
 # /vsiaz/ is taken over by default: its pins, analysed with the takeover on (issue 20).
 _AZ_RANGE = ("its fake server checks a Shared Key signature, which covers the Range header: "

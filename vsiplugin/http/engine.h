@@ -34,12 +34,13 @@ typedef struct vt_http_req {
     size_t body_len;
     uint64_t expect_len;         /* range GET: length of the range asked for
                                     (0: not a range GET). A 206 body must be
-                                    exactly its Content-Range's length, and
-                                    equal expect_len unless the range was
-                                    clipped at the object's end
-                                    (range_last + 1 == total_size), where it
-                                    may be shorter; anything else is a
-                                    truncated transfer, retried. A 206
+                                    exactly its Content-Range's length,
+                                    start where asked and hold at most
+                                    expect_len bytes; it may hold fewer (the
+                                    object's end, or a server capping range
+                                    lengths: the caller asks for the rest);
+                                    anything else is a damaged transfer,
+                                    retried. A 206
                                     without Content-Range is taken as the
                                     range asked when its body is exactly
                                     that long (no total then). */

@@ -378,13 +378,13 @@ void vt__eng_judge_status(struct vt_eng_xfer *x, struct vt_eng_verdict *v)
                  x->content_range);
         return;
     }
-    /* engine.h: a 206 carries exactly expect_len bytes, or fewer only when
-     * the range was clipped at the object's end; anything else (or another
-     * start than asked) is treated as a damaged transfer and retried. */
+    /* engine.h: a 206 whose body fills its own Content-Range is kept even
+     * when that span is shorter than asked (the object's end, or a server
+     * capping range lengths: stock GDAL reads on from what came; the
+     * caller asks for the rest). Another start than asked, or more than
+     * asked, is a damaged transfer and retried. */
     uint64_t got = cr.last - cr.first + 1;
-    int clipped = cr.has_total && cr.last + 1 == cr.total &&
-                  got < x->req->expect_len;
-    if ((x->req->expect_len && got != x->req->expect_len && !clipped) ||
+    if ((x->req->expect_len && got > x->req->expect_len) ||
         (x->has_req_range && cr.first != x->req_first)) {
         v->err = VT_EPROTO;
         v->transient = 1;

@@ -123,7 +123,9 @@ vt_first vt__object_judge_first(const vt_http_resp *r, uint64_t asked,
                      code ? " " : "", code ? code : "");
     } else if (r->status == 206) {
         /* The engine checked the range against the request and the body
-         * against the range; what it cannot know is the total. */
+         * against the range; what it cannot know is the total. A span
+         * shorter than asked is a server capping range lengths (stock GDAL
+         * takes the size from it too): reads fetch the rest. */
         if (!r->has_content_range)
             snprintf(why, whylen, "HTTP 206 without a usable Content-Range");
         else if (!r->has_total)
@@ -132,8 +134,7 @@ vt_first vt__object_judge_first(const vt_http_resp *r, uint64_t asked,
                      (unsigned long long)r->range_first,
                      (unsigned long long)r->range_last);
         else if (r->range_first != 0 || r->body_len != r->range_last + 1 ||
-                 (r->range_last + 1 < asked &&
-                  r->range_last + 1 != r->total_size))
+                 r->range_last >= r->total_size)
             snprintf(why, whylen, "HTTP 206 with Content-Range bytes "
                      "%llu-%llu/%llu and %zu body bytes for bytes 0-%llu",
                      (unsigned long long)r->range_first,

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cpl_error.h>
+
 #include "cache/cache.h"
 #include "base/config.h"
 #include "read/near.h"
@@ -160,12 +162,63 @@ static void settle_run(const vt_object *o, vt_cache *c, pinned *p, size_t np,
     }
 }
 
+/* A 206 holding only the start of [off, off + want) (a server capping
+ * range lengths; the engine kept it, its body filling its Content-Range):
+ * GET the rest, appended to r, until all came. A failed or inconsistent
+ * further answer takes r's place, to be judged and reported as the run's
+ * (check_answer); its engine result is returned. */
+static vt_err fetch_rest(vt_object *o, uint64_t off, uint64_t want,
+                         vt_http_resp *r)
+{
+    vt_backend_req rq;
+    vt_http_resp n;
+    vt_err e = VT_OK;
+    char ebuf[512];
+    unsigned char *nb;
+
+    while (r->status == 206 && r->has_content_range &&
+           r->range_first == off && r->body_len > 0 && r->body_len < want &&
+           (!r->has_total || r->total_size == o->size)) {
+        uint64_t at = off + r->body_len;
+        if (!(nb = realloc(r->body, (size_t)want + 1)))
+            return VT_ENOMEM;
+        r->body = nb;
+        memset(&n, 0, sizeof(n));
+        e = o->be->build_get(o->bucket, o->key, at, want - r->body_len,
+                             o->etag[0] ? o->etag : NULL, &rq, ebuf,
+                             sizeof(ebuf));
+        if (e != VT_OK)
+            return e;
+        e = vt__engine_perform(&rq.req, &n);
+        o->be->req_clear(&rq);
+        if (e == VT_OK && n.status == 206 && n.has_content_range &&
+            n.range_first == at && n.body_len > 0 &&
+            n.body_len <= want - r->body_len &&
+            (!n.has_total || !r->has_total || n.total_size == r->total_size) &&
+            (!n.etag || !r->etag || strcmp(n.etag, r->etag) == 0)) {
+            CPLDebug("VSITUNE", "%s%s/%s: %zu bytes at %llu came, %zu more "
+                     "at %llu", o->be->scheme, o->bucket, o->key, r->body_len,
+                     (unsigned long long)off, n.body_len,
+                     (unsigned long long)at);
+            memcpy(r->body + r->body_len, n.body, n.body_len);
+            r->body_len += n.body_len;
+            r->body[r->body_len] = '\0';
+            r->range_last = n.range_last;
+            vt__http_resp_clear(&n);
+            continue;
+        }
+        vt__http_resp_clear(r);
+        *r = n; /* judged in its place */
+        return e;
+    }
+    return e;
+}
+
 /* Judge the answer to run (engine result e) and settle its blocks; a
  * failure's words go to errbuf when it is the first (*err VT_OK). */
 static void take_answer(vt_object *o, vt_cache *c, pinned *p, size_t np,
-                        const vt_block_run *run, vt_err e,
-                        const vt_http_resp *r, vt_err *err, char *errbuf,
-                        size_t errlen)
+                        const vt_block_run *run, vt_err e, vt_http_resp *r,
+                        vt_err *err, char *errbuf, size_t errlen)
 {
     size_t bs = vt__cache_block_size(c);
     uint64_t off = run->first * bs;
@@ -175,6 +228,8 @@ static void take_answer(vt_object *o, vt_cache *c, pinned *p, size_t np,
     msg[0] = '\0';
     if (off + want > o->size)
         want = o->size - off;
+    if (e == VT_OK)
+        e = fetch_rest(o, off, want, r);
     e = check_answer(o, off, want, e, r, why, sizeof(why));
     if (e != VT_OK) {
         vt_http_resp shown = *r;

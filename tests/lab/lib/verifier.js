@@ -95,6 +95,16 @@ function xHeaders(headers) {
   return Object.keys(out).length ? out : null;
 }
 
+// A Range header asking more than max bytes, cut to its first max bytes (webroutes.js
+// maxrange): s3rver then answers the shorter span, its Content-Range saying so.
+function capRange(range, max) {
+  const m = /^bytes=(\d+)-(\d*)$/.exec(range);
+  if (!m) return range;
+  const first = Number(m[1]);
+  const last = m[2] === '' ? Infinity : Number(m[2]);
+  return last - first + 1 > max ? `bytes=${first}-${first + max - 1}` : range;
+}
+
 class Verifier {
   // lab: { log, faults, lookupCredential(akid), region, s3rver: { host, port } }
   constructor(lab) {
@@ -282,6 +292,7 @@ class Verifier {
       if (!(upstream ? HOP_BY_HOP : DROP).has(k)) headers[k] = v;
     }
     if (opts && opts.norange) delete headers.range;
+    if (opts && opts.maxrange && headers.range) headers.range = capRange(headers.range, opts.maxrange);
     if (!upstream) headers.host = `127.0.0.1:${this.lab.s3rver.port}`;
     // The path and query bytes exactly as received.
     const path = rawPath + (rawQuery ? '?' + rawQuery : '');

@@ -6,6 +6,8 @@
 //
 // <options> is a comma-separated list (at least one):
 //   norange        ignore Range: 200 with the full body (a server without range support)
+//   maxrange=N     answer at most N bytes of any range: 206 whose Content-Range states the
+//                  shorter span (a server capping range lengths, as GDAL's vsigs autotest's)
 //   nohead=405|403 refuse HEAD with that status (presigned GET-only URLs, some CDNs)
 //   noetag, nolm   answer without ETag / without Last-Modified
 //   token          require ?token=<a token the lab issued> (Azure SAS-like); a missing or
@@ -35,13 +37,14 @@ function parseWebRoute(rawPath) {
   const name = slash < 0 ? tail : tail.slice(0, slash);
   const rest = slash < 0 ? '/' : tail.slice(slash);
   const opts = { norange: false, noetag: false, nolm: false, token: false, index: false, nohead: 0,
-    redirect: 0, ttl: 3600 };
+    redirect: 0, ttl: 3600, maxrange: 0 };
   for (const o of name.split(',')) {
     const [k, v] = o.split('=');
     if (FLAGS.has(k) && v === undefined) opts[k] = true;
     else if (k === 'nohead' && (v === '405' || v === '403')) opts.nohead = Number(v);
     else if (k === 'redirect' && ['301', '302', '307'].includes(v)) opts.redirect = Number(v);
     else if (k === 'ttl' && /^\d+$/.test(v || '') && Number(v) >= 1) opts.ttl = Number(v);
+    else if (k === 'maxrange' && /^\d+$/.test(v || '') && Number(v) >= 1) opts.maxrange = Number(v);
     else return { error: `unknown /_web/ option '${o}'`, name };
   }
   return { name, opts, rest };
