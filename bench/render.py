@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+import render_reach
 import render_shared
 import render_users
 from render_cells import _section, f, table, x
@@ -132,7 +133,7 @@ def _flags(meta):
 def sec_regenerate():
     return ("## How to regenerate\n\n"
             f"`{PUBLISH}` builds everything (scripts/setup.sh), runs every scenario at full "
-            "size (about 35 minutes here; scenarios 9 and 14-16 need each root's plugin: "
+            "size (about 35 minutes here; scenarios 9, 14-16 and 17 need each root's plugin: "
             "`VT_TEST_GDALS='trixie sid' scripts/test.sh`) and, only when every scenario produced its numbers, replaces "
             "`bench/results/results.json`, this page and `docs/img/` with that one run, so every "
             "number here, headlines included, comes from it. `--publish` refuses `--quick`, "
@@ -768,6 +769,7 @@ def render(results, docs, source="bench/results/results.json"):
         render_users.sec_many(results),
         render_users.sec_mosaic(results),
         render_users.sec_overview(results),
+        render_reach.sec_reach(results),
         sec_regenerate(),
     ]
     if plt is None:

@@ -47,6 +47,7 @@ import scen_many  # noqa: E402
 import scen_mosaic  # noqa: E402
 import scen_overview  # noqa: E402
 import scen_pool  # noqa: E402
+import scen_reach  # noqa: E402
 import scen_shared  # noqa: E402
 import scen_sidecars  # noqa: E402
 import scen_tiles  # noqa: E402
@@ -81,6 +82,9 @@ FULL = {
     "many_objects": 300, "many_threads": [1, 16, 64], "many_reps": 2,
     "mosaic_cog_px": 2048, "mosaic_threads": 4, "mosaic_reps": 3,
     "overview_fractions": [0.5, 0.25, 0.125], "overview_reps": 2,
+    # 17, issue 20's backends: /vsigs/ and /vsiaz/ over h2+TLS, /vsicurl/ over HTTPS h1
+    "reach_backends": ["gs", "curl", "az"], "reach_threads": 16, "reach_windows": 200,
+    "reach_rtt_ms": 20, "reach_reps": 2,
 }
 QUICK = dict(FULL, **{
     "fixture": "small", "window": [1024, 1024, 512], "watchdog_s": 300,
@@ -96,6 +100,7 @@ QUICK = dict(FULL, **{
     "sidecar_cases": ["cog", "tiled_ovr", "world_tfw"],
     "many_objects": 24, "many_threads": [1, 16], "many_reps": 1,
     "mosaic_cog_px": 1024, "mosaic_reps": 1, "overview_reps": 1,
+    "reach_windows": 24, "reach_reps": 1, "reach_watchdog_s": 60,
 })
 
 SCENARIOS = [
@@ -115,6 +120,7 @@ SCENARIOS = [
     ("14", "many_opens", scen_many.many_opens),
     ("15", "mosaic_tiles", scen_mosaic.mosaic_tiles),
     ("16", "overview_reads", scen_overview.overview_reads),
+    ("17", "reach_backends", scen_reach.reach_backends),
 ]
 PUBLISHED = common.BENCH / "results" / "results.json"
 DOCS = common.REPO / "docs"

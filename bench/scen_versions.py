@@ -50,7 +50,8 @@ class Gdal:
             b += ["--bind", f"{d}:{d}"]
         pass_env = [f"{k}={v}" for k, v in env.items()
                     if k.startswith(("AWS_", "GDAL_", "CPL_", "VSI_", "CURL_", "SSL_",
-                                     "VSITUNE_", "OMP_", "MALLOC_"))]
+                                     "VSITUNE_", "OMP_", "MALLOC_",
+                                     "GS_", "GOOGLE_", "GO2A_", "GOA2_", "AZURE_"))]
         return ([DEBROOT, "--run", self.root, *b, "--", *pass_env, *inside],
                 {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TERM")})
 
