@@ -100,7 +100,7 @@ QUICK = dict(FULL, **{
     "sidecar_cases": ["cog", "tiled_ovr", "world_tfw"],
     "many_objects": 24, "many_threads": [1, 16], "many_reps": 1,
     "mosaic_cog_px": 1024, "mosaic_reps": 1, "overview_reps": 1,
-    "reach_windows": 24, "reach_reps": 1, "reach_watchdog_s": 60,
+    "reach_windows": 24, "reach_reps": 1,
 })
 
 SCENARIOS = [
