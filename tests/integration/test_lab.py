@@ -458,6 +458,29 @@ def test_connection_counting(lab, pub):
     assert lab.connections("h2")["accepted"] == 0
 
 
+def test_connection_records_tell_a_probe_from_a_client(lab, pub):
+    """A connection that carries no request (a port probe) is accepted but not used;
+    each record names the client's port and the bytes each way."""
+    port = lab.info["endpoints"]["h1"]["port"]
+    probe = socket.create_connection(("127.0.0.1", port), timeout=30)
+    probe.close()
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", f"/public/{pub}", headers={"Range": "bytes=0-0"})
+    client_port = c.sock.getsockname()[1]
+    c.getresponse().read()
+    c.close()
+    deadline = time.monotonic() + 10  # liveness bound, not a timing assertion
+    while lab.connections("h1")["open"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    front = lab.connections("h1")
+    assert (front["accepted"], front["used"]) == (2, 1), front
+    used = [r for r in front["conns"] if r["bytes_in"] > 0]
+    assert [r["port"] for r in used] == [client_port], front
+    assert used[0]["bytes_out"] > 0 and used[0]["closed"] >= used[0]["opened"], front
+    lab.reset()
+    assert lab.connections("h1")["conns"] == []
+
+
 # -- process hygiene ----------------------------------------------------------------
 def _alive(pid):
     return lab_client._alive(pid)

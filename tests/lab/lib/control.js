@@ -5,7 +5,9 @@
 //   GET    /info                      lab.json content
 //   GET    /log[?since=SEQ]           {"requests": [...]}
 //   GET    /counts[?endpoint=E]       {"LIST": n, "HEAD": n, "GET_RANGE": n, ..., "bytes": n}
-//   GET    /connections               {"h1": {"accepted": n, "open": n, "delay_ms": d}, ...}
+//   GET    /connections               {"h1": {"accepted": n, "open": n, "delay_ms": d,
+//                                       "used": n, "conns": [{port, opened, closed,
+//                                       bytes_in, bytes_out}, ...]}, ...}
 //   GET    /stats                     labd's own CPU time (ms) and memory (bytes)
 //   POST   /reset                     clear log, connection counts, faults; delay back to start value
 //   POST   /delay {"ms": N[, "endpoint": E]}        one-way delay (RTT = 2 x ms)

@@ -9,13 +9,18 @@
 // the client one RTT less than on a real network.
 //
 // It also counts, per endpoint, the TCP connections accepted and currently open:
-// the lab's "connections accepted by the front". FIN and RST are propagated as
-// such (a reset upstream becomes a reset to the client), after the same delay.
+// the lab's "connections accepted by the front", and keeps a short record of each
+// connection accepted since the last reset (the client's port, when it came and went,
+// the bytes each way), so a test that sees one connection too many can tell who made
+// it: a client's TLS connection carries bytes, a port probe carries none. FIN and RST
+// are propagated as such (a reset upstream becomes a reset to the client), after the
+// same delay.
 
 const net = require('net');
 
 const HIGH_WATER = 4 * 1024 * 1024; // bytes queued in one direction before pausing the reader
 const RST_GRACE_MS = 20;
+const MAX_RECORDS = 64; // connections described per endpoint since the last reset
 
 class DelayProxy {
   // name: endpoint name; target: { host, port }; delayMs: initial one-way delay.
@@ -25,6 +30,7 @@ class DelayProxy {
     this.delayMs = delayMs || 0;
     this.accepted = 0;
     this.open = 0;
+    this.records = [];
     this.sockets = new Set();
     this.server = net.createServer({ allowHalfOpen: true, noDelay: true },
       (c) => this.onConnection(c));
@@ -44,9 +50,14 @@ class DelayProxy {
 
   setDelay(ms) { this.delayMs = Math.max(0, Number(ms) || 0); }
 
-  resetCounts() { this.accepted = 0; }
+  resetCounts() { this.accepted = 0; this.records = []; }
 
-  stats() { return { accepted: this.accepted, open: this.open, delay_ms: this.delayMs }; }
+  // used: the connections accepted since the reset on which the client sent bytes.
+  stats() {
+    return { accepted: this.accepted, open: this.open, delay_ms: this.delayMs,
+      used: this.records.filter((r) => r.bytes_in > 0).length,
+      conns: this.records.map((r) => Object.assign({}, r)) };
+  }
 
   close() {
     for (const s of this.sockets) s.destroy();
@@ -58,10 +69,17 @@ class DelayProxy {
     this.open++;
     this.sockets.add(client);
     client.setNoDelay(true);
+    const rec = { port: client.remotePort, opened: Date.now() / 1000, closed: null,
+      bytes_in: 0, bytes_out: 0 };
+    if (this.records.length < MAX_RECORDS) this.records.push(rec);
+    client.on('data', (buf) => { rec.bytes_in += buf.length; });
     const upstream = net.connect({ host: this.target.host, port: this.target.port,
       allowHalfOpen: true, noDelay: true });
     this.sockets.add(upstream);
-    client.once('close', () => { this.open--; this.sockets.delete(client); });
+    upstream.on('data', (buf) => { rec.bytes_out += buf.length; }); // sent on, delayed
+    client.once('close', () => {
+      this.open--; this.sockets.delete(client); rec.closed = Date.now() / 1000;
+    });
     upstream.once('close', () => this.sockets.delete(upstream));
     const delay = () => this.delayMs;
     pump(client, upstream, delay);
