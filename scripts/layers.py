@@ -82,6 +82,7 @@ LAYERS = {
     # 2 HTTP engine
     "vsiplugin/http/engine.c": 2, "vsiplugin/http/engine.h": 2, "vsiplugin/http/engine_int.h": 2,
     "vsiplugin/http/engine_io.c": 2, "vsiplugin/http/engine_xfer.c": 2,
+    "vsiplugin/http/engine_easy.c": 2,
     "vsiplugin/http/engine_state.c": 2, "vsiplugin/http/engine_sock.c": 2,
     "vsiplugin/http/engine_origin.c": 2,
     # 3 shared segment
