@@ -143,6 +143,7 @@ LAYERS = {
     "vsiplugin/gdal/handler_sib.c": 9,
     "vsiplugin/gdal/takeover.cpp": 9, "vsiplugin/gdal/takeover.h": 9,
     "vsiplugin/gdal/takeover_int.h": 9, "vsiplugin/gdal/takeover_stream.cpp": 9,
+    "vsiplugin/gdal/takeover_install.cpp": 9,
     "vsiplugin/gdal/vtable.cpp": 9, "vsiplugin/gdal/vtable.h": 9,
     "vsiplugin/gdal/driver.cpp": 9, "vsiplugin/gdal/driver.h": 9,
     "vsiplugin/gdal/plugin.c": 9,
