@@ -1,4 +1,5 @@
-/* engine_io.c: the engine's I/O thread, the only code that calls libcurl.
+/* engine_io.c: the engine's I/O thread, the only thread that drives libcurl
+ * (each attempt's handle and options come from engine_easy.c).
  *
  * One thread owns one curl multi handle. It takes submitted transfers off
  * the queue (engine.c puts them there and calls curl_multi_wakeup), drives
