@@ -82,6 +82,7 @@ LAYERS = {
     # 2 HTTP engine
     "vsiplugin/http/engine.c": 2, "vsiplugin/http/engine.h": 2, "vsiplugin/http/engine_int.h": 2,
     "vsiplugin/http/engine_io.c": 2, "vsiplugin/http/engine_xfer.c": 2,
+    "vsiplugin/http/engine_easy.c": 2,
     "vsiplugin/http/engine_state.c": 2, "vsiplugin/http/engine_sock.c": 2,
     "vsiplugin/http/engine_origin.c": 2,
     # 3 shared segment
@@ -142,6 +143,7 @@ LAYERS = {
     "vsiplugin/gdal/handler_sib.c": 9,
     "vsiplugin/gdal/takeover.cpp": 9, "vsiplugin/gdal/takeover.h": 9,
     "vsiplugin/gdal/takeover_int.h": 9, "vsiplugin/gdal/takeover_stream.cpp": 9,
+    "vsiplugin/gdal/takeover_install.cpp": 9,
     "vsiplugin/gdal/vtable.cpp": 9, "vsiplugin/gdal/vtable.h": 9,
     "vsiplugin/gdal/driver.cpp": 9, "vsiplugin/gdal/driver.h": 9,
     "vsiplugin/gdal/plugin.c": 9,

@@ -1,9 +1,15 @@
-"""test_layers.py: vsiplugin/ and tunerd/ keep their layer order (scripts/layers.py).
+"""test_layers.py: vsiplugin/ and tunerd/ keep their layer order (scripts/layers.py),
+and no product source file is longer than MAX_LINES.
 
 No lab: the includes are read from the sources and the calls from the built
 objects' symbols (nm), so a function called through a prototype declared in
 place counts as a call. The checker itself is checked on made-up trees and
 objects: each kind of violation it exists to catch makes it fail.
+
+The size rule (docs/architecture.md, "Where things are"): every .c, .cpp and
+.h of vsiplugin/, tunerd/ and common/ (layers.py's source files) has at most
+MAX_LINES lines; a file past it is named with its length, to be split along
+a concept seam (STYLE.md 1), not chopped.
 """
 
 import importlib.util
@@ -26,6 +32,41 @@ def test_tree_keeps_the_layer_order():
     r = subprocess.run(["/usr/bin/python3", str(REPO / "scripts" / "layers.py"),
                         "--build", str(build)], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+MAX_LINES = 700
+
+
+def too_long(root, files, limit=MAX_LINES):
+    """'path: N lines (over limit)' for every file of files (paths from root)
+    longer than limit, longest first."""
+    out = []
+    for f in files:
+        with open(root / f, "rb") as fh:
+            n = sum(1 for _ in fh)
+        if n > limit:
+            out.append((n, f))
+    return [f"{f}: {n} lines (over {limit})" for n, f in sorted(out, key=lambda x: (-x[0], x[1]))]
+
+
+def test_no_source_file_over_the_size_limit():
+    files = layers.source_files(REPO)
+    assert len(files) > 100, "too few source files: the walk is broken"
+    bad = too_long(REPO, files)
+    assert not bad, "\n".join(bad)
+
+
+def test_size_rule_names_the_long_file_and_its_length(tmp_path):
+    files = _tree(tmp_path, {
+        "vsiplugin/ok.c": "x\n" * MAX_LINES,
+        "vsiplugin/gdal/long.cpp": "x\n" * (MAX_LINES + 1),
+        "tunerd/longer.h": "x\n" * (MAX_LINES + 40) + "no newline at the end",
+        "common/short.c": "",
+    })
+    assert too_long(tmp_path, files) == [
+        f"tunerd/longer.h: {MAX_LINES + 41} lines (over {MAX_LINES})",
+        f"vsiplugin/gdal/long.cpp: {MAX_LINES + 1} lines (over {MAX_LINES})"]
+    assert too_long(tmp_path, files, limit=MAX_LINES + 41) == []
 
 
 def _tree(tmp_path, files):

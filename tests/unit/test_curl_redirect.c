@@ -123,6 +123,14 @@ static void test_forget_prefix_and_bound(void **state)
         free(to);
     }
     assert_null(vt__curl_redirect_lookup("http://c/0", 0, &expired));
+    /* the oldest replaced: the newest 128 (the table's size) are all held */
+    for (int i = 1000 - 128; i < 1000; i++) {
+        snprintf(url, sizeof url, "http://c/%d", i);
+        to = vt__curl_redirect_lookup(url, 0, &expired);
+        assert_non_null(to);
+        free(to);
+    }
+    assert_null(vt__curl_redirect_lookup("http://c/871", 0, &expired));
     vt__curl_redirect_forget(NULL);
     assert_null(vt__curl_redirect_lookup("http://c/999", 0, &expired));
 }

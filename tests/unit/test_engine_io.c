@@ -105,9 +105,7 @@ static void test_body_larger_than_buffers(void **state)
     assert_int_equal(r.status, 206);
     assert_int_equal(r.body_len, len);
     assert_int_equal(r.attempts, 1);
-    for (uint64_t i = 0; i < len; i++)
-        if (r.body[i] != lab_byte(first + i))
-            fail_msg("byte %llu differs", (unsigned long long)(first + i));
+    lab_check_body(r.body, first, len);
     vt__http_resp_clear(&r);
     assert_int_equal(seen("GET /obj ", NULL), before + 1);
 }

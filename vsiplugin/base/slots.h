@@ -1,9 +1,10 @@
 /* slots.h: the slot a bounded table fills next.
  *
- * Two process-wide tables keep names in a fixed array and, when full,
+ * Three process-wide tables keep names in a fixed array and, when full,
  * replace the oldest (gdal/streaming.c: the URLs GDAL's streaming handler
- * asked about; backends/s3/s3_fail.c: the last failure of each name): one
- * rule for both, here. Pure: the caller holds its table's lock. */
+ * asked about; backends/failmem.c: the last failure of each name;
+ * backends/curl/curl_redirect.c: where a signed redirect led): one rule for
+ * all, here. Pure: the caller holds its table's lock. */
 #ifndef VT_SLOTS_H
 #define VT_SLOTS_H
 

@@ -2,7 +2,7 @@
  * serves (see stock.h).
  *
  * Three function pointers per backend (and a default set for any backend
- * without its own), set by takeover.cpp at registration and read without a
+ * without its own), set by takeover_install.cpp at registration and read without a
  * lock from GDAL's threads. */
 #include "gdal/stock.h"
 

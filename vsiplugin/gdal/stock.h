@@ -4,10 +4,10 @@
  * handler.c answers reads itself and asks GDAL's own handler what it does
  * not answer: a directory's stat, a listing, and to drop what GDAL cached of
  * a name. It reaches that handler only through the functions registered
- * here; takeover.cpp, which holds GDAL's handler object and its original
- * vtable, registers them at install time (nghttp2's session callbacks: the
- * lower layer never names the upper one). So handler.c has no link-time
- * dependency on takeover.cpp, and a test can register fakes.
+ * here; takeover_install.cpp, which holds GDAL's handler object and its
+ * original vtable, registers them at install time (nghttp2's session
+ * callbacks: the lower layer never names the upper one). So handler.c has no
+ * link-time dependency on the takeover, and a test can register fakes.
  *
  * Per backend: the calls registered for a backend (its GDAL prefix's
  * handler) answer for its names; a backend without its own gets the default

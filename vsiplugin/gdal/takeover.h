@@ -1,4 +1,5 @@
-/* takeover.h: how vsitune takes over reads of /vsis3/ (takeover.cpp).
+/* takeover.h: how vsitune takes over reads of /vsis3/ (takeover_install.cpp
+ * installs, takeover.cpp's hooks serve).
  *
  * GDAL's own /vsis3/ handler stays installed on /vsis3/, with its type, its
  * state and all its methods, because GDAL finds it there and dynamic_casts

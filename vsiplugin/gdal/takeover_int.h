@@ -1,6 +1,8 @@
-// takeover_int.h: what takeover.cpp and takeover_stream.cpp share: the
-// C++ ABI of Open's result, and the two questions both kinds of hook ask of
-// a name (its URL in GDAL's cache, whether an access mode reads).
+// takeover_int.h: what the takeover's files share: the C++ ABI of Open's
+// result, and the two questions both kinds of hook (takeover.cpp's,
+// takeover_stream.cpp's) ask of a name (its URL in GDAL's cache, whether an
+// access mode reads); the targets, which takeover_install.cpp fills and
+// takeover.cpp's hooks read, and the hooks' slots (add_hooks).
 #ifndef VT_TAKEOVER_INT_H
 #define VT_TAKEOVER_INT_H
 
@@ -12,6 +14,10 @@
 #include <cpl_vsi_error.h>
 #include <cpl_vsi_virtual.h>
 #include <gdal_version.h>
+
+#include "gdal/vtable.h"
+
+struct vt_backend; /* backends/backend.h */
 
 // ABI: 3.13's Open (and CreateOnlyVisibleAtCloseTime) return a unique_ptr.
 #if GDAL_VERSION_NUM >= GDAL_COMPUTE_VERSION(3, 13, 0)
@@ -125,10 +131,54 @@ class HeldErrors
     }
 };
 
+// One GDAL prefix vsitune serves: GDAL's own handler object there, its own
+// vtable and our copy, the slots redirected, and vsitune's reader for it.
+// Filled by vt__takeover_install (registration, one thread), read after.
+struct Target {
+    const char *prefix = nullptr;         // GDAL's: "/vsis3/"
+    size_t prefix_len = 0;
+    const char *reader_prefix = nullptr;  // vsitune's reader: "/vsitune/"
+    const vt_backend *be = nullptr;       // the service its names are of
+    VSIFilesystemHandler *stock = nullptr;   // GDAL's own handler
+    VSIFilesystemHandler *reader = nullptr;  // vsitune's reader
+    void **orig = nullptr;   // the stock object's own vtable
+    void **table = nullptr;  // its copy: kPrefixWords + slots, never freed
+    size_t nslots = 0;
+    size_t slot_clear = SIZE_MAX, slot_partial = SIZE_MAX;
+    vt__abi::Redirect redirects[24];
+    size_t nredirects = 0;
+    bool streaming = false;  // /vsis3/: its /vsis3_streaming/ twin
+    // No list (/vsicurl/: GDAL parses HTML indexes): a name vsitune finds no
+    // object for (a directory, absent, refused: GDAL's listing, HEAD, words)
+    // is GDAL's to answer; the hooks ask GDAL then.
+    bool gdal_answers_misses = false;
+    bool taken_over = false;
+
+    void **table_slots() { return table + vt__abi::kPrefixWords; }
+};
+
+const size_t kMaxTargets = 4;
+// Defined in takeover.cpp (the hooks read them, so that calls go one way:
+// takeover_install.cpp -> takeover.cpp). g_probing: true while
+// takeover_install.cpp probes a prefix's cache slots: GDAL's
+// VSICurlClearCache() then reaches every curl handler, including prefixes
+// taken over before; their hooks must not forget what vsitune knows (with
+// the shared cache on, that would drop the host's objects at every process
+// start).
+extern bool g_probing;
+extern Target g_targets[kMaxTargets];
+extern size_t g_ntargets;
+
+// Append to t.redirects every hooked virtual's slot and its hook
+// (takeover.cpp), the ClearCache pair when the probe found both slots
+// (t.slot_clear, t.slot_partial); t.nslots bounds the slots. From
+// vt__takeover_install, after the probe, before the copy is filled.
+void add_hooks(Target &t);
+
 // Redirect GDAL's /vsis3_streaming/ handler's Stat and read Open
 // (takeover_stream.cpp); from vt__takeover_install, once. A read open
 // calls stock_partial_clear("bucket/key"): GDAL's /vsis3/ PartialClearCache,
-// which takeover.cpp owns (vt__stock_partial_clear); never NULL.
+// which takeover_install.cpp registers (stock.h); never NULL.
 void install_streaming(void (*stock_partial_clear)(const char *path));
 
 }  // namespace vt__takeover

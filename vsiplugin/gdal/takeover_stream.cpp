@@ -41,7 +41,7 @@ const size_t kStreamPrefixLen = 17;
 // /vsis3/ learned reaches it as GDAL's shared cache would carry it
 // (streaming.h). Its other methods, and every request it makes, are GDAL's.
 void **g_stream_orig = nullptr;  // the streaming object's own vtable
-void (*g_stock_partial_clear)(const char *path) = nullptr;  // takeover.cpp's
+void (*g_stock_partial_clear)(const char *path) = nullptr;  // the install's
 size_t g_stream_slot_open = SIZE_MAX, g_stream_slot_stat = SIZE_MAX;
 
 bool is_stream(const char *name)

@@ -5,9 +5,9 @@
 // slot a virtual member function has, a member function pointer that calls
 // given code, how many words of a vtable can be copied, a redirected slot
 // checked against the virtual's signature at compile time, and the probe
-// that finds the slot a call goes through. takeover.cpp (GDAL's /vsis3/
-// handler) and takeover_stream.cpp (its /vsis3_streaming/ handler) both
-// copy a handler's vtable with them.
+// that finds the slot a call goes through. takeover_install.cpp (GDAL's
+// /vsis3/ handler, takeover.cpp's hooks) and takeover_stream.cpp (its
+// /vsis3_streaming/ handler) both copy a handler's vtable with them.
 //
 // Thread: probe() changes the vtable copy it is given while it runs; it is
 // called only from vt__takeover_install, before any /vsis3/ I/O.

@@ -1,6 +1,7 @@
 /* engine_int.h: what engine.c (submission, lifecycle), engine_io.c (the
- * I/O thread, with engine_sock.c and engine_origin.c), engine_xfer.c and
- * engine_state.c (the shared lock and counters) share. Not for other modules: they use engine.h.
+ * I/O thread, with engine_easy.c, engine_sock.c and engine_origin.c),
+ * engine_xfer.c and engine_state.c (the shared lock and counters) share.
+ * Not for other modules: they use engine.h.
  *
  * Locking: one mutex, vt__eng_lock, guards the submission queue, the flags
  * marked "lock" below and every batch's pending count. Fields marked "io"
@@ -122,7 +123,8 @@ struct vt_engine {
     /* io (multi is also read by wakers once ready is set) */
     CURLM *multi;
     CURLSH *share;
-    CURL *free_easy[32];         /* default-buffer easy handles to reuse */
+    CURL *free_easy[32];         /* default-buffer easy handles to reuse
+                                    (engine_easy.c) */
     int n_free;
     struct vt_eng_xfer *timers;  /* sorted by due */
     struct vt_eng_xfer *active;  /* in the multi handle */
@@ -193,6 +195,29 @@ void vt__eng_judge_status(struct vt_eng_xfer *x, struct vt_eng_verdict *v);
 /* The I/O thread's body (engine_io.c). arg: the struct vt_engine, owned by
  * engine.c, which joins the thread and frees it. */
 void *vt__eng_io_main(void *arg);
+
+/* engine_easy.c, all on the I/O thread, no lock: an attempt's easy handle. */
+/* The receive buffer x's attempt gets: room for its whole body when that is
+ * known (expect_len, else its Range), in powers of two from curl's default
+ * 16 KiB up to 1 MiB. */
+long vt__eng_recv_buffer(const struct vt_eng_xfer *x);
+/* An easy handle for a receive buffer of bufsize: one of e's pool (reset)
+ * when bufsize is curl's default, else a fresh one; NULL when out of
+ * memory. The caller owns it until vt__eng_easy_put. */
+CURL *vt__eng_easy_get(struct vt_engine *e, long bufsize);
+/* Give back a handle vt__eng_easy_get gave for bufsize, no longer in the
+ * multi handle: kept in e's pool (at most 32) or freed. */
+void vt__eng_easy_put(struct vt_engine *e, CURL *easy, long bufsize);
+/* Free every handle of e's pool (the I/O thread's exit). */
+void vt__eng_easy_pool_free(struct vt_engine *e);
+/* x->req's header lines appended to x->hdrs (freed with x's attempt state
+ * by the caller); VT_ENOMEM when one could not be. */
+vt_err vt__eng_build_headers(struct vt_eng_xfer *x);
+/* Every libcurl option of x's attempt set on x->easy (x->bufsize and
+ * x->hdrs already set; now: monotonic s, for what is left of x->deadline).
+ * CURLE_OK, or the first option curl refused. */
+CURLcode vt__eng_set_options(struct vt_engine *e, struct vt_eng_xfer *x,
+                             double now);
 
 /* engine_sock.c, all on the I/O thread, no lock. curl's socket callbacks
  * (clientp: the struct vt_eng_xfer for open and prereq, the struct

@@ -1,4 +1,5 @@
-/* engine_io.c: the engine's I/O thread, the only code that calls libcurl.
+/* engine_io.c: the engine's I/O thread, the only thread that drives libcurl
+ * (each attempt's handle and options come from engine_easy.c).
  *
  * One thread owns one curl multi handle. It takes submitted transfers off
  * the queue (engine.c puts them there and calls curl_multi_wakeup), drives
@@ -25,7 +26,7 @@
  * 3 min read timeout, the 180 s window stock GDAL shows. Seen here too: 4
  * of 800 multiplexed transfers stuck until our low-speed limit. So:
  *  - every transfer gets a receive buffer that holds its whole response
- *    (up to MAX_RECV_BUFFER): a stream that always fits never pauses;
+ *    (up to 1 MiB; engine_easy.c): a stream that always fits never pauses;
  *  - on origins known to answer over h2, transfers end at END_STREAM, not
  *    at Content-Length (CURLOPT_IGNORE_CONTENT_LENGTH; the length is still
  *    checked in engine_xfer.c): the last read parses the parked input;
@@ -45,10 +46,11 @@
  * TLS handshake is not "open enough" to wait on), up to the host limit:
  * 160 concurrent requests gave 16 connections where 1 serves them all.
  *
- * Beside this file, on the same thread: engine_sock.c (the sockets curl
- * opens through us, and shutting down a stalled connection) and
- * engine_origin.c (origins known to answer over h2, servers and objects
- * that keep failing). The lock and counters it shares with engine.c live
+ * Beside this file, on the same thread: engine_easy.c (an attempt's easy
+ * handle: the pool, its receive buffer, its libcurl options), engine_sock.c
+ * (the sockets curl opens through us, and shutting down a stalled
+ * connection) and engine_origin.c (origins known to answer over h2, servers
+ * and objects that keep failing). The lock and counters it shares with engine.c live
  * in engine_state.c; it never calls engine.c. */
 #include "http/engine_int.h"
 #include "http/engine_retry.h"
@@ -61,8 +63,6 @@
 #include <unistd.h>
 
 #define IDLE_POLL_MS 1000
-#define DEFAULT_RECV_BUFFER 16384L /* curl's CURLOPT_BUFFERSIZE default */
-#define MAX_RECV_BUFFER (1L << 20) /* per transfer; curl 7.88 allows 10 MB */
 
 /* vt__engine_set_callbacks' registration: process-wide, read by the I/O
  * thread without a lock (engine.h). */
@@ -206,144 +206,6 @@ static void active_del(struct vt_engine *e, struct vt_eng_xfer *x)
     e->n_active--;
 }
 
-/* Easy handles with curl's default receive buffer are kept for reuse; the
- * others are freed. curl 7.88 refuses CURLOPT_BUFFERSIZE while a handle still
- * holds its buffer, which it keeps after a transfer that ended while other
- * streams were using the connection, and curl_easy_reset() sets the size
- * back to the default: so a bigger buffer needs a fresh handle. */
-static void release_easy(struct vt_engine *e, CURL *easy, long bufsize)
-{
-    if (bufsize == DEFAULT_RECV_BUFFER &&
-        e->n_free < (int)(sizeof(e->free_easy) / sizeof(e->free_easy[0])))
-        e->free_easy[e->n_free++] = easy;
-    else
-        curl_easy_cleanup(easy);
-}
-
-/* An easy handle for a transfer with receive buffer bufsize, or NULL. */
-static CURL *get_easy(struct vt_engine *e, long bufsize)
-{
-    if (bufsize == DEFAULT_RECV_BUFFER && e->n_free > 0) {
-        CURL *c = e->free_easy[--e->n_free];
-        curl_easy_reset(c);
-        return c;
-    }
-    return curl_easy_init();
-}
-
-static vt_err build_headers(struct vt_eng_xfer *x)
-{
-    const char *const *h = x->req->headers;
-
-    for (; h && *h; h++) {
-        struct curl_slist *n = curl_slist_append(x->hdrs, *h);
-        if (!n)
-            return VT_ENOMEM;
-        x->hdrs = n;
-    }
-    return VT_OK;
-}
-
-/* Receive buffer for a transfer: room for its whole body when that is known
- * (a stream whose data always fits never pauses the connection: see the top
- * of this file), in powers of two up to MAX_RECV_BUFFER. */
-static long buffer_size_for(const struct vt_eng_xfer *x)
-{
-    uint64_t want = x->req->expect_len;
-    long size = DEFAULT_RECV_BUFFER;
-
-    if (!want && x->has_req_range)
-        want = x->req_last - x->req_first + 1;
-    /* powers of two from 16 KiB to 1 MiB: few classes to reuse within */
-    while (size < MAX_RECV_BUFFER && (uint64_t)size < want + 1024)
-        size *= 2;
-    return size;
-}
-
-static CURLcode set_options(struct vt_engine *e, struct vt_eng_xfer *x)
-{
-    const struct vt_eng_opts *o = &x->opts;
-    const char *method = x->req->method ? x->req->method : "GET";
-    CURL *c = x->easy;
-    CURLcode rc = CURLE_OK;
-
-#define SET(opt, val)                                                       \
-    do {                                                                    \
-        if (rc == CURLE_OK)                                                 \
-            rc = curl_easy_setopt(c, opt, val);                             \
-    } while (0)
-    SET(CURLOPT_URL, x->req->url);
-    SET(CURLOPT_PRIVATE, (void *)x);
-    SET(CURLOPT_NOSIGNAL, 1L);
-    SET(CURLOPT_SHARE, e->share);
-    SET(CURLOPT_HTTP_VERSION, o->http_version);
-    SET(CURLOPT_PIPEWAIT, 1L);
-    SET(CURLOPT_TCP_KEEPALIVE, 1L);
-    SET(CURLOPT_HTTPHEADER, x->hdrs);
-    SET(CURLOPT_HEADERFUNCTION, vt__eng_on_header);
-    SET(CURLOPT_HEADERDATA, (void *)x);
-    SET(CURLOPT_WRITEFUNCTION, vt__eng_on_write);
-    SET(CURLOPT_WRITEDATA, (void *)x);
-    SET(CURLOPT_ERRORBUFFER, x->errbuf);
-    SET(CURLOPT_OPENSOCKETFUNCTION, vt__eng_open_socket);
-    SET(CURLOPT_OPENSOCKETDATA, (void *)x);
-    SET(CURLOPT_CLOSESOCKETFUNCTION, vt__eng_close_socket);
-    SET(CURLOPT_CLOSESOCKETDATA, (void *)e);
-    SET(CURLOPT_PREREQFUNCTION, vt__eng_on_prereq);
-    SET(CURLOPT_PREREQDATA, (void *)x);
-    if (x->bufsize != DEFAULT_RECV_BUFFER)
-        SET(CURLOPT_BUFFERSIZE, x->bufsize); /* a fresh handle: allowed */
-    if (o->http_version != CURL_HTTP_VERSION_1_1) {
-        const struct vt_eng_origin *org = vt__eng_origin_find(e, x->req->url);
-        /* On an origin known to answer over h2, END_STREAM ends the
-         * transfer, not Content-Length (see the top of this file). Never on
-         * HTTP/1.1, where the body would then end only at close. */
-        if (org && org->h2)
-            SET(CURLOPT_IGNORE_CONTENT_LENGTH, 1L);
-    }
-    SET(CURLOPT_CONNECTTIMEOUT_MS, o->connect_timeout_ms);
-    if (x->deadline > 0) {
-        /* What is left of the request's deadline (start() checked > 0). */
-        long left = (long)((x->deadline - now_s()) * 1000.0);
-        SET(CURLOPT_TIMEOUT_MS, left > 1 ? left : 1L);
-    }
-    SET(CURLOPT_NOPROGRESS, 0L);
-    SET(CURLOPT_XFERINFOFUNCTION, vt__eng_on_progress);
-    SET(CURLOPT_XFERINFODATA, (void *)x);
-    if (o->low_speed_time > 0 && o->low_speed_limit > 0) {
-        SET(CURLOPT_LOW_SPEED_TIME, o->low_speed_time);
-        SET(CURLOPT_LOW_SPEED_LIMIT, o->low_speed_limit);
-    }
-    if (o->unsafe_ssl) {
-        SET(CURLOPT_SSL_VERIFYPEER, 0L);
-        SET(CURLOPT_SSL_VERIFYHOST, 0L);
-    }
-    if (o->cainfo)
-        SET(CURLOPT_CAINFO, o->cainfo);
-    if (o->verbose)
-        SET(CURLOPT_VERBOSE, 1L);
-    if (o->useragent)
-        SET(CURLOPT_USERAGENT, o->useragent);
-    if (o->proxy)
-        SET(CURLOPT_PROXY, o->proxy);
-
-    if (strcmp(method, "GET") == 0) {
-        SET(CURLOPT_HTTPGET, 1L);
-    } else if (strcmp(method, "HEAD") == 0) {
-        SET(CURLOPT_NOBODY, 1L);
-    } else {
-        if (x->req->body || strcmp(method, "POST") == 0 ||
-            strcmp(method, "PUT") == 0) {
-            SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->req->body_len);
-            SET(CURLOPT_POSTFIELDS, x->req->body ? x->req->body : "");
-        }
-        if (strcmp(method, "POST") != 0)
-            SET(CURLOPT_CUSTOMREQUEST, method);
-    }
-#undef SET
-    return rc;
-}
-
 /* Send one attempt of x now. On failure x is completed. */
 static void start(struct vt_engine *e, struct vt_eng_xfer *x)
 {
@@ -375,12 +237,12 @@ static void start(struct vt_engine *e, struct vt_eng_xfer *x)
         return;
     }
 
-    if (!x->hdrs && x->req->headers && build_headers(x) != VT_OK) {
+    if (!x->hdrs && x->req->headers && vt__eng_build_headers(x) != VT_OK) {
         fail(x, VT_ENOMEM, "out of memory building headers");
         return;
     }
-    x->bufsize = buffer_size_for(x);
-    x->easy = get_easy(e, x->bufsize);
+    x->bufsize = vt__eng_recv_buffer(x);
+    x->easy = vt__eng_easy_get(e, x->bufsize);
     if (!x->easy) {
         fail(x, VT_ENOMEM, "curl_easy_init failed");
         return;
@@ -391,7 +253,7 @@ static void start(struct vt_engine *e, struct vt_eng_xfer *x)
     x->socks_opened = 0;
     x->requests = 0;
     x->resend_refused = 0;
-    rc = set_options(e, x);
+    rc = vt__eng_set_options(e, x, now_s());
     if (rc != CURLE_OK) {
         vt_err err = rc == CURLE_OUT_OF_MEMORY ? VT_ENOMEM : VT_EINVAL;
         char why[128];
@@ -477,7 +339,7 @@ static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
     active_del(e, x);
     curl_multi_remove_handle(e->multi, easy);
     x->easy = NULL;
-    release_easy(e, easy, x->bufsize);
+    vt__eng_easy_put(e, easy, x->bufsize);
 
     x->last_err = v.err;
     x->last_version = ver;
@@ -695,9 +557,7 @@ void *vt__eng_io_main(void *arg)
 
 out:
     abort_all(e, incoming);
-    for (int i = 0; i < e->n_free; i++)
-        curl_easy_cleanup(e->free_easy[i]);
-    e->n_free = 0;
+    vt__eng_easy_pool_free(e);
     if (e->multi)
         curl_multi_cleanup(e->multi);
     if (e->share)

@@ -10,10 +10,11 @@
  * time, as the two clocks may differ; nothing kept for a validity of 10 s
  * or less; 1 s of margin on use).
  *
- * One bounded process-wide table (REDIR_CAP URLs, the oldest replaced)
- * under redir_lock, a leaf lock held only to look up or change it. The
+ * One bounded process-wide table (REDIR_CAP URLs, the oldest replaced:
+ * base/slots.h's rule) under redir_lock, a leaf lock held only to look up or change it. The
  * URLs it holds are credentials: never logged from here. */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 
 #include "backends/curl/curl_int.h"
 #include "base/forksafe.h"
+#include "base/slots.h"
 
 #define REDIR_CAP 128
 
@@ -149,12 +151,10 @@ int vt__curl_redirect_note(const char *url, const char *target,
     for (size_t i = 0; i < REDIR_CAP && !slot; i++)
         if (redirs[i].url && !strcmp(redirs[i].url, url))
             slot = &redirs[i];
-    for (size_t i = 0; i < REDIR_CAP && !slot; i++)
-        if (!redirs[i].url)
-            slot = &redirs[i];
     if (!slot) {
-        slot = &redirs[redir_next];
-        redir_next = (redir_next + 1) % REDIR_CAP;
+        int evict; /* a free slot or the oldest: cleared below either way */
+        slot = &redirs[vt__slot_take(redirs, sizeof redirs[0], REDIR_CAP,
+                                     offsetof(redir_entry, url), &redir_next, &evict)];
     }
     entry_clear(slot);
     slot->url = u;
