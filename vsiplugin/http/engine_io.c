@@ -57,6 +57,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -247,14 +248,29 @@ static vt_err build_headers(struct vt_eng_xfer *x)
     return VT_OK;
 }
 
+/* Is the transfer sure to go over HTTP/1.1: forced by the options, or a
+ * cleartext URL (CURL_HTTP_VERSION_2TLS speaks h2 over TLS only)? */
+static int surely_http1(const struct vt_eng_xfer *x)
+{
+    return x->opts.http_version == CURL_HTTP_VERSION_1_1 ||
+           (x->opts.http_version == CURL_HTTP_VERSION_2TLS &&
+            strncasecmp(x->req->url, "http://", 7) == 0);
+}
+
 /* Receive buffer for a transfer: room for its whole body when that is known
  * (a stream whose data always fits never pauses the connection: see the top
- * of this file), in powers of two up to MAX_RECV_BUFFER. */
+ * of this file), in powers of two up to MAX_RECV_BUFFER. A transfer sure to
+ * go over HTTP/1.1 has its connection to itself, nothing a full buffer could
+ * hold up: it takes curl's default, whatever its size (a 1 MiB buffer per
+ * transfer, its pages touched by each large read, was measured to cost
+ * peak RSS: 16 threads over HTTP/1.1, docs/architecture.md "The engine"). */
 static long buffer_size_for(const struct vt_eng_xfer *x)
 {
     uint64_t want = x->req->expect_len;
     long size = DEFAULT_RECV_BUFFER;
 
+    if (surely_http1(x))
+        return size;
     if (!want && x->has_req_range)
         want = x->req_last - x->req_first + 1;
     /* powers of two from 16 KiB to 1 MiB: few classes to reuse within */
