@@ -56,6 +56,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
     }
     vt__eng_reset_attempt(&x);
-    free(x.buf);
+    vt__eng_body_free(x.buf, x.cap);
     return 0;
 }

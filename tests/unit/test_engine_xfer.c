@@ -5,6 +5,7 @@
  * on a stream cut by RST/GOAWAY), a Content-Range that does not match the
  * request (but a range shorter than asked whose body fills it is fine), a body over its bound, transient statuses, and headers in any
  * case or repeated across 1xx responses. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -45,7 +48,7 @@ static void setup_range(struct fixture *f, uint64_t first, uint64_t last)
 static void teardown(struct fixture *f)
 {
     vt__eng_reset_attempt(&f->x);
-    free(f->x.buf);
+    vt__eng_body_free(f->x.buf, f->x.cap);
 }
 
 static void header(struct fixture *f, const char *line)
@@ -572,6 +575,93 @@ static void body_done_without_end_stream(void **state)
     teardown(&f);
 }
 
+/* Is the page at p mapped in this process? mincore() fails with ENOMEM on
+ * an address no mapping holds. */
+static int page_mapped(const void *p)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    unsigned char vec;
+    void *at = (void *)((uintptr_t)p / (uintptr_t)pg * (uintptr_t)pg);
+
+    if (mincore(at, (size_t)pg, &vec) == 0)
+        return 1;
+    assert_int_equal(errno, ENOMEM);
+    return 0;
+}
+
+/* A body of 64 KiB or more lives in pages of its own, which go back to the
+ * kernel when it is freed: none stays behind as slack in a malloc arena
+ * (below glibc's mmap threshold, 128 KiB by default and raised by every
+ * large free, malloc would have kept this 100 KiB body in one). The bytes
+ * survive the move from malloc'd to mapped as the body grows past 64 KiB
+ * (a response without a known length grows from 16 KiB). */
+static void large_body_in_own_pages(void **state)
+{
+    struct fixture f;
+    const size_t n = 100 * 1024;
+    long pg = sysconf(_SC_PAGESIZE);
+    unsigned char *at;
+
+    (void)state;
+    setup_range(&f, 0, n - 1);
+    f.req.expect_len = 0; /* grow as bytes come: 16 KiB, then doubling */
+    header(&f, "HTTP/1.1 206 Partial Content\r\n");
+    for (size_t done = 0; done < n; done += 4096)
+        assert_int_equal(body(&f, 4096), 4096);
+    assert_int_equal(f.x.len, n);
+    assert_true(f.x.cap >= n + 1);
+    for (size_t i = 0; i < n; i++)
+        if (f.x.buf[i] != (unsigned char)i)
+            fail_msg("byte %zu changed when the body grew", i);
+    /* mmap'd: page-aligned, as no malloc'd chunk (a header precedes it) is */
+    assert_int_equal((uintptr_t)f.x.buf % (uintptr_t)pg, 0);
+    at = f.x.buf + n / 2;
+    assert_true(page_mapped(at));
+    vt__eng_body_free(f.x.buf, f.x.cap);
+    f.x.buf = NULL;
+    f.x.cap = 0;
+    assert_false(page_mapped(at));
+    teardown(&f);
+
+    /* A small body stays malloc'd (freed by the same call). */
+    setup_range(&f, 0, 99);
+    header(&f, "HTTP/1.1 206 Partial Content\r\n");
+    assert_int_equal(body(&f, 100), 100);
+    assert_true(f.x.cap < VT_BODY_PAGES_MIN);
+    teardown(&f);
+}
+
+/* vt__http_resp_reserve grows a response's body keeping its bytes, from a
+ * malloc'd one (a test's, body_cap 0) or the engine's, across 64 KiB; the
+ * grown body is freed by vt__http_resp_clear. */
+static void resp_reserve_keeps_bytes(void **state)
+{
+    vt_http_resp r;
+    const size_t n = 200 * 1024;
+
+    (void)state;
+    memset(&r, 0, sizeof(r));
+    r.body = malloc(1000);
+    assert_non_null(r.body);
+    for (size_t i = 0; i < 1000; i++)
+        r.body[i] = (unsigned char)(i * 7);
+    r.body_len = 1000;
+    assert_int_equal(vt__http_resp_reserve(&r, 5000), VT_OK); /* test's malloc */
+    assert_int_equal(vt__http_resp_reserve(&r, 30000), VT_OK);
+    r.body_cap = 30000; /* now as the engine keeps a malloc'd one */
+    assert_int_equal(vt__http_resp_reserve(&r, n + 1), VT_OK);
+    assert_true(r.body_cap >= n + 1);
+    for (size_t i = 0; i < 1000; i++)
+        if (r.body[i] != (unsigned char)(i * 7))
+            fail_msg("byte %zu lost by reserve", i);
+    memset(r.body + 1000, 0xab, n - 1000); /* all of it writable */
+    r.body_len = n;
+    assert_int_equal(vt__http_resp_reserve(&r, 10), VT_OK); /* no shrink */
+    assert_int_equal(r.body[n - 1], 0xab);
+    vt__http_resp_clear(&r);
+    assert_null(r.body);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -586,6 +676,8 @@ int main(void)
         cmocka_unit_test(curl_errors),
         cmocka_unit_test(connect_failures_by_words),
         cmocka_unit_test(body_done_without_end_stream),
+        cmocka_unit_test(large_body_in_own_pages),
+        cmocka_unit_test(resp_reserve_keeps_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -382,12 +382,31 @@ void vt__http_resp_clear(vt_http_resp *resp)
 {
     if (!resp)
         return;
-    free(resp->body);
+    vt__eng_body_free(resp->body, resp->body_cap);
     free(resp->etag);
     free(resp->bucket_region);
     free(resp->retry_after);
     free(resp->location);
     memset(resp, 0, sizeof(*resp));
+}
+
+vt_err vt__http_resp_reserve(vt_http_resp *resp, size_t want)
+{
+    size_t cap = resp->body_cap;
+
+    if (resp->body && cap == 0) { /* a body made with malloc (tests) */
+        unsigned char *nb;
+        if (want <= resp->body_len + 1)
+            return VT_OK;
+        if (!(nb = realloc(resp->body, want)))
+            return VT_ENOMEM;
+        resp->body = nb;
+        return VT_OK;
+    }
+    if (vt__eng_body_grow(&resp->body, &cap, resp->body_len, want) != VT_OK)
+        return VT_ENOMEM;
+    resp->body_cap = cap;
+    return VT_OK;
 }
 
 void vt__engine_get_stats(vt_engine_stats *out)

@@ -73,8 +73,12 @@ typedef struct vt_http_req {
 
 typedef struct vt_http_resp {
     long status;                 /* final HTTP status; 0 when none was received */
-    unsigned char *body;         /* malloc'd body (NUL-terminated past body_len) */
+    unsigned char *body;         /* the body (NUL-terminated past body_len),
+                                    freed by vt__http_resp_clear */
     size_t body_len;
+    size_t body_cap;             /* bytes reserved at body; below 64 KiB
+                                    (and 0, a body a test malloc'd) it is
+                                    malloc'd, from there in pages of its own */
     char *etag;                  /* ETag header value with quotes, or NULL */
     char *bucket_region;         /* x-amz-bucket-region header, or NULL */
     char *retry_after;           /* Retry-After header, or NULL */
@@ -114,6 +118,9 @@ vt_err vt__engine_perform_many(size_t n, const vt_http_req *reqs,
                                vt_http_resp *resps, vt_err *errs);
 
 void vt__http_resp_clear(vt_http_resp *resp);
+/* Make resp's body hold at least want bytes, its body_len bytes kept (the
+ * caller appends; VT_ENOMEM leaves resp as it was). Any thread. */
+vt_err vt__http_resp_reserve(vt_http_resp *resp, size_t want);
 
 typedef struct vt_engine_stats {
     uint64_t requests;           /* attempts sent (each retry counts) */

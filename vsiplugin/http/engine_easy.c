@@ -16,18 +16,34 @@
 #include "http/engine_int.h"
 
 #include <string.h>
+#include <strings.h>
 
 #define DEFAULT_RECV_BUFFER 16384L /* curl's CURLOPT_BUFFERSIZE default */
 #define MAX_RECV_BUFFER (1L << 20) /* per transfer; curl 7.88 allows 10 MB */
 
+/* Is the transfer sure to go over HTTP/1.1: forced by the options, or a
+ * cleartext URL (CURL_HTTP_VERSION_2TLS speaks h2 over TLS only)? */
+static int surely_http1(const struct vt_eng_xfer *x)
+{
+    return x->opts.http_version == CURL_HTTP_VERSION_1_1 ||
+           (x->opts.http_version == CURL_HTTP_VERSION_2TLS &&
+            strncasecmp(x->req->url, "http://", 7) == 0);
+}
+
 /* Receive buffer for a transfer: room for its whole body when that is known
  * (a stream whose data always fits never pauses the connection), in powers
- * of two up to MAX_RECV_BUFFER. */
+ * of two up to MAX_RECV_BUFFER. A transfer sure to go over HTTP/1.1 has its
+ * connection to itself, nothing a full buffer could hold up: it takes curl's
+ * default, whatever its size (a 1 MiB buffer per transfer, its pages touched
+ * by each large read, was measured to cost peak RSS: 16 threads over
+ * HTTP/1.1, docs/architecture.md "The engine"). */
 long vt__eng_recv_buffer(const struct vt_eng_xfer *x)
 {
     uint64_t want = x->req->expect_len;
     long size = DEFAULT_RECV_BUFFER;
 
+    if (surely_http1(x))
+        return size;
     if (!want && x->has_req_range)
         want = x->req_last - x->req_first + 1;
     /* powers of two from 16 KiB to 1 MiB: few classes to reuse within */

@@ -182,6 +182,17 @@ void vt__eng_reset_attempt(struct vt_eng_xfer *x);
  * the response; the body grows x->buf within the request's bound. */
 size_t vt__eng_on_header(char *buf, size_t size, size_t n, void *ud);
 size_t vt__eng_on_write(char *data, size_t size, size_t n, void *ud);
+/* A body buffer of cap bytes: under VT_BODY_PAGES_MIN from malloc, from
+ * that size on in pages of its own (mmap), so that its memory goes back to
+ * the kernel when it is freed instead of staying in a glibc arena of the
+ * I/O thread as slack (docs/architecture.md, "The engine"). vt__eng_body_grow
+ * makes *buf hold at least want bytes, keeping its first len (*buf and *cap
+ * unchanged on failure: VT_ENOMEM); vt__eng_body_free frees what it made.
+ * Any thread; the buffer belongs to the caller. */
+#define VT_BODY_PAGES_MIN (64u * 1024)
+vt_err vt__eng_body_grow(unsigned char **buf, size_t *cap, size_t len,
+                         size_t want);
+void vt__eng_body_free(unsigned char *buf, size_t cap);
 /* curl's progress callback: ends an h2 transfer whose whole body arrived
  * but whose stream stays open (no END_STREAM) after a grace period. */
 int vt__eng_on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow,

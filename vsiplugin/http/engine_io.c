@@ -97,13 +97,15 @@ static void complete(struct vt_eng_xfer *x, vt_err err, int http_version)
     r->attempts = x->attempts;
     r->http_version = http_version;
     if (x->hdr_status > 0) {
-        if (!x->buf)
-            x->buf = malloc(1);
+        if (!x->buf && (x->buf = malloc(1)) != NULL)
+            x->cap = 1;
         if (x->buf) {
             x->buf[x->len] = '\0';
             r->body = x->buf;
             r->body_len = x->len;
+            r->body_cap = x->cap;
             x->buf = NULL;
+            x->cap = 0;
         }
     }
     r->etag = x->etag;
@@ -141,8 +143,9 @@ static void complete(struct vt_eng_xfer *x, vt_err err, int http_version)
         snprintf(r->error, sizeof(r->error), "%s",
                  x->errbuf[0] ? x->errbuf : vt_strerror(err));
     }
-    free(x->buf);
+    vt__eng_body_free(x->buf, x->cap);
     x->buf = NULL;
+    x->cap = 0;
     vt__eng_reset_attempt(x);
     curl_slist_free_all(x->hdrs);
     x->hdrs = NULL;

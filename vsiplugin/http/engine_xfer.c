@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <time.h>
 
 #define DEFAULT_MAX_BODY ((size_t)4 << 20)
@@ -184,6 +186,53 @@ size_t vt__eng_on_header(char *buf, size_t size, size_t n, void *ud)
 /* Write callback (I/O thread). Never pauses: either the bytes fit the bound
  * and are kept, or the transfer is failed. Bodies of error statuses are cut
  * at the bound without failing (only their start is ever shown). */
+static size_t page_round(size_t n)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    size_t p = pg > 0 ? (size_t)pg : 4096;
+
+    return n > SIZE_MAX - p ? 0 : (n + p - 1) / p * p;
+}
+
+vt_err vt__eng_body_grow(unsigned char **buf, size_t *cap, size_t len,
+                         size_t want)
+{
+    unsigned char *nb;
+
+    if (want <= *cap)
+        return VT_OK;
+    if (want < VT_BODY_PAGES_MIN) {  /* then *cap is below it too: malloc'd */
+        nb = realloc(*buf, want);
+        if (!nb)
+            return VT_ENOMEM;
+    } else {
+        size_t map = page_round(want);
+        void *m = map ? mmap(NULL, map, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                      : MAP_FAILED;
+        if (m == MAP_FAILED)
+            return VT_ENOMEM;
+        nb = m;
+        if (len)
+            memcpy(nb, *buf, len);
+        vt__eng_body_free(*buf, *cap);
+        want = map;
+    }
+    *buf = nb;
+    *cap = want;
+    return VT_OK;
+}
+
+void vt__eng_body_free(unsigned char *buf, size_t cap)
+{
+    if (!buf)
+        return;
+    if (cap < VT_BODY_PAGES_MIN)
+        free(buf);
+    else
+        munmap(buf, page_round(cap));
+}
+
 size_t vt__eng_on_write(char *data, size_t size, size_t n, void *ud)
 {
     struct vt_eng_xfer *x = ud;
@@ -206,7 +255,6 @@ size_t vt__eng_on_write(char *data, size_t size, size_t n, void *ud)
     }
     if (x->len + len + 1 > x->cap) {
         size_t want = x->cap ? x->cap : 16384;
-        unsigned char *nb;
         if (x->hdr_status == 206 && x->req->expect_len &&
             x->req->expect_len + 1 > want)
             want = (size_t)x->req->expect_len + 1;
@@ -214,11 +262,8 @@ size_t vt__eng_on_write(char *data, size_t size, size_t n, void *ud)
             want *= 2;
         if (want > limit + 1)
             want = limit + 1;
-        nb = realloc(x->buf, want);
-        if (!nb)
+        if (vt__eng_body_grow(&x->buf, &x->cap, x->len, want) != VT_OK)
             return 0;
-        x->buf = nb;
-        x->cap = want;
     }
     memcpy(x->buf + x->len, data, len);
     x->len += len;

@@ -174,15 +174,13 @@ static vt_err fetch_rest(vt_object *o, uint64_t off, uint64_t want,
     vt_http_resp n;
     vt_err e = VT_OK;
     char ebuf[512];
-    unsigned char *nb;
 
     while (r->status == 206 && r->has_content_range &&
            r->range_first == off && r->body_len > 0 && r->body_len < want &&
            (!r->has_total || r->total_size == o->size)) {
         uint64_t at = off + r->body_len;
-        if (!(nb = realloc(r->body, (size_t)want + 1)))
+        if (vt__http_resp_reserve(r, (size_t)want + 1) != VT_OK)
             return VT_ENOMEM;
-        r->body = nb;
         memset(&n, 0, sizeof(n));
         e = o->be->build_get(o->bucket, o->key, at, want - r->body_len,
                              o->etag[0] ? o->etag : NULL, &rq, ebuf,
