@@ -163,8 +163,9 @@ static vt_err read_opts(const char *path, struct vt_eng_opts *o)
         o->http_version = CURL_HTTP_VERSION_1_1;
     else if (ver && EQUAL(ver, "2PRIOR_KNOWLEDGE"))
         o->http_version = CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
-    o->unsafe_ssl = vt__cfg_bool(NULL, "GDAL_HTTP_UNSAFESSL", 0);
-    o->verbose = vt__cfg_bool(NULL, "CPL_CURL_VERBOSE", 0);
+    /* as GDAL tests them: a value set to "" counts as YES */
+    o->unsafe_ssl = CPLTestBool(CPLGetConfigOption("GDAL_HTTP_UNSAFESSL", "NO"));
+    o->verbose = CPLTestBool(CPLGetConfigOption("CPL_CURL_VERBOSE", "NO"));
     /* The CA file of requests that do not choose their own (credentials):
      * GDAL's CPLHTTPFetch rule. S3 requests choose theirs (s3.c). With no
      * option set, libcurl's own bundle; a libcurl built without one (the
