@@ -19,12 +19,14 @@
  *     with GDAL_HTTP_BEARER from GDAL 3.9 (where it exists), Range,
  *     If-Match; max_retry, retry_delay, timeout, connecttimeout into the
  *     engine's request;
- *   - what the engine cannot do per request yet (proxies but
- *     GDAL_HTTP_PROXY, other HTTP auth schemes, netrc credentials for the
- *     host, the name's header_file, unsafessl, speed limits): build_get
- *     refuses (VT_EINVAL naming the
- *     option), so such a name stays GDAL's rather than being read another
- *     way;
+ *   - GDAL's options read as the running GDAL reads them: for the name's
+ *     path first from GDAL 3.7 (config.h vt__cfg_http_path), the engine's
+ *     too (the request's opts_path);
+ *   - what is left to GDAL (GDAL_HTTPS_PROXY, GDAL_HTTP_PROXYUSERPWD,
+ *     GDAL_PROXY_AUTH, other HTTP auth schemes, netrc credentials for the
+ *     host, the name's header_file, unsafessl, proxy*, speed limits):
+ *     build_get refuses (VT_EINVAL naming the option), so such a name stays
+ *     GDAL's rather than being read another way;
  *   - a server that ignores Range: GDAL's test and words ("Range
  *     downloading not supported by this server!");
  *   - redirects: followed as GDAL's libcurl follows them, a GET to each
