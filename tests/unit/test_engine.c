@@ -18,6 +18,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cpl_vsi.h>
+
+#include "compat/gdal_release.h"
 #include "http/engine.h"
 #include "http_lab.h"
 #include "engine_lab.h"
@@ -227,6 +230,53 @@ static void test_restart_after_shutdown(void **state)
     assert_int_equal(st.in_flight, 0);
 }
 
+/* GDAL's HTTP options for the request's path (engine.h opts_path): from
+ * GDAL 3.7 a path-specific GDAL_HTTP_PROXY sends that path's requests
+ * through the proxy (here the lab itself, which then sees the absolute URL
+ * on the request line) and no other path's; under 3.6's rules the
+ * configuration alone counts. GDAL_HTTP_USERAGENT is read from the
+ * configuration on every release, as GDAL reads it: a path-specific one is
+ * never sent. */
+static void test_options_per_path(void **state)
+{
+    static const int releases[] = {3060200, 3070000};
+    char proxy[64], urls[2][128], tag[2][64];
+    const char *hdrs[2][2];
+    vt_http_req reqs[2];
+    vt_http_resp resps[2];
+    vt_err errs[2];
+
+    (void)state;
+    snprintf(proxy, sizeof proxy, "http://127.0.0.1:%d", port);
+    VSISetPathSpecificOption("/vsis3/viaproxy", "GDAL_HTTP_PROXY", proxy);
+    VSISetPathSpecificOption("/vsis3/viaproxy", "GDAL_HTTP_USERAGENT",
+                             "path-agent");
+    for (int r = 0; r < 2; r++) {
+        vt__gdal_release_set(releases[r]);
+        for (int i = 0; i < 2; i++) {
+            snprintf(tag[i], sizeof tag[i], "X-Vt-Case: %d-%d", releases[r], i);
+            hdrs[i][0] = tag[i];
+            hdrs[i][1] = NULL;
+            lab_request(&reqs[i], urls[i], sizeof urls[i], "/obj", hdrs[i]);
+            reqs[i].max_retries = 0;
+        }
+        reqs[0].opts_path = "viaproxy/k.tif";
+        reqs[1].opts_path = "direct/k.tif";
+        vt__engine_perform_many(2, reqs, resps, errs);
+        for (int i = 0; i < 2; i++)
+            vt__http_resp_clear(&resps[i]);
+        /* proxied: "GET http://127.0.0.1:port/obj", not "GET /obj" */
+        assert_int_equal(seen("GET http://", tag[0]), r == 1);
+        assert_int_equal(seen("GET /obj ", tag[0]), r == 0);
+        assert_int_equal(seen("GET /obj ", tag[1]), 1);
+        assert_int_equal(seen("GET http://", tag[1]), 0);
+        assert_int_equal(seen("GET ", "path-agent"), 0);
+        assert_int_equal(seen("GET ", tag[0]), 1);
+    }
+    vt__gdal_release_set(0);
+    VSIClearPathSpecificOptions(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -237,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_many_each_its_own_bytes),
         cmocka_unit_test(test_refused_has_no_status),
         cmocka_unit_test(test_restart_after_shutdown),
+        cmocka_unit_test(test_options_per_path),
     };
     return cmocka_run_group_tests(tests, setup, lab_engine_teardown);
 }

@@ -67,6 +67,7 @@ static void test_rules_per_release(void **state)
         const vt_gdal_release *r = vt__gdal_release_for(cases[i].version);
         print_message("GDAL %d: row %s\n", cases[i].version, r->name);
         assert_int_equal(r->ca_first_wins_by_path, cases[i].ca);
+        assert_int_equal(r->http_opts_by_path, cases[i].ca); /* one PR */
         assert_int_equal(r->known_failure_says_status, cases[i].known);
         assert_int_equal(r->open_listing_one_page, cases[i].one_page);
         assert_int_equal(r->network_failure_asked_again, cases[i].asked_again);

@@ -21,6 +21,7 @@
 
 #include "auth/creds.h"
 #include "compat/gdal_error.h"
+#include "compat/gdal_release.h"
 #include "backends/s3/s3.h"
 #include "auth/sigv4.h"
 #include "base/xmlscan.h"
@@ -553,17 +554,27 @@ static void test_user_headers(void **state)
     assert_string_equal(r.headers[1], "X-B: 2, with comma");
     vt__s3_request_clear(&r);
     CPLSetConfigOption("GDAL_HTTP_HEADER_FILE", "");
-    /* Per bucket. */
+    /* Per bucket from GDAL 3.7 (CPLHTTPGetOptionsFromEnv(pszFilename));
+     * GDAL 3.6 reads the configuration only: not sent. */
     CPLSetConfigOption("GDAL_HTTP_HEADERS", "");
     VSISetPathSpecificOption("/vsis3/withhdr", "GDAL_HTTP_HEADERS", "X-Path: yes");
+    vt__gdal_release_set(3060200);
     assert_int_equal(vt__s3_build_get("withhdr", "k", 0, 1, NULL, &r, err,
                                       sizeof(err)), VT_OK);
+    assert_null(hdr(&r, "X-Path"));
+    vt__s3_request_clear(&r);
+    vt__gdal_release_set(3070000);
+    assert_int_equal(vt__s3_build_get("withhdr", "k", 0, 1, NULL, &r, err,
+                                      sizeof(err)), VT_OK);
+    assert_non_null(hdr(&r, "X-Path"));
     assert_string_equal(hdr(&r, "X-Path"), "yes");
+    assert_string_equal(r.req.opts_path, "withhdr/k"); /* the engine's too */
     vt__s3_request_clear(&r);
     assert_int_equal(vt__s3_build_get("other", "k", 0, 1, NULL, &r, err,
                                       sizeof(err)), VT_OK);
     assert_null(hdr(&r, "X-Path"));
     vt__s3_request_clear(&r);
+    vt__gdal_release_set(0);
     VSIClearPathSpecificOptions(NULL);
 }
 

@@ -42,6 +42,8 @@ typedef struct vt_backend_req {
     char *url;
     char **headers;       /* NULL-terminated, malloc'd strings */
     char *cainfo;         /* the CA file, or NULL: curl's default */
+    char *opts_path;      /* req.opts_path: the path the engine reads the
+                             request's HTTP options for, or NULL */
 } vt_backend_req;
 
 /* One entry of a listed "directory" (a key's last component). */

@@ -42,6 +42,10 @@ void vt__breq_finish(vt_backend_req *r, const char *method, uint64_t len,
     r->cainfo = vt__cfg_ca_bundle(path, listing ? VT_CA_LIST : VT_CA_READ);
     r->req.cainfo = r->cainfo;
     r->req.has_cainfo = 1;
+    /* the engine's options for the same path (NULL when out of memory:
+     * the configuration's, as for a request of no path) */
+    r->opts_path = path ? strdup(path) : NULL;
+    r->req.opts_path = r->opts_path;
 }
 
 void vt__breq_clear(vt_backend_req *r)
@@ -54,5 +58,6 @@ void vt__breq_clear(vt_backend_req *r)
     free(r->headers);
     free(r->url);
     free(r->cainfo);
+    free(r->opts_path);
     memset(r, 0, sizeof(*r));
 }

@@ -18,8 +18,9 @@ vt_err vt__breq_add(vt_backend_req *r, size_t *n, const char *name,
 /* Fill r->req from r->url and r->headers for a request of path's object:
  * method, the range length len (0: whole object, the engine's default body
  * bound; else room for the range or an XML error body), GDAL's retry
- * options, and the CA file stock GDAL verifies that request with (a read,
- * or a listing when listing is 1: config.h "CA bundle"). */
+ * options, the CA file stock GDAL verifies that request with (a read,
+ * or a listing when listing is 1: config.h "CA bundle"), and path as the
+ * path the engine reads the request's other HTTP options for (copied). */
 void vt__breq_finish(vt_backend_req *r, const char *method, uint64_t len,
                      const char *path, int listing);
 

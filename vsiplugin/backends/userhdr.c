@@ -2,9 +2,10 @@
  * GDAL_HTTP_HEADERS), sent on vsitune's requests as GDAL 3.6 sends them on
  * its own (CPLHTTPSetOptions in cpl_http.cpp, measured on 3.6.2): the file's
  * lines first, then the option's, split at "\r\n" when it has one, else at
- * ',' outside double quotes. Read for the request's path: stock 3.6 reads these two globally only,
- * later GDAL releases per path too; vsitune does the latter, which gives the
- * same result whenever they are set globally. Every backend's (userhdr.h). */
+ * ',' outside double quotes. Read as the running GDAL reads them
+ * (config.h vt__cfg_http_path): 3.6 from the configuration only (measured:
+ * a per-bucket value is not sent), 3.7 and later for the request's path
+ * first. Every backend's (userhdr.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,8 +152,9 @@ char **vt__user_headers(const char *path)
 {
     char **list = NULL;
     size_t n = 0;
-    char *file = vt__cfg_dup(path, "GDAL_HTTP_HEADER_FILE");
-    char *opt = vt__cfg_dup(path, "GDAL_HTTP_HEADERS");
+    const char *hp = vt__cfg_http_path(path);
+    char *file = vt__cfg_dup(hp, "GDAL_HTTP_HEADER_FILE");
+    char *opt = vt__cfg_dup(hp, "GDAL_HTTP_HEADERS");
     int rc = 0;
 
     if (file)

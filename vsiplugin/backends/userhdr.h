@@ -4,7 +4,8 @@
 #ifndef VT_USERHDR_H
 #define VT_USERHDR_H
 
-/* User headers for path: the lines of GDAL_HTTP_HEADER_FILE, then those of
+/* User headers for path (path-specific values first where the running GDAL
+ * reads them so: config.h vt__cfg_http_path): the lines of GDAL_HTTP_HEADER_FILE, then those of
  * GDAL_HTTP_HEADERS (split at "\r\n" when it has one, else at ',' outside
  * double quotes), each trimmed, in that order, as GDAL 3.6 adds them. A
  * header file that cannot be read gets GDAL's CPLError (CE_Failure,

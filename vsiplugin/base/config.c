@@ -353,6 +353,11 @@ char *vt__cfg_ca_bundle(const char *path, enum vt_ca_use use)
     return out;
 }
 
+const char *vt__cfg_http_path(const char *path)
+{
+    return vt__gdal_release()->http_opts_by_path ? path : NULL;
+}
+
 /* GDAL's CPL_VSIL_CURL_NON_CACHED: ':'-separated name prefixes whose data
  * must not be reused from an earlier open (stock GDAL's AllowCachedDataFor). */
 int vt__cfg_non_cached(const char *path)

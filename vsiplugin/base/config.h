@@ -135,7 +135,9 @@ struct vt_opt_def {
     const char *name;
     enum vt_opt_kind kind;
     int per_path;   /* 1: read for the request's path (path-specific
-                       options first); 0: process-wide (path ignored) */
+                       options first; GDAL's HTTP options only where the
+                       running GDAL reads them so, vt__cfg_http_path);
+                       0: process-wide (path ignored) */
     double def, min, max;   /* SIZE, NUMBER: exact (every value is below
                                2^53); BOOL: def 0 or 1; ENUM: def is the
                                index of the default in values */
@@ -261,6 +263,14 @@ int vt__ca_pick(int version_num, enum vt_ca_use use,
  * another release with vt__gdal_release_set), malloc'd (caller frees);
  * NULL: none set (curl's default). */
 char *vt__cfg_ca_bundle(const char *path, enum vt_ca_use use);
+
+/* The path GDAL's HTTP options (GDAL_HTTP_VERSION, timeouts, retries,
+ * proxies, GDAL_HTTP_HEADERS, ...: gdal_release.h, http_opts_by_path) are
+ * looked up under for a request of path's object: path itself under GDAL
+ * 3.7 and later, NULL (the configuration only) under 3.6, as the running
+ * GDAL reads them for the request vsitune's stands for. Pure apart from
+ * reading the release row. */
+const char *vt__cfg_http_path(const char *path);
 
 /* "<prefix><path>" into buf (the GDAL path path-specific options are
  * matched against). Returns buf, or NULL when it does not fit. Pure apart

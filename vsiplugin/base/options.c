@@ -90,24 +90,27 @@ const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
     [VT_OPT_READDIR_LIMIT] = SIZE("GDAL_READDIR_LIMIT_ON_OPEN", 1, 1000, 1,
         1024 * MIB, "`1000`",
         "GDAL's: the most keys a sibling listing may hold"),
-    /* ---- the engine's, process-wide (read for every batch of requests).
+    /* ---- the engine's, read for the request's path (config.h
+     * vt__cfg_http_path: per path from GDAL 3.7, as GDAL's
+     * CPLHTTPGetOptionsFromEnv; the configuration only on 3.6), once per
+     * batch of one path's requests.
      * GDAL's own retry delay is 30 s; ours is the base of an exponential,
      * jittered backoff, and a tile server cannot wait 30 s for a 503. A
      * transfer averaging under 1 KiB/s over 10 s is abandoned (and
      * retried): GDAL's 1 B/s lets a 10 B/s trickle run for ever. No retry
      * starts later than VSITUNE_RETRY_WINDOW after a request's first
      * attempt. */
-    [VT_OPT_MAX_RETRY] = NUM("GDAL_HTTP_MAX_RETRY", 0, 3, 0, 100, "`3`",
+    [VT_OPT_MAX_RETRY] = NUM("GDAL_HTTP_MAX_RETRY", 1, 3, 0, 100, "`3`",
         "retries of a failed request"),
-    [VT_OPT_RETRY_DELAY] = NUM("GDAL_HTTP_RETRY_DELAY", 0, 0.5, 0, 60,
+    [VT_OPT_RETRY_DELAY] = NUM("GDAL_HTTP_RETRY_DELAY", 1, 0.5, 0, 60,
         "`0.5`", "base of the retry backoff, seconds"),
-    [VT_OPT_TIMEOUT] = NUM("GDAL_HTTP_TIMEOUT", 0, 0, 0, 86400, "`0`",
+    [VT_OPT_TIMEOUT] = NUM("GDAL_HTTP_TIMEOUT", 1, 0, 0, 86400, "`0`",
         "deadline of a whole request, seconds; 0: none"),
-    [VT_OPT_CONNECT_TIMEOUT] = NUM("GDAL_HTTP_CONNECTTIMEOUT", 0, 10, 0.001,
+    [VT_OPT_CONNECT_TIMEOUT] = NUM("GDAL_HTTP_CONNECTTIMEOUT", 1, 10, 0.001,
         3600, "`10`", "connect timeout, seconds"),
-    [VT_OPT_LOW_SPEED_TIME] = NUM("GDAL_HTTP_LOW_SPEED_TIME", 0, 10, 0, 86400,
+    [VT_OPT_LOW_SPEED_TIME] = NUM("GDAL_HTTP_LOW_SPEED_TIME", 1, 10, 0, 86400,
         "`10`", "seconds below the low speed limit that abandon an attempt"),
-    [VT_OPT_LOW_SPEED_LIMIT] = NUM("GDAL_HTTP_LOW_SPEED_LIMIT", 0, 1024, 0,
+    [VT_OPT_LOW_SPEED_LIMIT] = NUM("GDAL_HTTP_LOW_SPEED_LIMIT", 1, 1024, 0,
         1e9, "`1024`", "bytes per second under which an attempt is slow"),
     [VT_OPT_RETRY_WINDOW] = NUM("VSITUNE_RETRY_WINDOW", 0, 30, 0, 86400,
         "`30`", "no retry starts later than this after the first attempt"),
@@ -232,7 +235,9 @@ const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
         "extra headers on every request"),
     [VT_OPT_HTTP_HEADER_FILE] = STR("GDAL_HTTP_HEADER_FILE", 1, "unset",
         "a file of extra header lines"),
-    /* ---- HTTP */
+    /* ---- HTTP (per path: from GDAL 3.7, vt__cfg_http_path; GDAL reads
+     * GDAL_HTTP_UNSAFESSL, GDAL_HTTP_USERAGENT and CPL_CURL_VERBOSE from the
+     * configuration only, on every release) */
     [VT_OPT_UNSAFESSL] = BOOL("GDAL_HTTP_UNSAFESSL", 0, 0, "`NO`",
         "YES skips TLS verification"),
     [VT_OPT_GDAL_CA_BUNDLE] = STR("GDAL_CURL_CA_BUNDLE", 1, "system",
@@ -241,8 +246,8 @@ const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
     [VT_OPT_SSL_CERT_FILE] = STR("SSL_CERT_FILE", 1, "system", "CA file"),
     [VT_OPT_USERAGENT] = STR("GDAL_HTTP_USERAGENT", 0, "`vsitune/<version>`",
         "User-Agent"),
-    [VT_OPT_PROXY] = STR("GDAL_HTTP_PROXY", 0, "unset", "HTTP proxy"),
-    [VT_OPT_HTTP_VERSION] = STR("GDAL_HTTP_VERSION", 0,
+    [VT_OPT_PROXY] = STR("GDAL_HTTP_PROXY", 1, "unset", "HTTP proxy"),
+    [VT_OPT_HTTP_VERSION] = STR("GDAL_HTTP_VERSION", 1,
         "h2 where ALPN offers it", "1.0, 1.1 or 2PRIOR_KNOWLEDGE"),
     [VT_OPT_CURL_VERBOSE] = BOOL("CPL_CURL_VERBOSE", 0, 0, "`NO`",
         "curl's trace on stderr"),
@@ -339,26 +344,28 @@ const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
         "the default endpoint's scheme"),
     [VT_OPT_AZ_TIMESTAMP] = STR("CPL_AZURE_TIMESTAMP", 0, "unset",
         "a fixed x-ms-date (GDAL's test option)"),
-    /* ---- /vsicurl/, as GDAL 3.6's /vsicurl/ reads them (cpl_http.cpp,
-     * cpl_vsil_curl.cpp): process-wide; docs/configuration.md, "/vsicurl/".
+    /* ---- /vsicurl/, as GDAL's /vsicurl/ reads them (cpl_http.cpp,
+     * cpl_vsil_curl.cpp): per path from GDAL 3.7 for those in GDAL's
+     * CPLHTTPGetOptionsFromEnv table (vt__cfg_http_path), else
+     * process-wide; docs/configuration.md, "/vsicurl/".
      * GDAL_HTTP_BEARER exists from GDAL 3.9, GDAL_HTTP_NETRC_FILE from 3.7. */
-    [VT_OPT_CURL_USERPWD] = STR("GDAL_HTTP_USERPWD", 0, "unset",
+    [VT_OPT_CURL_USERPWD] = STR("GDAL_HTTP_USERPWD", 1, "unset",
         "user:password, Basic unless GDAL_HTTP_AUTH says otherwise"),
-    [VT_OPT_CURL_AUTH] = STR("GDAL_HTTP_AUTH", 0, "unset",
+    [VT_OPT_CURL_AUTH] = STR("GDAL_HTTP_AUTH", 1, "unset",
         "the HTTP auth scheme: BASIC, BEARER, NTLM, ANY, NEGOTIATE"),
-    [VT_OPT_CURL_BEARER] = STR("GDAL_HTTP_BEARER", 0, "unset",
+    [VT_OPT_CURL_BEARER] = STR("GDAL_HTTP_BEARER", 1, "unset",
         "the token GDAL_HTTP_AUTH=BEARER sends"),
-    [VT_OPT_CURL_COOKIE] = STR("GDAL_HTTP_COOKIE", 0, "unset",
+    [VT_OPT_CURL_COOKIE] = STR("GDAL_HTTP_COOKIE", 1, "unset",
         "a Cookie header's value"),
-    [VT_OPT_CURL_HTTPS_PROXY] = STR("GDAL_HTTPS_PROXY", 0, "unset",
+    [VT_OPT_CURL_HTTPS_PROXY] = STR("GDAL_HTTPS_PROXY", 1, "unset",
         "proxy for https URLs"),
-    [VT_OPT_CURL_PROXYUSERPWD] = STR("GDAL_HTTP_PROXYUSERPWD", 0, "unset",
+    [VT_OPT_CURL_PROXYUSERPWD] = STR("GDAL_HTTP_PROXYUSERPWD", 1, "unset",
         "the proxy's user:password"),
-    [VT_OPT_CURL_PROXY_AUTH] = STR("GDAL_PROXY_AUTH", 0, "unset",
+    [VT_OPT_CURL_PROXY_AUTH] = STR("GDAL_PROXY_AUTH", 1, "unset",
         "the proxy's auth scheme"),
-    [VT_OPT_CURL_NETRC] = BOOL("GDAL_HTTP_NETRC", 0, 1, "`YES`",
+    [VT_OPT_CURL_NETRC] = BOOL("GDAL_HTTP_NETRC", 1, 1, "`YES`",
         "curl reads the netrc file"),
-    [VT_OPT_CURL_NETRC_FILE] = STR("GDAL_HTTP_NETRC_FILE", 0,
+    [VT_OPT_CURL_NETRC_FILE] = STR("GDAL_HTTP_NETRC_FILE", 1,
         "`$HOME/.netrc`", "the netrc file"),
     [VT_OPT_CURL_USE_S3_REDIRECT] = BOOL("CPL_VSIL_CURL_USE_S3_REDIRECT", 0,
         1, "`YES`", "go straight to a remembered signed redirect target"),

@@ -32,6 +32,19 @@ typedef struct vt_gdal_release {
      * listing or credentials fetch the first, none per path (config.h). */
     int ca_first_wins_by_path;
 
+    /* 3.7 (the same PR: cpl_http.cpp CPLHTTPGetOptionsFromEnv(pszFilename),
+     * its asAssocEnvVarOptionName table, read once per handle): a read's
+     * and a listing's HTTP options are looked up for the file's path first
+     * (GDAL_HTTP_VERSION, _CONNECTTIMEOUT, _TIMEOUT, _LOW_SPEED_TIME,
+     * _LOW_SPEED_LIMIT, _USERPWD, _PROXY, GDAL_HTTPS_PROXY,
+     * GDAL_HTTP_PROXYUSERPWD, GDAL_PROXY_AUTH, GDAL_HTTP_NETRC, _NETRC_FILE,
+     * _MAX_RETRY, _RETRY_DELAY, _HEADERS, _HEADER_FILE, _AUTH, _BEARER,
+     * _COOKIE). Not in that table, so read from the configuration only on
+     * every release: GDAL_HTTP_USERAGENT, GDAL_HTTP_UNSAFESSL,
+     * CPL_CURL_VERBOSE. 0 (3.6, CPLHTTPGetOptionsFromEnv() without a path):
+     * all of them from the configuration, none per path. */
+    int http_opts_by_path;
+
     /* 3.10 (cpl_vsil_curl.cpp, VSICurlHandle::Exists): a failure GDAL keeps
      * for a name, met again by an open or stat asked for errors, sets
      * VSIE_HttpError "HTTP response code: <n>". 0: GDAL says nothing. */

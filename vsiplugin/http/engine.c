@@ -88,13 +88,6 @@ static void install_hooks(void)
 
 /* ---- options ----------------------------------------------------------- */
 
-static char *cfg_dup(const char *name)
-{
-    const char *v = CPLGetConfigOption(name, NULL);
-
-    return v && *v ? strdup(v) : NULL;
-}
-
 /* The CA bundle when no option names one. A distribution's libcurl has its
  * system's bundle compiled in (curl_version_info's cainfo/capath): libcurl
  * uses it, as it does under stock GDAL, and this returns NULL. A libcurl built
@@ -127,26 +120,50 @@ static char *default_cainfo(void)
     return NULL;
 }
 
-static vt_err read_opts(struct vt_eng_opts *o)
+/* GDAL_PROXY_AUTH's word as CPLHTTPSetOptions maps it; 0: unset or a word
+ * GDAL ignores (it warns "Unsupported PROXYAUTH value"). */
+static long proxy_auth_bits(const char *v)
 {
-    const char *ver = CPLGetConfigOption("GDAL_HTTP_VERSION", NULL);
+    static const struct { const char *word; unsigned long bits; } map[] = {
+        {"BASIC", CURLAUTH_BASIC}, {"NTLM", CURLAUTH_NTLM},
+        {"DIGEST", CURLAUTH_DIGEST}, {"ANY", CURLAUTH_ANY},
+        {"ANYSAFE", CURLAUTH_ANYSAFE}, {"NEGOTIATE", CURLAUTH_NEGOTIATE},
+    };
+    for (size_t i = 0; v && i < sizeof(map) / sizeof(map[0]); i++)
+        if (EQUAL(v, map[i].word))
+            return (long)map[i].bits;
+    return 0;
+}
+
+/* The options of a request for path (vt_http_req.opts_path): the HTTP
+ * options GDAL looks up for a file's path are read for it where the running
+ * GDAL does (config.h vt__cfg_http_path: 3.7+; 3.6 reads the configuration
+ * only); GDAL_HTTP_USERAGENT, GDAL_HTTP_UNSAFESSL and CPL_CURL_VERBOSE come
+ * from the configuration on every release, as GDAL reads them. On the
+ * submitting thread (its prefix scope names the handler's prefix). */
+static vt_err read_opts(const char *path, struct vt_eng_opts *o)
+{
+    const char *hp = vt__cfg_http_path(path);
+    char *ver = vt__cfg_dup(hp, "GDAL_HTTP_VERSION");
+    char *pauth = vt__cfg_dup(hp, "GDAL_PROXY_AUTH");
 
     memset(o, 0, sizeof(*o));
     /* config.c's table: finite, within range (integers truncate, as
      * GDAL's atoi does). */
-    o->max_retries = (int)vt__opt_num(NULL, VT_OPT_MAX_RETRY);
-    o->retry_delay = vt__opt_num(NULL, VT_OPT_RETRY_DELAY);
-    o->timeout_ms = (long)(vt__opt_num(NULL, VT_OPT_TIMEOUT) * 1000);
+    o->max_retries = (int)vt__opt_num(hp, VT_OPT_MAX_RETRY);
+    o->retry_delay = vt__opt_num(hp, VT_OPT_RETRY_DELAY);
+    o->timeout_ms = (long)(vt__opt_num(hp, VT_OPT_TIMEOUT) * 1000);
     o->retry_window = vt__opt_num(NULL, VT_OPT_RETRY_WINDOW);
-    o->connect_timeout_ms = (long)(vt__opt_num(NULL, VT_OPT_CONNECT_TIMEOUT) *
+    o->connect_timeout_ms = (long)(vt__opt_num(hp, VT_OPT_CONNECT_TIMEOUT) *
                                    1000);
-    o->low_speed_time = (long)vt__opt_num(NULL, VT_OPT_LOW_SPEED_TIME);
-    o->low_speed_limit = (long)vt__opt_num(NULL, VT_OPT_LOW_SPEED_LIMIT);
+    o->low_speed_time = (long)vt__opt_num(hp, VT_OPT_LOW_SPEED_TIME);
+    o->low_speed_limit = (long)vt__opt_num(hp, VT_OPT_LOW_SPEED_LIMIT);
     o->http_version = CURL_HTTP_VERSION_2TLS;
     if (ver && (strcmp(ver, "1.0") == 0 || strcmp(ver, "1.1") == 0))
         o->http_version = CURL_HTTP_VERSION_1_1;
     else if (ver && EQUAL(ver, "2PRIOR_KNOWLEDGE"))
         o->http_version = CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE;
+    /* as GDAL tests them: a value set to "" counts as YES */
     o->unsafe_ssl = CPLTestBool(CPLGetConfigOption("GDAL_HTTP_UNSAFESSL", "NO"));
     o->verbose = CPLTestBool(CPLGetConfigOption("CPL_CURL_VERBOSE", "NO"));
     /* The CA file of requests that do not choose their own (credentials):
@@ -158,10 +175,15 @@ static vt_err read_opts(struct vt_eng_opts *o)
     o->cainfo = vt__cfg_ca_bundle(NULL, VT_CA_FETCH);
     if (!o->cainfo && o->cainfo_default)
         o->cainfo = strdup(o->cainfo_default);
-    o->useragent = cfg_dup("GDAL_HTTP_USERAGENT");
+    o->useragent = vt__cfg_dup(NULL, "GDAL_HTTP_USERAGENT");
     if (!o->useragent)
         o->useragent = strdup("vsitune/" VT_VERSION);
-    o->proxy = cfg_dup("GDAL_HTTP_PROXY");
+    o->proxy = vt__cfg_dup(hp, "GDAL_HTTP_PROXY");
+    o->https_proxy = vt__cfg_dup(hp, "GDAL_HTTPS_PROXY");
+    o->proxy_userpwd = vt__cfg_dup(hp, "GDAL_HTTP_PROXYUSERPWD");
+    o->proxy_auth = proxy_auth_bits(pauth);
+    free(ver);
+    free(pauth);
     return o->useragent ? VT_OK : VT_ENOMEM;
 }
 
@@ -171,6 +193,14 @@ static void free_opts(struct vt_eng_opts *o)
     free(o->cainfo_default);
     free(o->useragent);
     free(o->proxy);
+    free(o->https_proxy);
+    free(o->proxy_userpwd);
+}
+
+/* 1 when two requests read their options for the same path. */
+static int same_path(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
 }
 
 /* ---- start / stop -------------------------------------------------------- */
@@ -277,7 +307,9 @@ static void log_request(const struct vt_eng_xfer *x, vt_err err)
 vt_err vt__engine_perform_many(size_t n, const vt_http_req *reqs,
                                vt_http_resp *resps, vt_err *errs)
 {
-    struct vt_eng_opts opts;
+    struct vt_eng_opts *sets = NULL; /* one per run of one opts_path */
+    size_t nsets = 0;
+    const char *set_path = NULL;
     struct vt_eng_batch batch;
     struct vt_eng_xfer *xs = NULL, *head = NULL, *tail = NULL;
     struct vt_engine *e;
@@ -290,9 +322,22 @@ vt_err vt__engine_perform_many(size_t n, const vt_http_req *reqs,
     }
     if (n == 0)
         return VT_OK;
-    if (read_opts(&opts) != VT_OK || !(xs = calloc(n, sizeof(*xs)))) {
+    if (!(xs = calloc(n, sizeof(*xs))) || !(sets = calloc(n, sizeof(*sets)))) {
         ret = VT_ENOMEM;
         goto out;
+    }
+    /* Each request's options, read again only where the path changes: a
+     * batch is mostly one object's requests (GDAL reads a handle's options
+     * once). xs[i].opts shares its set's strings. */
+    for (size_t i = 0; i < n; i++) {
+        if (nsets == 0 || !same_path(set_path, reqs[i].opts_path)) {
+            if (read_opts(reqs[i].opts_path, &sets[nsets++]) != VT_OK) {
+                ret = VT_ENOMEM;
+                goto out;
+            }
+            set_path = reqs[i].opts_path;
+        }
+        xs[i].opts = sets[nsets - 1];
     }
     pthread_cond_init(&batch.cv, NULL);
     batch.pending = 0;
@@ -311,7 +356,6 @@ vt_err vt__engine_perform_many(size_t n, const vt_http_req *reqs,
         x->err = &errs[i];
         x->batch = &batch;
         x->content_length = -1;
-        x->opts = opts;
         if (r->max_retries >= 0)
             x->opts.max_retries = r->max_retries;
         if (r->retry_delay >= 0)
@@ -321,7 +365,8 @@ vt_err vt__engine_perform_many(size_t n, const vt_http_req *reqs,
         if (r->connect_timeout_ms > 0)
             x->opts.connect_timeout_ms = r->connect_timeout_ms;
         if (r->has_cainfo) /* the caller's (or the default); not freed */
-            x->opts.cainfo = (char *)(r->cainfo ? r->cainfo : opts.cainfo_default);
+            x->opts.cainfo = (char *)(r->cainfo ? r->cainfo
+                                                : x->opts.cainfo_default);
         find_range(x);
         if (tail)
             tail->next = x;
@@ -366,7 +411,9 @@ vt_err vt__engine_perform_many(size_t n, const vt_http_req *reqs,
     }
 out:
     free(xs);
-    free_opts(&opts);
+    for (size_t i = 0; i < nsets; i++)
+        free_opts(&sets[i]);
+    free(sets);
     return ret;
 }
 

@@ -46,15 +46,30 @@ typedef struct vt_http_req {
                                     that long (no total then). */
     size_t max_body;             /* keep at most this many body bytes
                                     (0: 4 MiB); more is a VT_EPROTO error */
-    int max_retries;             /* < 0: GDAL_HTTP_MAX_RETRY (default 3) */
-    double retry_delay;          /* < 0: GDAL_HTTP_RETRY_DELAY in s (default 0.5) */
-    long timeout_ms;             /* whole transfer; 0: GDAL_HTTP_TIMEOUT or none */
-    long connect_timeout_ms;     /* 0: GDAL_HTTP_CONNECTTIMEOUT or 10 s */
+    int max_retries;             /* < 0: GDAL_HTTP_MAX_RETRY (default 3;
+                                    opts_path's) */
+    double retry_delay;          /* < 0: GDAL_HTTP_RETRY_DELAY in s (default
+                                    0.5; opts_path's) */
+    long timeout_ms;             /* whole transfer; 0: GDAL_HTTP_TIMEOUT
+                                    (opts_path's) or none */
+    long connect_timeout_ms;     /* 0: GDAL_HTTP_CONNECTTIMEOUT (opts_path's)
+                                    or 10 s */
     int has_cainfo;              /* 1: the caller chose the CA file: cainfo
                                     (NULL: curl's default); 0: the rule of
                                     GDAL's CPLHTTPFetch (config.h,
                                     VT_CA_FETCH) */
     const char *cainfo;          /* lives as long as the request */
+    const char *opts_path;       /* the object path ("bucket/key", as
+                                    config.h's lookups take it) GDAL's HTTP
+                                    options are read for: HTTP version,
+                                    timeouts, speed limits, retries, proxy;
+                                    per path where the running GDAL reads
+                                    them so (config.h vt__cfg_http_path),
+                                    else from the configuration; NULL: the
+                                    configuration. Read on the submitting
+                                    thread, under its prefix scope, once per
+                                    run of requests of one path in a batch;
+                                    lives as long as the request */
     /* The service's judge of its error answers, set by the backend that
      * builds the request (S3: vt__s3_answer_transient, backends/s3/), or
      * NULL: 1 when an answer of status (not one the engine retries itself:

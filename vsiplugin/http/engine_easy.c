@@ -161,8 +161,14 @@ CURLcode vt__eng_set_options(struct vt_engine *e, struct vt_eng_xfer *x,
         SET(CURLOPT_VERBOSE, 1L);
     if (o->useragent)
         SET(CURLOPT_USERAGENT, o->useragent);
-    if (o->proxy)
+    if (o->https_proxy && strncmp(x->req->url, "https", 5) == 0)
+        SET(CURLOPT_PROXY, o->https_proxy);
+    else if (o->proxy)
         SET(CURLOPT_PROXY, o->proxy);
+    if (o->proxy_userpwd)
+        SET(CURLOPT_PROXYUSERPWD, o->proxy_userpwd);
+    if (o->proxy_auth)
+        SET(CURLOPT_PROXYAUTH, (unsigned long)o->proxy_auth);
 
     if (strcmp(method, "GET") == 0) {
         SET(CURLOPT_HTTPGET, 1L);

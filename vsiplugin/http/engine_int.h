@@ -19,8 +19,10 @@
 #include "http/engine.h"
 
 /* Per-request options, read from GDAL config at submission time (so config
- * changed at run time applies to the next request). Strings are malloc'd by
- * the submitter and freed by it after the batch completes. */
+ * changed at run time applies to the next request), for the request's
+ * opts_path (engine.h): path-specific values first where the running GDAL
+ * reads them so. Strings are malloc'd by the submitter and freed by it
+ * after the batch completes. */
 struct vt_eng_opts {
     int max_retries;
     double retry_delay;         /* s, base of the exponential backoff */
@@ -36,8 +38,12 @@ struct vt_eng_opts {
     int verbose;                /* CPL_CURL_VERBOSE: curl's trace on stderr */
     char *cainfo;               /* NULL: curl's default */
     char *cainfo_default;       /* a well-known bundle when libcurl has none built in */
-    char *useragent;
+    char *useragent;            /* the configuration's: GDAL reads it so */
     char *proxy;                /* NULL: curl's default (environment) */
+    char *https_proxy;          /* GDAL_HTTPS_PROXY: replaces proxy for an
+                                   https URL, as GDAL's CPLHTTPSetOptions */
+    char *proxy_userpwd;        /* GDAL_HTTP_PROXYUSERPWD */
+    long proxy_auth;            /* GDAL_PROXY_AUTH as CURLAUTH_*; 0: unset */
 };
 
 /* A group of requests one thread waits for; lives on the waiter's stack. */

@@ -114,6 +114,7 @@ static void az_req_clear(vt_backend_req *r)
         free(r->headers[i]);
     free(r->headers);
     free(r->cainfo);
+    free(r->opts_path);
     memset(r, 0, sizeof(*r));
 }
 
@@ -258,7 +259,12 @@ static vt_err build(const char *method, const char *container,
     }
 out:
     if (!err) {
-        out->cainfo = vt__cfg_ca_bundle(NULL, query ? VT_CA_LIST : VT_CA_READ);
+        /* the CA file and the engine's options for the blob's path, as
+         * GDAL 3.7+ reads a /vsiaz/ handle's (3.6: the configuration's;
+         * config.h) */
+        out->cainfo = vt__cfg_ca_bundle(path, query ? VT_CA_LIST : VT_CA_READ);
+        out->opts_path = strdup(path);
+        out->req.opts_path = out->opts_path;
         out->req.method = method;
         out->req.counter = vt__backend_az.name;
         out->req.url = out->url;

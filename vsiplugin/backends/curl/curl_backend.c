@@ -19,12 +19,14 @@
  *     with GDAL_HTTP_BEARER from GDAL 3.9 (where it exists), Range,
  *     If-Match; max_retry, retry_delay, timeout, connecttimeout into the
  *     engine's request;
- *   - what the engine cannot do per request yet (proxies but
- *     GDAL_HTTP_PROXY, other HTTP auth schemes, netrc credentials for the
- *     host, the name's header_file, unsafessl, speed limits): build_get
- *     refuses (VT_EINVAL naming the
- *     option), so such a name stays GDAL's rather than being read another
- *     way;
+ *   - GDAL's options read as the running GDAL reads them: for the name's
+ *     path first from GDAL 3.7 (config.h vt__cfg_http_path), the engine's
+ *     too (the request's opts_path);
+ *   - what is left to GDAL (GDAL_HTTPS_PROXY, GDAL_HTTP_PROXYUSERPWD,
+ *     GDAL_PROXY_AUTH, other HTTP auth schemes, netrc credentials for the
+ *     host, the name's header_file, unsafessl, proxy*, speed limits):
+ *     build_get refuses (VT_EINVAL naming the option), so such a name stays
+ *     GDAL's rather than being read another way;
  *   - a server that ignores Range: GDAL's test and words ("Range
  *     downloading not supported by this server!");
  *   - redirects: followed as GDAL's libcurl follows them, a GET to each
@@ -115,12 +117,13 @@ static char *access_material(const struct vt_curl_target *t, size_t *n,
         NULL};
     const char *own[] = {t->cookie, t->referer, t->useragent};
     const size_t nnames = sizeof(names) / sizeof(names[0]) - 1;
+    const char *hp = vt__cfg_http_path(t->name);
     char *buf = NULL;
     size_t len = 0;
 
     *any = 0;
     for (size_t i = 0; i < nnames + 3; i++) {
-        char *v = i < nnames ? vt__cfg_dup(NULL, names[i]) : NULL;
+        char *v = i < nnames ? vt__cfg_dup(hp, names[i]) : NULL;
         const char *s = i < nnames ? v : own[i - nnames];
         size_t l = s ? strlen(s) : 0;
         char *nb = realloc(buf, len + l + 2);
@@ -183,18 +186,19 @@ static void curl_req_clear(vt_backend_req *r)
 }
 
 
-/* The Authorization value GDAL's options ask for, malloc'd, or NULL (none,
- * or *unapplied names the option vsitune cannot apply). */
-static char *auth_value(const char **unapplied)
+/* The Authorization value GDAL's options for hp (vt__cfg_http_path) ask
+ * for, malloc'd, or NULL (none, or *unapplied names the option vsitune
+ * cannot apply). */
+static char *auth_value(const char *hp, const char **unapplied)
 {
-    char *auth = vt__cfg_dup(NULL, "GDAL_HTTP_AUTH");
-    char *userpwd = vt__cfg_dup(NULL, "GDAL_HTTP_USERPWD");
+    char *auth = vt__cfg_dup(hp, "GDAL_HTTP_AUTH");
+    char *userpwd = vt__cfg_dup(hp, "GDAL_HTTP_USERPWD");
     char *bearer = NULL, *out = NULL;
 
     *unapplied = NULL;
     if (auth && !strcasecmp(auth, "BEARER") &&
         vt__gdal_release_running() >= 3090000) {
-        bearer = vt__cfg_dup(NULL, "GDAL_HTTP_BEARER");
+        bearer = vt__cfg_dup(hp, "GDAL_HTTP_BEARER");
         if (bearer) {
             size_t l = strlen(bearer) + 8;
             out = malloc(l);
@@ -213,15 +217,15 @@ static char *auth_value(const char **unapplied)
     return out;
 }
 
-/* The first GDAL option in force that the engine cannot apply to this
- * request, or NULL. */
-static const char *unapplied_option(void)
+/* The first GDAL option in force for hp that /vsicurl/ leaves to GDAL, or
+ * NULL. */
+static const char *unapplied_option(const char *hp)
 {
     static const char *const names[] = {
         "GDAL_HTTPS_PROXY", "GDAL_HTTP_PROXYUSERPWD", "GDAL_PROXY_AUTH",
         NULL};
     for (size_t i = 0; names[i]; i++) {
-        char *v = vt__cfg_dup(NULL, names[i]);
+        char *v = vt__cfg_dup(hp, names[i]);
         free(v);
         if (v)
             return names[i];
@@ -235,8 +239,8 @@ static const char *unapplied_option(void)
  * credentials for url's host in the netrc file (GDAL_HTTP_NETRC_FILE from
  * GDAL 3.7, else $HOME/.netrc) and send them: the engine does not read
  * netrc files, so such a name is left to GDAL. Reads the file (at most
- * NETRC_CAP bytes) when there is one. */
-static int netrc_applies(const char *url)
+ * NETRC_CAP bytes) when there is one. hp: vt__cfg_http_path's. */
+static int netrc_applies(const char *hp, const char *url)
 {
     char *file = NULL, host[512], *text = NULL;
     const char *home, *s, *e;
@@ -244,10 +248,10 @@ static int netrc_applies(const char *url)
     size_t n;
     FILE *fp = NULL;
 
-    if (!vt__cfg_bool(NULL, "GDAL_HTTP_NETRC", 1))
+    if (!vt__cfg_bool(hp, "GDAL_HTTP_NETRC", 1))
         return 0;
     if (vt__gdal_release_running() >= 3070000)
-        file = vt__cfg_dup(NULL, "GDAL_HTTP_NETRC_FILE");
+        file = vt__cfg_dup(hp, "GDAL_HTTP_NETRC_FILE");
     home = getenv("HOME");
     if (!file && home && asprintf(&file, "%s/.netrc", home) < 0)
         file = NULL;
@@ -289,6 +293,8 @@ static vt_err build_for(const struct vt_curl_target *t, const char *url,
     vt_err err = VT_OK;
     char **user = NULL, *cookie = NULL, *auth = NULL, range[64];
     const char *unapplied = t->unapplied;
+    /* GDAL's HTTP options for the name, as the running GDAL reads them */
+    const char *hp = vt__cfg_http_path(t->name);
     size_t nuser = 0, n = 0;
 
     memset(out, 0, sizeof(*out));
@@ -297,18 +303,18 @@ static vt_err build_for(const struct vt_curl_target *t, const char *url,
         return VT_EINVAL;
     }
     if (!unapplied)
-        unapplied = unapplied_option();
-    if (!unapplied && netrc_applies(url))
+        unapplied = unapplied_option(hp);
+    if (!unapplied && netrc_applies(hp, url))
         unapplied = "GDAL_HTTP_NETRC";
     if (!unapplied)
-        auth = auth_value(&unapplied);
+        auth = auth_value(hp, &unapplied);
     if (unapplied) {
         snprintf(errbuf, errlen, "vsicurl: %s is not applied by vsitune's "
                  "engine yet: the name stays GDAL's", unapplied);
         err = VT_EINVAL;
         goto out;
     }
-    user = vt__user_headers(NULL);
+    user = vt__user_headers(t->name);
     while (user && user[nuser])
         nuser++;
     out->headers = calloc(nuser + OWN_HEADERS, sizeof(char *));
@@ -321,7 +327,7 @@ static vt_err build_for(const struct vt_curl_target *t, const char *url,
         out->headers[n++] = user[i];
         user[i] = NULL;
     }
-    cookie = t->cookie ? strdup(t->cookie) : vt__cfg_dup(NULL, "GDAL_HTTP_COOKIE");
+    cookie = t->cookie ? strdup(t->cookie) : vt__cfg_dup(hp, "GDAL_HTTP_COOKIE");
     if (len > 0) {
         snprintf(range, sizeof range, "bytes=%" PRIu64 "-%" PRIu64, off,
                  off + len - 1);
@@ -358,9 +364,14 @@ static vt_err build_for(const struct vt_curl_target *t, const char *url,
     out->req.retry_delay = t->retry_delay;
     out->req.timeout_ms = t->timeout_ms;
     out->req.connect_timeout_ms = t->connect_timeout_ms;
-    out->cainfo = vt__cfg_ca_bundle(NULL, VT_CA_READ);
+    out->cainfo = vt__cfg_ca_bundle(t->name, VT_CA_READ);
     out->req.cainfo = out->cainfo;
     out->req.has_cainfo = 1;
+    if (t->name && !(out->opts_path = strdup(t->name))) {
+        err = VT_ENOMEM;
+        goto out;
+    }
+    out->req.opts_path = out->opts_path;
 out:
     if (err)
         curl_req_clear(out);

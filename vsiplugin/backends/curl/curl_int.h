@@ -20,6 +20,9 @@
  * VSICurlGetURLFromFilename takes from the "?url=...&..." syntax (unset:
  * -1, NULL). Strings malloc'd; vt__curl_target_clear frees them. */
 struct vt_curl_target {
+    const char *name;       /* the name parsed (borrowed from the caller:
+                               lives as long as its argument): the path
+                               GDAL's HTTP options are looked up for */
     char *url;              /* the URL, query included, as it is sent */
     int max_retry;          /* max_retry=N, else -1 (GDAL_HTTP_MAX_RETRY) */
     double retry_delay;     /* retry_delay=S, else -1 */

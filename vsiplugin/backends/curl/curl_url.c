@@ -165,6 +165,7 @@ vt_err vt__curl_parse_path(const char *path, struct vt_curl_target *t,
         errbuf[0] = '\0';
     if (!path)
         return VT_EINVAL;
+    t->name = path;
     if (is_http(p)) {
         t->url = strdup(p);
         return t->url ? VT_OK : VT_ENOMEM;
