@@ -84,7 +84,7 @@ FULL = {
     "overview_fractions": [0.5, 0.25, 0.125], "overview_reps": 2,
     # 17, issue 20's backends: /vsigs/ and /vsiaz/ over h2+TLS, /vsicurl/ over HTTPS h1
     "reach_backends": ["gs", "curl", "az"], "reach_threads": 16, "reach_windows": 200,
-    "reach_rtt_ms": 20, "reach_reps": 2,
+    "reach_rtt_ms": 20, "reach_reps": 3,
 }
 QUICK = dict(FULL, **{
     "fixture": "small", "window": [1024, 1024, 512], "watchdog_s": 300,
