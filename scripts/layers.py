@@ -120,6 +120,7 @@ LAYERS = {
     "vsiplugin/backends/gs/gs_backend.c": 6, "vsiplugin/backends/gs/gs.c": 6,
     "vsiplugin/backends/gs/gs_int.h": 6,
     "vsiplugin/backends/curl/curl_int.h": 6, "vsiplugin/backends/curl/curl_url.c": 6,
+    "vsiplugin/backends/curl/curl_opts.c": 6,
     "vsiplugin/backends/curl/curl_redirect.c": 6, "vsiplugin/backends/curl/curl_backend.c": 6,
     "vsiplugin/backends/az/az.c": 6, "vsiplugin/backends/az/az_int.h": 6,
     "vsiplugin/backends/az/az_list.c": 6,

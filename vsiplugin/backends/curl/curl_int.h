@@ -87,6 +87,22 @@ int vt__curl_range_ignored(uint64_t off, uint64_t len, const vt_http_resp *r);
  * comment line; a macdef's body (up to an empty line) is skipped. Pure. */
 int vt__curl_netrc_has(const char *text, size_t len, const char *host);
 
+/* ---- GDAL's options (curl_opts.c) ------------------------------------- */
+
+/* The Authorization value GDAL's options for hp (vt__cfg_http_path) ask
+ * for, malloc'd, or NULL: none, or *unapplied names the option vsitune
+ * cannot apply (GDAL_HTTP_AUTH=NTLM|ANY|NEGOTIATE with a USERPWD). */
+char *vt__curl_auth_value(const char *hp, const char **unapplied);
+
+/* The first GDAL option in force for hp that /vsicurl/ leaves to GDAL
+ * (GDAL_HTTPS_PROXY, GDAL_HTTP_PROXYUSERPWD, GDAL_PROXY_AUTH), or NULL. */
+const char *vt__curl_unapplied_option(const char *hp);
+
+/* 1 when curl, with GDAL_HTTP_NETRC on (GDAL's default), would find
+ * credentials for url's host in the netrc file (GDAL_HTTP_NETRC_FILE from
+ * GDAL 3.7, else $HOME/.netrc): such a name is left to GDAL. */
+int vt__curl_netrc_applies(const char *hp, const char *url);
+
 /* ---- redirects (curl_redirect.c) ------------------------------------- */
 
 /* 1 when url is signed the way GDAL 3.6 recognises an S3-like signed URL
