@@ -183,9 +183,7 @@ size_t vt__eng_on_header(char *buf, size_t size, size_t n, void *ud)
     return len;
 }
 
-/* Write callback (I/O thread). Never pauses: either the bytes fit the bound
- * and are kept, or the transfer is failed. Bodies of error statuses are cut
- * at the bound without failing (only their start is ever shown). */
+/* n rounded up to whole pages (0 when that overflows). */
 static size_t page_round(size_t n)
 {
     long pg = sysconf(_SC_PAGESIZE);
@@ -233,6 +231,9 @@ void vt__eng_body_free(unsigned char *buf, size_t cap)
         munmap(buf, page_round(cap));
 }
 
+/* Write callback (I/O thread). Never pauses: either the bytes fit the bound
+ * and are kept, or the transfer is failed. Bodies of error statuses are cut
+ * at the bound without failing (only their start is ever shown). */
 size_t vt__eng_on_write(char *data, size_t size, size_t n, void *ud)
 {
     struct vt_eng_xfer *x = ud;
