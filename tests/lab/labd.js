@@ -331,6 +331,7 @@ class Lab {
   connections() {
     const out = {};
     for (const [name, p] of Object.entries(this.proxies)) out[name] = p.stats();
+    if (this.faultProxy) Object.assign(out, this.faultProxy.stats());
     return out;
   }
 
@@ -344,7 +345,10 @@ class Lab {
   reset() {
     this.log.reset();
     this.faults.clear();
-    if (this.faultProxy) this.faultProxy.faults.clear();
+    if (this.faultProxy) {
+      this.faultProxy.faults.clear();
+      this.faultProxy.resetCounts();
+    }
     for (const p of Object.values(this.proxies)) {
       p.resetCounts();
       p.setDelay(this.opts.delayMs);

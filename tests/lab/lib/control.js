@@ -7,7 +7,8 @@
 //   GET    /counts[?endpoint=E]       {"LIST": n, "HEAD": n, "GET_RANGE": n, ..., "bytes": n}
 //   GET    /connections               {"h1": {"accepted": n, "open": n, "delay_ms": d,
 //                                       "used": n, "conns": [{port, opened, closed,
-//                                       bytes_in, bytes_out}, ...]}, ...}
+//                                       bytes_in, bytes_out, ended_by}, ...]}, ...;
+//                                       "fp1"/"fp2": {"accepted": n, "open": n}}
 //   GET    /stats                     labd's own CPU time (ms) and memory (bytes)
 //   POST   /reset                     clear log, connection counts, faults; delay back to start value
 //   POST   /delay {"ms": N[, "endpoint": E]}        one-way delay (RTT = 2 x ms)

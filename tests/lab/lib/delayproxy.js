@@ -70,13 +70,20 @@ class DelayProxy {
     this.sockets.add(client);
     client.setNoDelay(true);
     const rec = { port: client.remotePort, opened: Date.now() / 1000, closed: null,
-      bytes_in: 0, bytes_out: 0 };
+      bytes_in: 0, bytes_out: 0, ended_by: null };
     if (this.records.length < MAX_RECORDS) this.records.push(rec);
     client.on('data', (buf) => { rec.bytes_in += buf.length; });
+    // Who ended the connection first: 'client' or 'server', by FIN ('end') or
+    // without one ('reset': an error or a close before any FIN).
+    const ended = (side, how) => { if (!rec.ended_by) rec.ended_by = `${side} ${how}`; };
+    client.once('end', () => ended('client', 'fin'));
+    client.once('close', () => ended('client', 'reset'));
     const upstream = net.connect({ host: this.target.host, port: this.target.port,
       allowHalfOpen: true, noDelay: true });
     this.sockets.add(upstream);
     upstream.on('data', (buf) => { rec.bytes_out += buf.length; }); // sent on, delayed
+    upstream.once('end', () => ended('server', 'fin'));
+    upstream.once('close', () => ended('server', 'reset'));
     client.once('close', () => {
       this.open--; this.sockets.delete(client); rec.closed = Date.now() / 1000;
     });

@@ -348,10 +348,20 @@ class FaultProxy {
     this.tls = tls;
     this.sockets = new Set();
     this.sessions = new Set();
+    this.accepted = { fp1: 0, fp2: 0 }; // connections since the last resetCounts()
+  }
+
+  resetCounts() { this.accepted = { fp1: 0, fp2: 0 }; }
+
+  // The connections each front accepted and holds open, as the delay proxies count theirs.
+  stats() {
+    return { fp1: { accepted: this.accepted.fp1, open: this.sockets.size },
+      fp2: { accepted: this.accepted.fp2, open: this.sessions.size } };
   }
 
   async start() {
     this.h1 = net.createServer((s) => {
+      this.accepted.fp1++;
       this.sockets.add(s);
       s.on('close', () => this.sockets.delete(s));
       serveH1(s, this.ctx);
@@ -359,6 +369,7 @@ class FaultProxy {
     this.h2 = http2.createSecureServer({ cert: fs.readFileSync(this.tls.cert),
       key: fs.readFileSync(this.tls.key), allowHTTP1: false });
     this.h2.on('session', (s) => {
+      this.accepted.fp2++;
       this.sessions.add(s);
       s.on('close', () => this.sessions.delete(s));
       s.on('error', () => {});
