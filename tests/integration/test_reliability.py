@@ -200,6 +200,29 @@ result = hashlib.sha256(a.tobytes()).hexdigest()
     assert len({e["range"] for e in log}) == len(log), log
 
 
+def test_h2_no_end_stream_resets_the_stream_only(lab, small_cog):
+    """A body that fit its transfer's receive buffer cannot have parked other streams'
+    input behind it in curl 7.88: its stream alone is reset, and the next reads go over
+    the same connection (engine_xfer.c, END_GRACE_FIT_S)."""
+    key = small_cog["key"]
+    with Worker(lab, endpoint="fp2", extra=FAST) as w:
+        w.call("ds = gdal.Open(path)\nresult = 1", path=s3path(small_cog))
+        mark = last_seq(lab)
+        lab.pfault("noend", count=1, key=key, request_kind="GET_RANGE", endpoint="fp2")
+        one_tile = w.call("result = ds.GetRasterBand(1).ReadAsArray(0, 0, 64, 64).tolist()")
+        faulted = lab.log(since=mark)
+        # other tiles after it: new GETs
+        other = w.call("result = ds.GetRasterBand(1).ReadAsArray(1024, 1024, 600, 600).tolist()")
+    lds = osgeo_gdal.Open(small_cog["path"])
+    assert one_tile == lds.GetRasterBand(1).ReadAsArray(0, 0, 64, 64).tolist()
+    assert other == lds.GetRasterBand(1).ReadAsArray(1024, 1024, 600, 600).tolist()
+    (e,) = faulted
+    assert e["fault"] == "p:noend" and e["status"] == 206
+    first, last = (int(v) for v in e["range"].split("=")[1].split("-"))
+    assert last - first + 1 < 1 << 20  # within the largest receive buffer (1 MiB)
+    assert lab.connections("fp2")["accepted"] == 1
+
+
 # -- items 6 and 7: bounded time and requests under permanent faults --------------
 
 def test_trickle_fails_within_the_deadline(lab, small_cog):

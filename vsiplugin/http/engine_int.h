@@ -85,6 +85,9 @@ struct vt_eng_xfer {
                                    arrived while the stream stayed open */
     int ended_early;            /* io: we ended a complete h2 stream that
                                    never sent END_STREAM */
+    int end_retires;            /* io: ... and its connection must go (its
+                                   body did not fit its receive buffer, so
+                                   input may be parked behind it) */
     int range_assumed;          /* io: a 206 without Content-Range whose
                                    body is exactly the range asked: that
                                    range is its range (engine_xfer.c) */
@@ -107,7 +110,7 @@ struct vt_eng_xfer {
                                    attempt was sent on (0: not known) */
     char retry_why[160];        /* io, read by the waiter after completion:
                                    why the last retry happened (for logs) */
-    char phases[96];            /* io, read by the waiter after completion:
+    char phases[192];           /* io, read by the waiter after completion:
                                    the last attempt's libcurl phase times
                                    (CURLINFO_*_TIME_T, for logs), or "" */
 };
@@ -152,6 +155,10 @@ struct vt_engine {
     unsigned origin_next;        /* round-robin slot to replace */
     curl_socket_t *socks;        /* every socket curl opened through us */
     size_t n_socks, cap_socks;
+    double end_check_at;         /* monotonic s: when a stream whose body
+                                    is complete but still open is to be
+                                    looked at again (engine_xfer.c's
+                                    progress callback; 0: none) */
 };
 
 /* The shared state below is defined in engine_state.c, under both files

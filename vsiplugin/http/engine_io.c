@@ -34,10 +34,18 @@
  *    exceeds its bound;
  *  - transfers are removed from the multi handle only after curl reports
  *    them done; all of them are driven by this one loop;
+ *  - a stream whose whole body has arrived but whose END_STREAM has not
+ *    been seen is ended by us after a grace (engine_xfer.c's progress
+ *    callback; the loop below wakes for it): curl 7.88 can read a stream's
+ *    END_STREAM without waking its transfer, which then waits for the next
+ *    socket event or this thread's idle poll (seen under load: a one-tile
+ *    GET, alone on its connection, waited ~1 s). A body that fit its
+ *    receive buffer cannot have parked anything: only its stream is reset;
  *  - last line of defence: a low-speed limit ends any stalled transfer, and
- *    then (or after an abort) the connection's socket is shut down, so that
- *    curl retires it and every stream parked on it fails now and is retried
- *    on a fresh connection, instead of waiting for the server's timeout.
+ *    then (or after ending a stream whose body outgrew its buffer) the
+ *    connection's socket is shut down, so that curl retires it and every
+ *    stream parked on it fails now and is retried on a fresh connection,
+ *    instead of waiting for the server's timeout.
  *
  * At most max_streams transfers (VSITUNE_MAX_STREAMS, the h2 per-connection
  * stream limit) are in the multi handle at once; the rest wait in the timer
@@ -294,9 +302,12 @@ static void note_phases(struct vt_eng_xfer *x, CURL *easy, long nconn)
     curl_easy_getinfo(easy, CURLINFO_STARTTRANSFER_TIME_T, &first);
     curl_easy_getinfo(easy, CURLINFO_TOTAL_TIME_T, &total);
     snprintf(x->phases, sizeof(x->phases), "%s; connect %.1f, TLS %.1f, "
-             "first byte %.1f, total %.1f ms", nconn > 0 ? "new connection" :
+             "first byte %.1f, total %.1f ms%s", nconn > 0 ? "new connection" :
              "reused connection", (double)conn / 1e3, (double)tls / 1e3,
-             (double)first / 1e3, (double)total / 1e3);
+             (double)first / 1e3, (double)total / 1e3,
+             !x->ended_early ? "" : x->end_retires
+                 ? "; body complete, no END_STREAM: stream ended, connection retired"
+                 : "; body complete, no END_STREAM: stream ended");
 }
 
 static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
@@ -539,6 +550,7 @@ void *vt__eng_io_main(void *arg)
             start(e, x);
         }
 
+        e->end_check_at = 0; /* set again by transfers still waiting */
         curl_multi_perform(e->multi, &running);
         while ((m = curl_multi_info_read(e->multi, &msgs))) {
             if (m->msg == CURLMSG_DONE)
@@ -550,6 +562,13 @@ void *vt__eng_io_main(void *arg)
             timeout_ms = wait <= 0 ? 0 : (long)wait + 1;
             if (timeout_ms > IDLE_POLL_MS)
                 timeout_ms = IDLE_POLL_MS;
+        }
+        if (e->end_check_at > 0) {
+            /* a complete body still waiting for its END_STREAM */
+            double wait = (e->end_check_at - now_s()) * 1000.0;
+            long ms = wait <= 0 ? 0 : (long)wait + 1;
+            if (ms < timeout_ms)
+                timeout_ms = ms;
         }
         on_idle = atomic_load(&cb_idle);
         if (on_idle)

@@ -18,11 +18,19 @@
 
 #define DEFAULT_MAX_BODY ((size_t)4 << 20)
 /* How long a stream whose whole body has arrived may stay open before we end
- * it ourselves (an h2 server that never sends END_STREAM: see engine_io.c,
- * transfers on h2 origins end at END_STREAM, not at Content-Length): as long
- * again as the body took, within these bounds. A busy server (or host) that
- * was slow to send the body is as slow to send END_STREAM after it; ending
- * those streams would retire a healthy connection. */
+ * it ourselves (an h2 server slow or failing to send END_STREAM, or curl
+ * 7.88 not waking a transfer whose END_STREAM it has read: engine_io.c's
+ * top comment; transfers on h2 origins end at END_STREAM, not at
+ * Content-Length).
+ * - A body that fit its receive buffer cannot have paused the connection,
+ *   so nothing is parked behind its stream: ending it resets that stream
+ *   only. It gets END_GRACE_FIT_S (seen under load: a one-tile GET waited
+ *   for the I/O thread's 1 s idle poll, then retired a healthy connection).
+ * - A bigger body may have paused the connection: ending its stream
+ *   retires the connection too, so it waits as long again as the body
+ *   took, within BODY_DONE_GRACE_MIN_S..MAX_S: a busy server (or host)
+ *   that was slow to send the body is as slow to send END_STREAM after it. */
+#define END_GRACE_FIT_S 0.05
 #define BODY_DONE_GRACE_MIN_S 0.5
 #define BODY_DONE_GRACE_MAX_S 5.0
 
@@ -54,7 +62,8 @@ int vt__eng_on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow,
 {
     struct vt_eng_xfer *x = ud;
     long long want;
-    double now;
+    double now, grace;
+    int fits;
 
     (void)dltotal;
     (void)dlnow;
@@ -66,19 +75,26 @@ int vt__eng_on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow,
     if (want <= 0 || (long long)x->len < want)
         return 0;
     now = mono_s();
-    if (x->body_done_at == 0) {
+    fits = (long long)x->bufsize >= want;
+    if (x->body_done_at == 0)
         x->body_done_at = now;
-        return 0;
-    }
-    {
-        double grace = x->body_done_at - x->sent_at;
+    if (fits) {
+        grace = END_GRACE_FIT_S;
+    } else {
+        grace = x->body_done_at - x->sent_at;
         if (grace < BODY_DONE_GRACE_MIN_S)
             grace = BODY_DONE_GRACE_MIN_S;
         if (grace > BODY_DONE_GRACE_MAX_S)
             grace = BODY_DONE_GRACE_MAX_S;
-        if (now - x->body_done_at < grace)
-            return 0;
     }
+    if (now - x->body_done_at < grace) {
+        /* Looked at again then, whether or not the socket wakes the loop. */
+        double at = x->body_done_at + grace;
+        if (x->eng && (x->eng->end_check_at == 0 || at < x->eng->end_check_at))
+            x->eng->end_check_at = at;
+        return 0;
+    }
+    x->end_retires = !fits;
     x->ended_early = 1; /* judged as complete: vt__eng_judge_curl */
     return 1;
 }
@@ -116,6 +132,7 @@ void vt__eng_reset_attempt(struct vt_eng_xfer *x)
     x->errbuf[0] = '\0';
     x->body_done_at = 0;
     x->ended_early = 0;
+    x->end_retires = 0;
     x->range_assumed = 0;
 }
 
@@ -277,9 +294,10 @@ void vt__eng_judge_curl(CURLcode rc, struct vt_eng_xfer *x,
     if (rc == CURLE_ABORTED_BY_CALLBACK && x->ended_early) {
         /* Every byte announced arrived; only END_STREAM was missing. The
          * answer is judged like any other; the connection, where curl 7.88
-         * may have parked input behind the stream we reset, is retired. */
+         * may have parked input behind the stream we reset, is retired when
+         * the body did not fit its receive buffer (the progress callback). */
         vt__eng_judge_status(x, v);
-        v->kill_conn = 1;
+        v->kill_conn = x->end_retires;
         return;
     }
     v->transient = 1;
