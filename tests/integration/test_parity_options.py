@@ -155,6 +155,35 @@ def test_path_specific_http_options(lab, fixtures):
     assert not seen["stock"]["striped"]["path_header"], seen
 
 
+def test_empty_proxy_turns_off_the_environment_proxy(lab, fixtures):
+    """GDAL_HTTP_PROXY set to an empty value: GDAL hands "" to curl, which then uses no
+    proxy at all, not even the environment's https_proxy (a dead one here; the lab's
+    HTTPS endpoint). Without it, the environment's proxy applies to both sides. The same
+    answers, and the plugin side served the reads."""
+    from parity import side_env
+    steps = [[{"op": "setconfig", "options": {"GDAL_HTTP_PROXY": ""}}] + PROBES,
+             [{"op": "setconfig", "options": {"GDAL_HTTP_PROXY": None}},
+              {"op": "open", "path": OTHER, "kind": "raster"}]]
+    out, logs = {}, {}
+    for vsitune in (False, True):
+        name = "vsitune" if vsitune else "stock"
+        env = side_env(lab, vsitune, None, "h1tls")
+        env.update({"https_proxy": "http://127.0.0.1:9", "GDAL_HTTP_MAX_RETRY": "0"})
+        seq = last_seq(lab)
+        with Side(lab, vsitune, env=env) as side:
+            out[name] = [side.run(step) for step in steps]
+        logs[name] = lab.log(since=seq)
+        records().add("options", "empty GDAL_HTTP_PROXY", name, summarise(logs[name]))
+        for step in out[name]:
+            for r in step:
+                r.pop("errors", None)  # the dead proxy's words are curl's
+    assert out["stock"][0][1]["value"] is not None, ("stock did not open past the proxy", out)
+    assert out["stock"][1][1]["value"] is None, ("stock: the environment's proxy unused", out)
+    assert any((e.get("user_agent") or "").startswith(VT_UA) for e in logs["vsitune"]), \
+        "the plugin did not serve the reads"
+    assert_same(out["stock"], out["vsitune"], "empty GDAL_HTTP_PROXY")
+
+
 CA_NAMES = ("GDAL_CURL_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE")
 
 

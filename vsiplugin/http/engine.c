@@ -178,8 +178,10 @@ static vt_err read_opts(const char *path, struct vt_eng_opts *o)
     o->useragent = vt__cfg_dup(NULL, "GDAL_HTTP_USERAGENT");
     if (!o->useragent)
         o->useragent = strdup("vsitune/" VT_VERSION);
-    o->proxy = vt__cfg_dup(hp, "GDAL_HTTP_PROXY");
-    o->https_proxy = vt__cfg_dup(hp, "GDAL_HTTPS_PROXY");
+    /* Set but empty is kept, as GDAL passes it to curl: no proxy, not even
+     * one from the environment (http_proxy, https_proxy). */
+    o->proxy = vt__cfg_dup_raw(hp, "GDAL_HTTP_PROXY");
+    o->https_proxy = vt__cfg_dup_raw(hp, "GDAL_HTTPS_PROXY");
     o->proxy_userpwd = vt__cfg_dup(hp, "GDAL_HTTP_PROXYUSERPWD");
     o->proxy_auth = proxy_auth_bits(pauth);
     free(ver);
