@@ -122,8 +122,13 @@ def sec_tile_workers(r):
     if reps:
         head += ["tiles/s of each run", "stalls"]
         n, rule = res["reps"], res["stall_rule"]
-        med = (f"Every variant ran {n} times, interleaved (run 1 of every row, then run 2, "
-               f"...); each number is the median of {n} runs (of those that finished), "
+        every = all(v["reps"] == n for v in res["variants"])
+        others = "" if every else " (of the one run, for the others)"
+        which = ("Every variant" if every else "The rows issue 22 compares (stock, "
+                 f"per-process and shared caches at {res['workers']} workers)")
+        med = (f"{which} ran {n} times, interleaved (run 1 of every row, then run 2, "
+               f"...){'' if every else ', the others once'}; "
+               f"each number is the median of {n} runs{others} (of those that finished), "
                "errors / wrong are summed over them, and the last two columns give every "
                "run's tiles/s in run order and the variant's stalls (a run the watchdog, "
                f"{rule['watchdog_s']} s, killed, or one slower than {rule['factor']:g}x the "
