@@ -58,28 +58,91 @@ def sec_dask(r):
                    "wrong chunks"], rows))
 
 
+def _tile_name(res, v):
+    name = f"{_label(res, v)}, {v['workers']} worker{'s' if v['workers'] > 1 else ''}"
+    if v.get("extra", {}).get("VSITUNE_SHARED_CACHE_SIZE"):
+        name += f" ({v['extra']['VSITUNE_SHARED_CACHE_SIZE']}B for the host)"
+    return name
+
+
+def tile_rows(res):
+    """Scenario 11's variants as the page shows them: (contender, workers, extra,
+    numbers), numbers being the median of the variant's reps in a results file with
+    reps (res["variants"]), the one run's own in an older file (one run per
+    variant, no reps); None when no rep produced numbers. Also used by
+    render_users' acceptance table, so both compare the same values."""
+    out = []
+    if "variants" in res:
+        for v in res["variants"]:
+            m = v["median"]
+            nums = None if m["tiles_per_s"] is None else {
+                "requests": m["requests"], "bytes": m["bytes"], "pss": m["pss"],
+                "tiles_per_s": m["tiles_per_s"], "p50_ms": m["p50_ms"], "p99_ms": m["p99_ms"]}
+            out.append((v, nums))
+        return out
+    for run in res["runs"]:
+        nums = None if not run["ok"] and run.get("tiles_per_s") is None else {
+            "requests": run["requests"]["total"], "bytes": run["requests"]["bytes"],
+            "pss": run["pss"], "tiles_per_s": run["tiles_per_s"], "p50_ms": run["p50_ms"],
+            "p99_ms": run["p99_ms"]}
+        out.append((run, nums))
+    return out
+
+
+def _each(v):
+    """Every rep's tiles/s, in run order, and the variant's stalls with their rep and time."""
+    each = ", ".join(f(t, 1) if t is not None else "–" for t in v["tiles_per_s_each"])
+    st = "; ".join(f"rep {s['rep']}: {s['how']}, {f(s['wall_s'], 0)} s"
+                   + (f" (others' median {f(s['peers_median_s'], 0)} s)"
+                      if s.get("peers_median_s") is not None else "")
+                   for s in v["stall_reps"])
+    return each, (st or "0")
+
+
 def sec_tile_workers(r):
     res, why = _section(r, "tile_workers", "11. Tile server: uvicorn workers")
     if res is None:
         return why
+    reps = "variants" in res
     rows = []
-    for run in res["runs"]:
-        name = f"{_label(res, run)}, {run['workers']} worker{'s' if run['workers'] > 1 else ''}"
-        if run.get("extra", {}).get("VSITUNE_SHARED_CACHE_SIZE"):
-            name += f" ({run['extra']['VSITUNE_SHARED_CACHE_SIZE']}B for the host)"
-        if not run["ok"] and run.get("tiles_per_s") is None:
-            rows.append([name, "failed: " + (run.get("error") or "")[:120]] + [""] * 7)
+    for v, nums in tile_rows(res):
+        name = _tile_name(res, v)
+        extra = list(_each(v)) if reps else []
+        if nums is None:
+            err = v.get("first_error") if reps else v.get("error")
+            rows.append([name, "failed: " + (err or "")[:120]] + [""] * 7 + extra)
             continue
-        rows.append([name, run["requests"]["total"], f(_mib(run["requests"]["bytes"]), 1),
-                     f(run["tiles_per_s"], 1), f(run["p50_ms"], 0), f(run["p99_ms"], 0),
-                     _pss(run["pss"]), _shm(run["pss"]),
-                     f"{run['errors']} / {run['wrong_tiles']}"])
+        rows.append([name, round(nums["requests"]), f(_mib(nums["bytes"]), 1),
+                     f(nums["tiles_per_s"], 1), f(nums["p50_ms"], 0), f(nums["p99_ms"], 0),
+                     _pss(nums["pss"]), _shm(nums["pss"]),
+                     f"{v['errors']} / {v['wrong_tiles']}"] + extra)
+    head = ["contender", "S3 requests", "MiB", "tiles/s", "p50 ms", "p99 ms", "PSS",
+            "segment: in PSS / in /dev/shm", "errors / wrong"]
+    med = ""
+    if reps:
+        head += ["tiles/s of each run", "stalls"]
+        n, rule = res["reps"], res["stall_rule"]
+        every = all(v["reps"] == n for v in res["variants"])
+        others = "" if every else " (of the one run, for the others)"
+        which = ("Every variant" if every else "The rows issue 22 compares (stock, "
+                 f"per-process and shared caches at {res['workers']} workers)")
+        med = (f"{which} ran {n} times, interleaved (run 1 of every row, then run 2, "
+               f"...){'' if every else ', the others once'}; "
+               f"each number is the median of {n} runs{others} (of those that finished), "
+               "errors / wrong are summed over them, and the last two columns give every "
+               "run's tiles/s in run order and the variant's stalls (a run the watchdog, "
+               f"{rule['watchdog_s']} s, killed, or one slower than {rule['factor']:g}x the "
+               "median wall time of the variant's other runs), each with its time. "
+               if n > 1 else
+               "Every variant ran once (a run is a stall only if the watchdog, "
+               f"{rule['watchdog_s']} s, killed it). ")
     return ("## 11. Tile server: a TiTiler-shaped app under uvicorn\n\n"
             f"A FastAPI app (bench/probes/tile_app.py: open the scene with rasterio, read the "
             f"window a web-map tile covers, resampled to 256x256 from the matching overview) "
             f"under uvicorn serves {res['tiles']} random tiles of {res['scenes']} scenes (the "
             f"same seeded sequence for every row) at concurrency {res['concurrency']}; "
-            f"{res['rtt_ms']} ms RTT, {res['protocol']}. Requests are everything the lab saw; "
+            f"{res['rtt_ms']} ms RTT, {res['protocol']}. " + med +
+            "Requests are everything the lab saw; "
             "PSS is the workers' total at the end; the shared segment's pages are counted in "
             "it once (its share of PSS, next to what the segment holds in /dev/shm), where "
             "per-process caches are counted once per worker. The per-process cache's default "
@@ -87,8 +150,7 @@ def sec_tile_workers(r):
             "its default (VT_DEFAULT_SHARED_CACHE_SIZE in common/defaults.h; the segment "
             "column shows it); "
             "the row with 64 MiB gives the host one process's budget.\n\n" +
-            table(["contender", "S3 requests", "MiB", "tiles/s", "p50 ms", "p99 ms", "PSS",
-                   "segment: in PSS / in /dev/shm", "errors / wrong"], rows))
+            table(head, rows))
 
 
 def sec_pool5(r):

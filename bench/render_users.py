@@ -6,6 +6,7 @@ scen_overview.py when it was written).
 """
 
 from render_cells import _section, f, table, x
+from render_shared import tile_rows
 
 KINDS = ("stock", "tuned", "vsitune")
 SHORT = {"stock": "stock", "tuned": "stock, TiTiler env", "vsitune": "vsitune"}
@@ -185,19 +186,23 @@ def _acc_cold(s, rows):
 
 
 def _acc_workers(s, rows):
+    """Scenario 11's rows compared by the numbers its section shows: the median of
+    each variant's reps (render_shared.tile_rows), or the one run of an older file."""
     res = s.get("tile_workers") or {}
     w = res.get("workers")
-    pick = {r["contender"]: r for r in res.get("runs", [])
-            if r["workers"] == w and not r.get("extra") and r.get("ok")}
+    pick = {v["contender"]: nums for v, nums in (tile_rows(res) if res else [])
+            if v["workers"] == w and not v.get("extra") and nums is not None
+            and (v.get("ok") or "median" in v)}
+    n = f" (median of {res['reps']} runs each)" if res.get("reps", 1) > 1 else ""
     if "shared" in pick and "vsitune" in pick:
         q = _ratio(pick["shared"]["tiles_per_s"], pick["vsitune"]["tiles_per_s"])
-        rows.append([f"uvicorn, {w} workers: shared cache tiles/s / per-process caches'",
+        rows.append([f"uvicorn, {w} workers: shared cache tiles/s / per-process caches'{n}",
                      "≥ 1×", x(q), _met(q, lo=1)])
     for c in ("shared", "vsitune"):
         if c in pick and "stock" in pick and pick[c].get("pss") and pick["stock"].get("pss"):
             q = _ratio(pick[c]["pss"]["pss"], pick["stock"]["pss"]["pss"])
             rows.append([f"uvicorn, {w} workers: PSS of all workers, "
-                         f"{'shared' if c == 'shared' else 'per-process'} cache / stock's",
+                         f"{'shared' if c == 'shared' else 'per-process'} cache / stock's{n}",
                          "≤ 1×", x(q), _met(q, hi=1)])
 
 

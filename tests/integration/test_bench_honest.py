@@ -32,6 +32,9 @@ PAGE = REPO / "docs" / "performance.md"
 RESULTS = BENCH / "results" / "results.json"
 sys.path.insert(0, str(BENCH))
 import render  # noqa: E402  (bench/render.py)
+import render_shared  # noqa: E402
+import render_users  # noqa: E402
+import scen_shared  # noqa: E402
 import scen_tiles  # noqa: E402
 import stalls  # noqa: E402
 
@@ -99,6 +102,97 @@ def test_a_stock_tile_server_run_of_181_s_shows_as_a_stall_on_the_page():
     assert row.endswith("| 1 (181 s) / 0 |"), row
     results = {"meta": {"date": "d", "commit": "c"}, "scenarios": {"tile_server": res}}
     assert "(stalls: 1 (181 s))" in render.sec_headline(results)
+
+
+# -- scenario 11: reps, their medians and their stalls ------------------------------------
+def _worker_run(contender, workers, rep, wall, tps, p99, requests, pss, extra=None):
+    run = {"contender": contender, "workers": workers, "extra": extra or {}, "rep": rep,
+           "ok": tps is not None, "error": None if tps else "killed", "killed": tps is None,
+           "wall_s": wall, "requests": {"total": requests, "get": requests,
+                                        "bytes": requests << 20},
+           "connections": 16}
+    if tps is not None:
+        run.update(tiles=2000, distinct_tiles=957, tiles_per_s=tps, p50_ms=tps + 100,
+                   p99_ms=p99, errors=0, wrong_tiles=0,
+                   pss={"pss": pss << 20, "pss_shmem": 0, "rss": pss << 21, "processes": 5,
+                        "segment_bytes": None})
+    return run
+
+
+def _workers_results():
+    """Scenario 11 with 3 reps: per-process x4 stalls in rep 2 (44 tiles/s, p99 6 s,
+    50 s among runs of 20-25 s), shared x4 is even, stock's rep 3 the watchdog killed."""
+    reps = {("stock", 4): [(20.0, 120.0, 430, 3100, 840), (21.0, 118.0, 440, 3150, 850),
+                           (900.0, None, None, 500, None)],
+            ("vsitune", 4): [(25.0, 95.0, 410, 2600, 660), (50.0, 43.9, 6166, 2589, 662),
+                             (20.0, 120.0, 390, 2500, 650)],
+            ("shared", 4): [(30.0, 72.0, 500, 1700, 560), (31.0, 70.9, 1307, 1666, 564),
+                            (29.0, 71.0, 520, 1680, 570)]}
+    runs = [_worker_run(c, w, rep + 1, *reps[(c, w)][rep])
+            for rep in range(3) for (c, w) in reps]
+    variants = [scen_shared.tile_variant([r for r in runs if (r["contender"], r["workers"]) == k])
+                for k in reps]
+    res = {"labels": scen_shared.LABELS, "scenes": 4, "tiles": 2000, "concurrency": 16,
+           "workers": 4, "rtt_ms": 20, "protocol": "h1tls", "reps": 3,
+           "stall_rule": stalls.rule(900), "variants": variants, "runs": runs}
+    return {"meta": {}, "scenarios": {"tile_workers": res}}
+
+
+def _row(page, start):
+    return next(ln for ln in page.splitlines() if ln.startswith(start)).split(" | ")
+
+
+def test_scenario_11_shows_the_median_of_its_reps_and_every_reps_stall():
+    results = _workers_results()
+    v = {x["contender"]: x for x in results["scenarios"]["tile_workers"]["variants"]}
+    assert v["vsitune"]["median"]["tiles_per_s"] == 95.0 and v["vsitune"]["stalls"] == 1
+    assert v["vsitune"]["stall_reps"] == [{"rep": 2, "how": "slow", "wall_s": 50.0,
+                                           "peers_median_s": 22.5}]
+    assert v["shared"]["stalls"] == 0 and v["shared"]["median"]["p99_ms"] == 520
+    # the killed rep is a stall and no part of the median (of the two that finished)
+    assert v["stock"]["stall_reps"][0]["how"] == "watchdog" and v["stock"]["finished"] == 2
+    assert v["stock"]["median"]["tiles_per_s"] == 119.0
+    page = render_shared.sec_tile_workers(results)
+    assert "the median of 3 runs" in page
+    row = _row(page, "| vsitune, per-process cache, 4 workers |")
+    # requests, MiB, tiles/s, p50, p99, PSS: the medians, not rep 2's 43.9 tiles/s, 6,166 ms
+    assert row[1:7] == ["2589", "2,589.0", "95.0", "195", "410", "660 MiB"], row
+    assert row[9] == "95.0, 43.9, 120.0"
+    assert row[10] == "rep 2: slow, 50 s (others' median 22 s) |", row
+    assert _row(page, "| vsitune, shared cache, 4 workers |")[10] == "0 |"
+    stock = _row(page, "| stock GDAL, 4 workers |")
+    assert stock[3] == "119.0" and stock[9] == "120.0, 118.0, –"
+    assert stock[10].startswith("rep 3: watchdog, 900 s"), stock
+    rows = []
+    render_users._acc_workers(results["scenarios"], rows)
+    assert rows[0][0] == ("uvicorn, 4 workers: shared cache tiles/s / per-process caches' "
+                          "(median of 3 runs each)")
+    assert rows[0][2] == render_users.x(71.0 / 95.0) and rows[0][3] == "**no**"
+
+
+def test_scenario_11_runs_its_variants_interleaved(monkeypatch):
+    seen = []
+
+    def one(ctx, scenes, contender, workers, extra):
+        seen.append((contender, workers, bool(extra)))
+        return _worker_run(contender, workers, 0, 20.0, 100.0, 400, 2000, 600, extra)
+
+    class Progress:
+        start = step = staticmethod(lambda *a: None)
+
+    class Ctx:
+        p = dict(_bench_run().FULL)
+        progress = Progress()
+
+    monkeypatch.setattr(scen_shared, "_scenes", lambda ctx: ["/vsis3/lab/a.tif"])
+    monkeypatch.setattr(scen_shared, "_tile_run", one)
+    res = scen_shared.tile_workers(Ctx())
+    assert Ctx.p["tile_workers_reps"] == 3 and _bench_run().QUICK["tile_workers_reps"] == 1
+    # the three rows the acceptance compares (stock, per-process, shared at 4 workers)
+    # three times, interleaved; the other four once
+    assert len(seen) == 13 and seen[7:10] == seen[10:13] == [seen[0], seen[2], seen[3]]
+    assert [r["rep"] for r in res["runs"]] == [1] * 7 + [2] * 3 + [3] * 3
+    assert [v["reps"] for v in res["variants"]] == [3, 1, 3, 3, 1, 1, 1]
 
 
 # -- one watchdog ------------------------------------------------------------------------

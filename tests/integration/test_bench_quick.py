@@ -66,6 +66,11 @@ def test_every_cell_carries_its_stalls(quick):
         assert v["stalls"] == len(v["stall_walls_s"]) and all("stall" in run for run in v["runs"])
     for key in ("dask_twice", "tile_workers", "pool_fork5"):
         assert all("stall" in run and "killed" in run for run in s[key]["runs"]), key
+    tw = s["tile_workers"]  # scenario 11: every run in the results, one summary per variant
+    assert len(tw["runs"]) == sum(v["reps"] for v in tw["variants"])
+    assert max(v["reps"] for v in tw["variants"]) == r["meta"]["params"]["tile_workers_reps"]
+    for v in tw["variants"]:
+        assert v["stalls"] == len(v["stall_reps"]) == len(v["stall_walls_s"]), v
     for key in ("many_opens", "mosaic_tiles", "overview_reads"):
         for cell in s[key]["cells"]:
             for v in cell["contenders"].values():
