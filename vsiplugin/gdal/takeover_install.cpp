@@ -189,7 +189,6 @@ extern "C" int vt__takeover_install(const char *prefix,
         return -1;
     if (t.streaming)
         install_streaming(kPartialClear[idx]);
-    t.taken_over = true;
     CPLDebug("VSITUNE",
              "GDAL's %s handler redirected (%zu slots, %zu hooks; "
              "ClearCache slot %zd, PartialClearCache slot %zd)",

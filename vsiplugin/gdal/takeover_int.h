@@ -152,7 +152,6 @@ struct Target {
     // object for (a directory, absent, refused: GDAL's listing, HEAD, words)
     // is GDAL's to answer; the hooks ask GDAL then.
     bool gdal_answers_misses = false;
-    bool taken_over = false;
 
     void **table_slots() { return table + vt__abi::kPrefixWords; }
 };
