@@ -232,6 +232,35 @@ def test_credential_identities_never_share_unless_opted_in(lab, small_cog, pool)
         assert since(lab, mark) == []
 
 
+def test_curl_credentials_share_when_opted_in_for_the_path(lab, small_cog, pool):
+    """/vsicurl/: two processes sending different GDAL_HTTP_HEADERS are two identities
+    (the second pays for what the first read); VSITUNE_SHARED_CACHE_ACROSS_CREDENTIALS=YES
+    set for the URL's path only (gdal.SetPathSpecificOption), as for /vsis3/, lets the
+    second read for free."""
+    url = "/vsicurl/" + lab.presign("lab", small_cog["key"], endpoint="h1")
+    prefix = url.split("?")[0].rsplit("/", 1)[0] + "/"
+    code = """
+if opt_in:
+    gdal.SetPathSpecificOption(prefix, "VSITUNE_SHARED_CACHE_ACROSS_CREDENTIALS", "YES")
+ds = gdal.Open(path)
+got = ds.GetRasterBand(1).ReadAsArray(*win)
+lds = gdal.Open(local)
+result = bool((got == lds.GetRasterBand(1).ReadAsArray(*win)).all())
+"""
+    for opt_in, win, paid in ((False, W1, 2), (True, W2, 0)):
+        with Worker(lab, extra=shared(pool, GDAL_HTTP_HEADERS="X-Who: a")) as a, \
+                Worker(lab, extra=shared(pool, GDAL_HTTP_HEADERS="X-Who: b")) as b:
+            args = dict(path=url, prefix=prefix, local=small_cog["path"], win=list(win),
+                        opt_in=opt_in)
+            assert a.call(code, **args) is True
+            mark = last_seq(lab)
+            assert b.call(code, **args) is True
+            got = since(lab, mark)
+            # header and tile again when the identities differ; nothing when shared
+            assert len(got) == paid, (opt_in, [(e["kind"], e["range"]) for e in got])
+            assert all((e.get("user_agent") or "").startswith("vsitune") for e in got)
+
+
 def test_endpoints_never_share(lab, small_cog, pool):
     """The same bucket and key through another endpoint is another object."""
     with Worker(lab, extra=shared(pool)) as a, \

@@ -156,7 +156,7 @@ static int curl_access_identity(const char *path, char *out, size_t outlen)
 
     if (vt__curl_parse_path(path, &t, err, sizeof err) != VT_OK)
         goto out;
-    if (vt__cfg_bool(NULL, "VSITUNE_SHARED_CACHE_ACROSS_CREDENTIALS", 0)) {
+    if (vt__cfg_bool(path, "VSITUNE_SHARED_CACHE_ACROSS_CREDENTIALS", 0)) {
         rc = (size_t)snprintf(out, outlen, "*") < outlen ? 0 : -1;
         goto out;
     }
