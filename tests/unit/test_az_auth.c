@@ -23,6 +23,7 @@
 #include <openssl/hmac.h>
 
 #include "auth/az_auth.h"
+#include "auth/sigv4.h" /* vt__http_date: x-ms-date */
 #include "compat/gdal_release.h"
 
 #define KEY "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/" \
@@ -124,11 +125,11 @@ static void test_lenient_key(void **state)
     }
 }
 
-static void test_rfc1123(void **state)
+static void test_x_ms_date(void **state)
 {
-    char d[40];
+    char d[VT_HTTP_DATE_LEN];
     (void)state;
-    vt__az_rfc1123(1796184375LL, d);
+    vt__http_date(1796184375LL, d);
     assert_string_equal(d, "Wed, 02 Dec 2026 04:06:15 GMT");
 }
 
@@ -303,7 +304,7 @@ int main(void)
         cmocka_unit_test(test_string_to_sign_shape),
         cmocka_unit_test(test_lenient_key),
         cmocka_unit_test(test_bad_key),
-        cmocka_unit_test(test_rfc1123),
+        cmocka_unit_test(test_x_ms_date),
         cmocka_unit_test(test_connection_string),
         cmocka_unit_test(test_chain),
         cmocka_unit_test(test_cli_file),

@@ -25,17 +25,18 @@
 #include <openssl/pem.h>
 
 #include "auth/gs_auth.h"
+#include "auth/sigv4.h" /* vt__http_date: the Date GOOG1 signs */
 #include "fuzz_bytes.h"
 
 #define SECRET "vsitune+Lab/GCS/Secret0123456789abcdefEX"
 
 static void test_date(void **state)
 {
-    char d[30];
+    char d[VT_HTTP_DATE_LEN];
     (void)state;
-    vt__gs_rfc822_date(1796183842LL, d);
+    vt__http_date(1796183842LL, d);
     assert_string_equal(d, "Wed, 02 Dec 2026 03:57:22 GMT");
-    vt__gs_rfc822_date(0, d);
+    vt__http_date(0, d);
     assert_string_equal(d, "Thu, 01 Jan 1970 00:00:00 GMT");
 }
 

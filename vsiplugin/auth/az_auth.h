@@ -78,7 +78,4 @@ char *vt__az_string_to_sign(const char *verb, const char *const *headers,
 int vt__az_sign(const char *key_b64, const char *sts, char *out,
                 size_t outlen);
 
-/* t as "Wed, 02 Dec 2026 04:06:15 GMT" (x-ms-date); out has room for 40 bytes. */
-void vt__az_rfc1123(long long t, char out[40]);
-
 #endif

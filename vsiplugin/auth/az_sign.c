@@ -269,18 +269,3 @@ out:
     return rc;
 }
 
-void vt__az_rfc1123(long long t, char out[40])
-{
-    static const char *const days[] = {"Sun", "Mon", "Tue", "Wed",
-                                       "Thu", "Fri", "Sat"};
-    static const char *const months[] = {"Jan", "Feb", "Mar", "Apr",
-                                         "May", "Jun", "Jul", "Aug",
-                                         "Sep", "Oct", "Nov", "Dec"};
-    time_t tt = (time_t)t;
-    struct tm tm;
-
-    gmtime_r(&tt, &tm);
-    snprintf(out, 40, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday],
-             tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour,
-             tm.tm_min, tm.tm_sec);
-}

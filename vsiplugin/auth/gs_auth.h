@@ -104,9 +104,6 @@ char *vt__gs_opt(const char *path, const char *name);
 
 /* ---- pure ----------------------------------------------------------- */
 
-/* "Wed, 02 Dec 2026 03:57:22 GMT" for t (UTC) into out[30]. */
-void vt__gs_rfc822_date(long long t, char out[30]);
-
 /* GOOG1's Authorization value, "GOOG1 <key_id>:<base64 HMAC-SHA1>", of the
  * string to sign "VERB\nContent-MD5\nContent-Type\nDate\n" + the x-goog-*
  * headers of xgoog (NULL-terminated "Name: value" lines; others ignored)

@@ -17,24 +17,7 @@
 
 #include "auth/creds_parse.h"
 
-/* ---- dates and base64 ------------------------------------------------- */
-
-void vt__gs_rfc822_date(long long t, char out[30])
-{
-    static const char *const days[] = {"Sun", "Mon", "Tue", "Wed",
-                                       "Thu", "Fri", "Sat"};
-    static const char *const months[] = {"Jan", "Feb", "Mar", "Apr",
-                                         "May", "Jun", "Jul", "Aug",
-                                         "Sep", "Oct", "Nov", "Dec"};
-    time_t tt = (time_t)t;
-    struct tm tm;
-    gmtime_r(&tt, &tm);
-    char buf[96];
-    snprintf(buf, sizeof buf, "%s, %02d %s %04d %02d:%02d:%02d GMT",
-             days[tm.tm_wday], tm.tm_mday, months[tm.tm_mon],
-             tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
-    snprintf(out, 30, "%.29s", buf);
-}
+/* ---- base64 ------------------------------------------------------------ */
 
 char *vt__gs_base64(const unsigned char *data, size_t n)
 {

@@ -183,6 +183,27 @@ void vt__amz_date(long long t, char out[17])
     strftime(out, 17, "%Y%m%dT%H%M%SZ", &tm);
 }
 
+void vt__http_date(long long t, char out[VT_HTTP_DATE_LEN])
+{
+    /* spelled out: strftime's %a and %b follow the locale, HTTP's do not */
+    static const char *const days[] = {"Sun", "Mon", "Tue", "Wed",
+                                       "Thu", "Fri", "Sat"};
+    static const char *const months[] = {"Jan", "Feb", "Mar", "Apr",
+                                         "May", "Jun", "Jul", "Aug",
+                                         "Sep", "Oct", "Nov", "Dec"};
+    time_t tt = (time_t)t;
+    struct tm tm;
+    char buf[96]; /* room for any int the fields could hold */
+    if (!gmtime_r(&tt, &tm) || tm.tm_year + 1900 > 9999) {
+        snprintf(out, VT_HTTP_DATE_LEN, "Thu, 01 Jan 1970 00:00:00 GMT");
+        return;
+    }
+    snprintf(buf, sizeof buf, "%s, %02d %s %04d %02d:%02d:%02d GMT",
+             days[tm.tm_wday], tm.tm_mday, months[tm.tm_mon],
+             tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    snprintf(out, VT_HTTP_DATE_LEN, "%.*s", VT_HTTP_DATE_LEN - 1, buf);
+}
+
 /* ---- canonical URI ---------------------------------------------------- */
 
 /* S3 (normalize=0): the path exactly as sent. Other services: drop empty and

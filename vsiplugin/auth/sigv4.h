@@ -50,4 +50,10 @@ char *vt__uri_encode(const char *s, int keep_slash);
 /* Format t (UTC) as YYYYMMDDTHHMMSSZ into out[17]. */
 void vt__amz_date(long long t, char out[17]);
 
+/* Format t (UTC) as an HTTP-date (RFC 7231's IMF-fixdate, the RFC 1123 form:
+ * "Wed, 02 Dec 2026 03:57:22 GMT") into out[VT_HTTP_DATE_LEN]: GCS's Date
+ * header (signed by GOOG1) and Azure's x-ms-date (signed by Shared Key). */
+#define VT_HTTP_DATE_LEN 30
+void vt__http_date(long long t, char out[VT_HTTP_DATE_LEN]);
+
 #endif

@@ -218,7 +218,7 @@ static vt_err build(const char *method, const char *container,
     if (fixed_date)
         snprintf(date, sizeof(date), "%s", fixed_date);
     else
-        vt__az_rfc1123((long long)time(NULL), date);
+        vt__http_date((long long)time(NULL), date);
     err = push(out->headers, &n, cap, "x-ms-date", date, NULL);
     /* x-ms-version: signed requests only, until GDAL 3.13 sends it always */
     if (!err && (c.key || vt__gdal_release()->az_ms_version_always))

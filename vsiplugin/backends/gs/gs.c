@@ -102,9 +102,9 @@ static char *date_for(const char *path)
 {
     char *d = vt__gs_opt(path, "CPL_GS_TIMESTAMP");
     if (!d) {
-        d = malloc(30);
+        d = malloc(VT_HTTP_DATE_LEN);
         if (d)
-            vt__gs_rfc822_date((long long)time(NULL), d);
+            vt__http_date((long long)time(NULL), d);
     }
     return d;
 }
