@@ -93,6 +93,17 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* The poll timeout that wakes the loop by `due` (a now_s() time), or the
+ * current one, `cur` ms, when that comes sooner; rounded up a millisecond
+ * so the loop does not wake just before its deadline. */
+static long wait_until(long cur, double due, double now)
+{
+    double wait = (due - now) * 1000.0;
+    long ms = wait <= 0 ? 0 : (long)wait + 1;
+
+    return ms < cur ? ms : cur;
+}
+
 /* Hand the final outcome to the waiter. After the unlock, x (and its batch)
  * may be gone: the waiter frees them. */
 static void complete(struct vt_eng_xfer *x, vt_err err, int http_version)
@@ -557,19 +568,11 @@ void *vt__eng_io_main(void *arg)
                 finished(e, m->easy_handle, m->data.result);
         }
 
-        if (e->timers && e->n_active < e->max_streams) {
-            double wait = (e->timers->due - now_s()) * 1000.0;
-            timeout_ms = wait <= 0 ? 0 : (long)wait + 1;
-            if (timeout_ms > IDLE_POLL_MS)
-                timeout_ms = IDLE_POLL_MS;
-        }
-        if (e->end_check_at > 0) {
-            /* a complete body still waiting for its END_STREAM */
-            double wait = (e->end_check_at - now_s()) * 1000.0;
-            long ms = wait <= 0 ? 0 : (long)wait + 1;
-            if (ms < timeout_ms)
-                timeout_ms = ms;
-        }
+        now = now_s();
+        if (e->timers && e->n_active < e->max_streams)
+            timeout_ms = wait_until(timeout_ms, e->timers->due, now);
+        if (e->end_check_at > 0) /* a complete body awaiting END_STREAM */
+            timeout_ms = wait_until(timeout_ms, e->end_check_at, now);
         on_idle = atomic_load(&cb_idle);
         if (on_idle)
             on_idle(); /* stats: a trailing publication of the last requests */
