@@ -682,6 +682,60 @@ static void large_body_in_own_pages(void **state)
     teardown(&f);
 }
 
+static int page_resident(const void *p)
+{
+    unsigned char vec = 0;
+
+    assert_int_equal(mincore((void *)p, (size_t)sysconf(_SC_PAGESIZE), &vec),
+                     0);
+    return vec & 1;
+}
+
+/* vt__http_resp_body_done gives a large body's pages back as its bytes are
+ * taken (the cache copies a GET block by block): whole pages of the prefix
+ * only, the rest untouched; a small (malloc'd) body is left alone. */
+static void body_done_gives_pages_back(void **state)
+{
+    vt_http_resp r;
+    const size_t n = 1024 * 1024;
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE), i;
+
+    (void)state;
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(vt__http_resp_reserve(&r, n + 1), VT_OK);
+    assert_true(r.body_cap >= VT_BODY_PAGES_MIN);
+    for (i = 0; i < n; i++)
+        r.body[i] = (unsigned char)(i * 7);
+    r.body_len = n;
+    assert_true(page_resident(r.body));
+
+    vt__http_resp_body_done(&r, 300000);
+    assert_int_equal(r.body_done, 300000 / pg * pg);
+    assert_false(page_resident(r.body));
+    assert_false(page_resident(r.body + r.body_done - pg));
+    for (i = r.body_done; i < n; i++)
+        if (r.body[i] != (unsigned char)(i * 7))
+            fail_msg("byte %zu past what was given back changed", i);
+    vt__http_resp_body_done(&r, 1000); /* behind: nothing more */
+    assert_int_equal(r.body_done, 300000 / pg * pg);
+    vt__http_resp_body_done(&r, n + 1); /* past the body: refused */
+    assert_int_equal(r.body_done, 300000 / pg * pg);
+    vt__http_resp_body_done(&r, n);
+    assert_int_equal(r.body_done, n / pg * pg);
+    vt__http_resp_clear(&r);
+    assert_null(r.body);
+
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(vt__http_resp_reserve(&r, 101), VT_OK);
+    assert_true(r.body_cap < VT_BODY_PAGES_MIN);
+    memset(r.body, 'x', 100);
+    r.body_len = 100;
+    vt__http_resp_body_done(&r, 100);
+    assert_int_equal(r.body_done, 0);
+    assert_int_equal(r.body[99], 'x');
+    vt__http_resp_clear(&r);
+}
+
 /* vt__http_resp_reserve grows a response's body keeping its bytes, from a
  * malloc'd one (a test's, body_cap 0) or the engine's, across 64 KiB; the
  * grown body is freed by vt__http_resp_clear. */
@@ -729,6 +783,7 @@ int main(void)
         cmocka_unit_test(body_done_without_end_stream),
         cmocka_unit_test(large_body_in_own_pages),
         cmocka_unit_test(resp_reserve_keeps_bytes),
+        cmocka_unit_test(body_done_gives_pages_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

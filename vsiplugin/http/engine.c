@@ -439,6 +439,15 @@ void vt__http_resp_clear(vt_http_resp *resp)
     memset(resp, 0, sizeof(*resp));
 }
 
+void vt__http_resp_body_done(vt_http_resp *resp, size_t upto)
+{
+    if (!resp || !resp->body || upto > resp->body_len ||
+        upto <= resp->body_done)
+        return;
+    resp->body_done = vt__eng_body_drop(resp->body, resp->body_cap,
+                                        resp->body_done, upto);
+}
+
 vt_err vt__http_resp_reserve(vt_http_resp *resp, size_t want)
 {
     size_t cap = resp->body_cap;

@@ -94,6 +94,8 @@ typedef struct vt_http_resp {
     size_t body_cap;             /* bytes reserved at body; below 64 KiB
                                     (and 0, a body a test malloc'd) it is
                                     malloc'd, from there in pages of its own */
+    size_t body_done;            /* bytes at body's start given back
+                                    (vt__http_resp_body_done) */
     char *etag;                  /* ETag header value with quotes, or NULL */
     char *bucket_region;         /* x-amz-bucket-region header, or NULL */
     char *retry_after;           /* Retry-After header, or NULL */
@@ -136,6 +138,13 @@ void vt__http_resp_clear(vt_http_resp *resp);
 /* Make resp's body hold at least want bytes, its body_len bytes kept (the
  * caller appends; VT_ENOMEM leaves resp as it was). Any thread. */
 vt_err vt__http_resp_reserve(vt_http_resp *resp, size_t want);
+/* The caller has taken body bytes [0, upto) and will not read them again
+ * (the cache copied them, block by block): a body in pages of its own gives
+ * the whole pages of that prefix back to the kernel now, so that a large
+ * answer is not held twice, once here and once in the cache, until the last
+ * block is copied. Those bytes read as zeros afterwards. A malloc'd body
+ * (under 64 KiB) is left as it is. Any thread; resp must be the caller's. */
+void vt__http_resp_body_done(vt_http_resp *resp, size_t upto);
 
 typedef struct vt_engine_stats {
     uint64_t requests;           /* attempts sent (each retry counts) */

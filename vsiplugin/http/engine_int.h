@@ -206,6 +206,11 @@ size_t vt__eng_on_write(char *data, size_t size, size_t n, void *ud);
 vt_err vt__eng_body_grow(unsigned char **buf, size_t *cap, size_t len,
                          size_t want);
 void vt__eng_body_free(unsigned char *buf, size_t cap);
+/* Give the whole pages of [from, upto) of a body made by vt__eng_body_grow
+ * back to the kernel (a body in pages of its own only; they read as zeros
+ * afterwards). Returns the end of what was given back (from when nothing). */
+size_t vt__eng_body_drop(unsigned char *buf, size_t cap, size_t from,
+                         size_t upto);
 /* curl's progress callback: ends an h2 transfer whose whole body arrived
  * but whose stream stays open (no END_STREAM) after a grace period. */
 int vt__eng_on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow,

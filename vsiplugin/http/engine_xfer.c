@@ -248,6 +248,21 @@ void vt__eng_body_free(unsigned char *buf, size_t cap)
         munmap(buf, page_round(cap));
 }
 
+size_t vt__eng_body_drop(unsigned char *buf, size_t cap, size_t from,
+                         size_t upto)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    size_t p = pg > 0 ? (size_t)pg : 4096, start, end;
+
+    if (!buf || cap < VT_BODY_PAGES_MIN || upto > cap)
+        return from;
+    start = (from + p - 1) / p * p; /* the mapping starts on a page */
+    end = upto / p * p;
+    if (end <= start || madvise(buf + start, end - start, MADV_DONTNEED) != 0)
+        return from;
+    return end;
+}
+
 /* Write callback (I/O thread). Never pauses: either the bytes fit the bound
  * and are kept, or the transfer is failed. Bodies of error statuses are cut
  * at the bound without failing (only their start is ever shown). */

@@ -126,10 +126,12 @@ static vt_err check_answer(vt_object *o, uint64_t off, uint64_t want,
     return e;
 }
 
-/* Fill (e VT_OK: with r's bytes) or fail (with msg) the blocks of run. */
+/* Fill (e VT_OK: with r's bytes) or fail (with msg) the blocks of run.
+ * Each block's bytes are given back by r once copied (in order), so that a
+ * large answer is not held twice while its blocks are filled. */
 static void settle_run(const vt_object *o, vt_cache *c, pinned *p, size_t np,
-                       const vt_block_run *run, vt_err e,
-                       const vt_http_resp *r, const char *msg)
+                       const vt_block_run *run, vt_err e, vt_http_resp *r,
+                       const char *msg)
 {
     size_t bs = vt__cache_block_size(c);
     uint64_t j;
@@ -144,21 +146,21 @@ static void settle_run(const vt_object *o, vt_cache *c, pinned *p, size_t np,
             /* A gap block nobody asked for: we have its bytes anyway. */
             vt_block_role role;
             vt_block *gb;
-            if (blen == 0 ||
-                !(gb = vt__cache_lookup(c, o->cache_key, j, &role)))
-                continue;
-            if (role == VT_ROLE_FILL)
-                vt__cache_fill(c, gb, r->body + boff, blen);
-            vt__cache_release(c, gb);
-            continue;
+            if (blen > 0 &&
+                (gb = vt__cache_lookup(c, o->cache_key, j, &role)) != NULL) {
+                if (role == VT_ROLE_FILL)
+                    vt__cache_fill(c, gb, r->body + boff, blen);
+                vt__cache_release(c, gb);
+            }
+        } else if (p[k].role == VT_ROLE_FILL) { /* else another fetches it */
+            if (e != VT_OK)
+                vt__cache_fail(c, p[k].blk, e, msg);
+            else
+                vt__cache_fill(c, p[k].blk, r->body + boff, blen);
+            p[k].role = VT_ROLE_WAIT; /* now settled: wait returns at once */
         }
-        if (p[k].role != VT_ROLE_FILL)
-            continue; /* someone else is fetching it */
-        if (e != VT_OK)
-            vt__cache_fail(c, p[k].blk, e, msg);
-        else
-            vt__cache_fill(c, p[k].blk, r->body + boff, blen);
-        p[k].role = VT_ROLE_WAIT; /* now settled: wait returns at once */
+        if (blen > 0)
+            vt__http_resp_body_done(r, boff + blen);
     }
 }
 
@@ -283,9 +285,11 @@ static vt_err fetch_runs(vt_object *o, const vt_read_opts *opts, vt_cache *c,
     }
     vt__engine_perform_many(nruns, reqs, resps, errs);
 
-    for (i = 0; i < nruns; i++)
+    for (i = 0; i < nruns; i++) {
         take_answer(o, c, p, np, &runs[i], errs[i], &resps[i], &err, errbuf,
                     errlen);
+        vt__http_resp_clear(&resps[i]); /* settled: its memory goes now */
+    }
     vt__stats_tick(); /* after the fills: the cache counters include them */
     goto out;
 
