@@ -94,3 +94,81 @@ def test_cache_size_zero_one_pixel(lab, gdal, small_cog, endpoint):
         counts[size] = len(by_vsitune(lab.log()))
     assert counts[None] == 2
     assert counts["0"] <= 2 * counts[None], counts
+
+
+SCAN = r'''
+import hashlib, sys, threading
+from osgeo import gdal
+paths, chunk = sys.argv[2:], int(sys.argv[1])
+digests = {}
+def scan(path):
+    f = gdal.VSIFOpenL(path, "rb")
+    h = hashlib.sha256()
+    while True:
+        b = gdal.VSIFReadL(1, chunk, f)
+        if not b:
+            break
+        h.update(b)
+    gdal.VSIFCloseL(f)
+    digests[path] = h.hexdigest()
+ts = [threading.Thread(target=scan, args=(p,)) for p in paths]
+[t.start() for t in ts]
+[t.join() for t in ts]
+for p in paths:
+    print(p, digests[p])
+print("VmHWM", open("/proc/self/status").read().split("VmHWM:")[1].split()[0])
+'''
+
+
+def _readahead_in_flight(log, chunk):
+    """The most readahead bytes the server was sending at once: every GET's bytes
+    past the reader's chunk (what no read asked for yet), summed over the GETs
+    whose service overlapped. A GET is served within the time the plugin holds
+    its readahead (taken before it is sent, given back after its blocks are
+    filled), so this never exceeds what the plugin held."""
+    spans = []
+    for e in log:
+        if e["method"] == "GET" and e["status"] == 206 and e.get("dur_ms") is not None:
+            extra = max(0, (e["bytes_sent"] or 0) - chunk)
+            spans.append((e["time"], e["time"] + e["dur_ms"] / 1000.0, extra))
+    worst = 0
+    for start, _, _ in spans:
+        worst = max(worst, sum(x for s, t, x in spans if s <= start < t))
+    return worst
+
+
+def test_threads_scanning_share_one_readahead_allowance(lab, gdal):
+    """8 threads each read a distinct 24 MiB object from start to end in 1 MiB
+    reads (a multi-threaded scan: larger than the readahead, the budget and every
+    receive buffer). Each handle's readahead doubles up to an eighth of the cache
+    budget (4 MiB of VSITUNE_CACHE_SIZE=32M); before, all 8 held it at once (32 MiB
+    of readahead in flight, with the bodies and the blocks they fill about twice
+    that in memory: 16 threads took 1.8x stock GDAL's peak RSS). Now the handles
+    share one allowance, half the budget (16 MiB), fairly: the server never sends
+    more readahead at once than that. Every byte is what was stored."""
+    n, size, chunk, budget = 8, 24 << 20, 1 << 20, 32 << 20
+    blobs = {}
+    for i in range(n):
+        data = hashlib.sha256(b"scan%d" % i).digest() * (size // 32)
+        key = f"scan/part{i}.bin"
+        lab.put_object("lab", key, data)
+        blobs[f"/vsis3/lab/{key}"] = hashlib.sha256(data).hexdigest()
+    lab.reset()
+    env = gdal.env(vsitune=True, extra={"VSITUNE_CACHE_SIZE": str(budget)})
+    cp = subprocess.run(["/usr/bin/python3", "-c", SCAN, str(chunk), *blobs], env=env,
+                        capture_output=True, text=True, timeout=600)
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    got = dict(ln.split() for ln in cp.stdout.splitlines() if ln.startswith("/vsis3/"))
+    assert got == blobs
+    log = lab.log()
+    gets = [e for e in log if e["method"] == "GET"]
+    assert gets and all(e["status"] == 206 for e in gets), [e["status"] for e in gets]
+    assert sum(e["bytes_sent"] for e in gets) >= n * size
+    # readahead did happen (a scan is not read in the reader's 1 MiB alone) ...
+    assert max(e["bytes_sent"] for e in gets) > 2 * chunk
+    # ... and never more of it at once than the allowance (one block of rounding
+    # per GET in flight: a read's last block may be fetched whole)
+    worst = _readahead_in_flight(gets, chunk)
+    assert worst <= budget // 2 + n * (64 << 10), \
+        f"{worst / (1 << 20):.1f} MiB of readahead in flight at once, allowance " \
+        f"{budget // 2 / (1 << 20):.0f} MiB ({len(gets)} GETs)"

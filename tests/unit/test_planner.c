@@ -92,6 +92,53 @@ static void test_readahead(void **state)
     assert_int_equal(vt__readahead_fetch(&ra, 52, 52, 0), 0);
 }
 
+/* The process's readahead allowance: never more in flight than the limit,
+ * each taker at most an equal share among the fetches holding some, a
+ * partial give keeps holding, done ends it; a cut record follows what was
+ * really fetched. */
+static void test_readahead_allowance(void **state)
+{
+    const uint64_t bs = 64 * 1024, limit = 1024 * 1024; /* 16 blocks */
+    vt_readahead ra = {0};
+    uint64_t a, b, c, w;
+
+    (void)state;
+    assert_int_equal(vt__readahead_in_flight(), 0);
+    a = vt__readahead_take(100, bs, limit); /* alone: the whole allowance */
+    assert_int_equal(a, 16);
+    assert_int_equal(vt__readahead_take(4, bs, limit), 0); /* spent */
+    vt__readahead_give(6, bs);                   /* a part back, holding */
+    assert_int_equal(vt__readahead_in_flight(), 10 * bs);
+    b = vt__readahead_take(100, bs, limit);      /* 2 holders: 8 each, 6 free */
+    assert_int_equal(b, 6);
+    c = vt__readahead_take(100, bs, limit);
+    assert_int_equal(c, 0);
+    vt__readahead_done(10, bs);
+    vt__readahead_done(6, bs);
+    assert_int_equal(vt__readahead_in_flight(), 0);
+    a = vt__readahead_take(3, bs, limit);        /* fewer than the share */
+    assert_int_equal(a, 3);
+    b = vt__readahead_take(100, bs, limit);      /* share: 16 / 2 */
+    assert_int_equal(b, 8);
+    vt__readahead_done(a, bs);
+    vt__readahead_done(b, bs);
+    assert_int_equal(vt__readahead_in_flight(), 0);
+    assert_int_equal(vt__readahead_take(5, 0, limit), 0); /* no block size */
+    assert_int_equal(vt__readahead_take(5, bs, 0), 0);    /* no allowance */
+
+    /* a sequential fetch proposed 4 blocks of readahead, got 1 */
+    (void)vt__readahead_fetch(&ra, 10, 11, 8);   /* first: none */
+    w = vt__readahead_fetch(&ra, 12, 13, 8);
+    assert_int_equal(w, 2);
+    w = vt__readahead_fetch(&ra, 16, 17, 8);
+    assert_int_equal(w, 6);
+    vt__readahead_cut(&ra, 6, 1);
+    assert_int_equal(ra.next_block, 19);         /* 16..17 + 1 fetched */
+    assert_int_equal(ra.last, 3);
+    vt__readahead_cut(&ra, 1, 4);                /* not a cut: unchanged */
+    assert_int_equal(ra.next_block, 19);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -99,6 +146,7 @@ int main(void)
         cmocka_unit_test(test_runs_consecutive_and_gaps),
         cmocka_unit_test(test_runs_capped),
         cmocka_unit_test(test_readahead),
+        cmocka_unit_test(test_readahead_allowance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -179,3 +179,26 @@ const char *vt__object_etag(const vt_object *o) { return o->etag; }
 
 const char *vt__object_path(const vt_object *o) { return o->path; }
 const char *vt__object_cache_key(const vt_object *o) { return o->cache_key; }
+
+/* Whether every range lies inside o: else VT_EINVAL naming it in errbuf.
+ * *cap gets the number of blocks the ranges touch (counted with repeats). */
+vt_err vt__object_check_ranges(const vt_object *o, size_t bs, size_t n,
+                               const uint64_t *off, const size_t *len,
+                               size_t *cap, char *errbuf, size_t errlen)
+{
+    size_t i;
+
+    *cap = 0;
+    for (i = 0; i < n; i++) {
+        if (off[i] > o->size || len[i] > o->size - off[i]) {
+            snprintf(errbuf, errlen, "vsitune: read past the end of %s%s/%s "
+                     "(%zu bytes at %llu, object of %llu)", o->be->scheme,
+                     o->bucket, o->key, len[i], (unsigned long long)off[i],
+                     (unsigned long long)o->size);
+            return VT_EINVAL;
+        }
+        if (len[i] > 0)
+            *cap += (size_t)((off[i] + len[i] - 1) / bs - off[i] / bs + 1);
+    }
+    return VT_OK;
+}

@@ -125,6 +125,13 @@ vt_err vt__object_load_header(vt_object *o, long *http_status, char *errbuf,
  * waits, never asks the network. */
 void vt__object_find_head(vt_object *o);
 
+/* Whether every range lies inside o (object.c): else VT_EINVAL naming it in
+ * errbuf. *cap gets the number of blocks of bs bytes the ranges touch
+ * (counted with repeats): object_read.c's room for them. */
+vt_err vt__object_check_ranges(const vt_object *o, size_t bs, size_t n,
+                               const uint64_t *off, const size_t *len,
+                               size_t *cap, char *errbuf, size_t errlen);
+
 /* Record the reads of o inside its first cache block (for
  * vt__object_teach). Thread-safe, lock-free. */
 void vt__object_note_reads(vt_object *o, size_t n, const uint64_t *off,

@@ -126,9 +126,8 @@ static vt_err check_answer(vt_object *o, uint64_t off, uint64_t want,
     return e;
 }
 
-/* Fill (e VT_OK: with r's bytes) or fail (with msg) the blocks of run.
- * Each block's bytes are given back by r once copied (in order), so that a
- * large answer is not held twice while its blocks are filled. */
+/* Fill (e VT_OK: with r's bytes) or fail (with msg) the blocks of run; r gives
+ * each block's bytes back once copied: a large answer is not held twice. */
 static void settle_run(const vt_object *o, vt_cache *c, pinned *p, size_t np,
                        const vt_block_run *run, vt_err e, vt_http_resp *r,
                        const char *msg)
@@ -350,9 +349,10 @@ static void note_near(vt_object *o, const vt_read_opts *opts, size_t bs,
 }
 
 /* Blocks of readahead a read may add: what the cache can keep (an eighth of
- * its budget, so readahead never flushes it), at most VSITUNE_READAHEAD_MAX. */
+ * its budget, so readahead never flushes it), at most VSITUNE_READAHEAD_MAX;
+ * *limit: the process's readahead in flight, half of it (planner.h). */
 static uint64_t readahead_cap(const vt_read_opts *opts, vt_cache *c,
-                              size_t bs)
+                              size_t bs, uint64_t *limit)
 {
     vt_cache_stats st;
     vt_shm_info si;
@@ -364,34 +364,12 @@ static uint64_t readahead_cap(const vt_read_opts *opts, vt_cache *c,
         budget = si.data_bytes;
     if (max > budget / 8)
         max = budget / 8;
+    *limit = budget / 2;
     return max / bs;
 }
 
-/* Whether every range lies inside o: else VT_EINVAL naming it in errbuf.
- * *cap gets the number of blocks the ranges touch (counted with repeats). */
-static vt_err check_ranges(const vt_object *o, size_t bs, size_t n,
-                           const uint64_t *off, const size_t *len,
-                           size_t *cap, char *errbuf, size_t errlen)
-{
-    size_t i;
-
-    *cap = 0;
-    for (i = 0; i < n; i++) {
-        if (off[i] > o->size || len[i] > o->size - off[i]) {
-            snprintf(errbuf, errlen, "vsitune: read past the end of %s%s/%s "
-                     "(%zu bytes at %llu, object of %llu)", o->be->scheme,
-                     o->bucket, o->key, len[i], (unsigned long long)off[i],
-                     (unsigned long long)o->size);
-            return VT_EINVAL;
-        }
-        if (len[i] > 0)
-            *cap += (size_t)((off[i] + len[i] - 1) / bs - off[i] / bs + 1);
-    }
-    return VT_OK;
-}
-
 /* The blocks the ranges touch, sorted and unique, into p (room for every
- * block counted by check_ranges); returns how many. idx: scratch of that
+ * block counted by vt__object_check_ranges); returns how many. idx: scratch of that
  * size. */
 static size_t list_blocks(size_t bs, size_t n, const uint64_t *off,
                           const size_t *len, uint64_t *idx, pinned *p)
@@ -453,19 +431,18 @@ static vt_err pin_blocks(const vt_object *o, vt_cache *c, pinned *p,
     return VT_OK;
 }
 
-/* Readahead only rides on a read that goes to the network anyway (a read
- * served from memory never costs a request), and only on a fetch that
- * continues this handle's previous one (planner.h). It never runs past the
- * block holding the end of the TIFF image (overview level) the read's last
- * byte `pos` is in, nor into the next image from a gap (tiffmap.h). Its
- * blocks all lie past the needed ones, so p stays sorted; *np grows by
- * those to fetch. */
-static void add_readahead(const vt_object *o, vt_cache *c, size_t bs,
-                          pinned *p, size_t *np, vt_readahead *ra,
-                          uint64_t first_fill, uint64_t last_fill,
-                          uint64_t ra_blocks, uint64_t pos)
+/* Readahead rides only on a read going to the network anyway, on a fetch
+ * continuing this handle's previous one (planner.h); never past the block
+ * holding the end of the TIFF image (overview level) the read's last byte
+ * `pos` is in, nor into the next image from a gap (tiffmap.h), nor past the
+ * process's allowance `limit`. Its blocks lie past the needed ones (p stays
+ * sorted); *np grows by those to fetch, returned (the caller gives back). */
+static uint64_t add_readahead(const vt_object *o, vt_cache *c, size_t bs,
+                              pinned *p, size_t *np, vt_readahead *ra,
+                              uint64_t first_fill, uint64_t last_fill,
+                              uint64_t ra_blocks, uint64_t pos, uint64_t limit)
 {
-    uint64_t edge = vt__tiffmap_boundary(o->spans, o->n_spans, pos), w;
+    uint64_t edge = vt__tiffmap_boundary(o->spans, o->n_spans, pos), w, got;
     uint64_t b, last_block = o->size ? (o->size - 1) / bs : 0;
     size_t k = *np;
 
@@ -476,9 +453,10 @@ static void add_readahead(const vt_object *o, vt_cache *c, size_t bs,
                                      : 0;
     }
     w = vt__readahead_fetch(ra, first_fill, last_fill, ra_blocks);
-
-    for (b = p[k - 1].idx + 1; w > 0 && b <= last_block &&
-                               b <= last_fill + w; b++) {
+    got = vt__readahead_take(w, bs, limit);
+    vt__readahead_cut(ra, w, got);
+    for (w = got, b = p[k - 1].idx + 1; w > 0 && b <= last_block &&
+                                        b <= last_fill + w; b++) {
         p[k].idx = b;
         p[k].needed = 0;
         p[k].blk = vt__cache_lookup(c, o->cache_key, b, &p[k].role);
@@ -490,7 +468,13 @@ static void add_readahead(const vt_object *o, vt_cache *c, size_t bs,
         }
         k++;
     }
+    if (k == *np && got > 0)
+        vt__readahead_done(got, bs); /* all had: holds none */
+    else
+        vt__readahead_give(got - (k - *np), bs); /* had, or past the end */
+    got = k - *np;
     *np = k;
+    return got;
 }
 
 /* Wait for the needed blocks others fetch; those whose filler was given up
@@ -599,13 +583,14 @@ vt_err vt__object_read(vt_object *o, const vt_read_opts *opts, size_t n,
     vt_cache *c = vt__object_cache();
     size_t bs = vt__cache_block_size(c);
     uint64_t *idx = NULL, ra_blocks = 0, first_fill = 0, last_fill = 0, pos = 0;
+    uint64_t ra_limit = 0, ra_held = 0; /* the allowance's, given back at out */
     pinned *p = NULL;
     size_t cap = 0, i, np = 0;
     int any_fill = 0;
     vt_err err;
 
     errbuf[0] = '\0';
-    err = check_ranges(o, bs, n, off, len, &cap, errbuf, errlen);
+    err = vt__object_check_ranges(o, bs, n, off, len, &cap, errbuf, errlen);
     if (err != VT_OK)
         return err;
     if (o->learn_need)
@@ -618,7 +603,7 @@ vt_err vt__object_read(vt_object *o, const vt_read_opts *opts, size_t n,
     }
     note_near(o, opts, bs, n, off, len);
     if (ra)
-        ra_blocks = readahead_cap(opts, c, bs);
+        ra_blocks = readahead_cap(opts, c, bs, &ra_limit);
     cap += (size_t)ra_blocks;
     if (cap == 0)
         return VT_OK;
@@ -634,8 +619,8 @@ vt_err vt__object_read(vt_object *o, const vt_read_opts *opts, size_t n,
             pos = off[i] + len[i] - 1;
     err = pin_blocks(o, c, p, np, &any_fill, &first_fill, &last_fill);
     if (err == VT_OK && any_fill && ra)
-        add_readahead(o, c, bs, p, &np, ra, first_fill, last_fill, ra_blocks,
-                      pos);
+        ra_held = add_readahead(o, c, bs, p, &np, ra, first_fill, last_fill,
+                                ra_blocks, pos, ra_limit);
     if (err == VT_OK) {
         err = fetch_runs(o, opts, c, p, np, errbuf, errlen);
     } else {
@@ -650,6 +635,8 @@ vt_err vt__object_read(vt_object *o, const vt_read_opts *opts, size_t n,
     if (err == VT_OK)
         err = copy_out(o, bs, p, np, n, dst, off, len, errbuf, errlen);
 out:
+    if (ra_held)
+        vt__readahead_done(ra_held, bs); /* fetched and settled, or failed */
     if (p)
         for (i = 0; i < np; i++)
             if (p[i].blk)

@@ -1,6 +1,8 @@
-/* planner.c: block runs and readahead (see planner.h). Pure. */
+/* planner.c: block runs and readahead (see planner.h). Pure but for the
+ * process's readahead in flight, one atomic counter. */
 #include "read/planner.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 
 static int cmp_u64(const void *a, const void *b)
@@ -69,3 +71,46 @@ uint64_t vt__readahead_fetch(vt_readahead *ra, uint64_t first, uint64_t last,
     ra->next_block = last + 1 + w;
     return w;
 }
+
+void vt__readahead_cut(vt_readahead *ra, uint64_t proposed, uint64_t w)
+{
+    if (w >= proposed)
+        return;
+    ra->last -= proposed - w;
+    ra->next_block -= proposed - w;
+}
+
+static _Atomic uint64_t ra_in_flight; /* bytes */
+static _Atomic uint64_t ra_holders;   /* fetches holding some */
+
+uint64_t vt__readahead_take(uint64_t blocks, uint64_t bs, uint64_t limit)
+{
+    uint64_t cur = atomic_load(&ra_in_flight), got;
+    uint64_t share = bs ? limit / (atomic_load(&ra_holders) + 1) / bs : 0;
+
+    do {
+        uint64_t room = cur < limit && bs ? (limit - cur) / bs : 0;
+        got = blocks < room ? blocks : room;
+        if (got > share)
+            got = share;
+        if (got == 0)
+            return 0;
+    } while (!atomic_compare_exchange_weak(&ra_in_flight, &cur,
+                                           cur + got * bs));
+    atomic_fetch_add(&ra_holders, 1);
+    return got;
+}
+
+void vt__readahead_give(uint64_t blocks, uint64_t bs)
+{
+    if (blocks > 0)
+        atomic_fetch_sub(&ra_in_flight, blocks * bs);
+}
+
+void vt__readahead_done(uint64_t blocks, uint64_t bs)
+{
+    vt__readahead_give(blocks, bs);
+    atomic_fetch_sub(&ra_holders, 1);
+}
+
+uint64_t vt__readahead_in_flight(void) { return atomic_load(&ra_in_flight); }

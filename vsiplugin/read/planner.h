@@ -48,4 +48,22 @@ typedef struct vt_readahead {
 uint64_t vt__readahead_fetch(vt_readahead *ra, uint64_t first, uint64_t last,
                              uint64_t max_blocks);
 
+/* vt__readahead_fetch proposed `proposed` blocks but the fetch carries only
+ * w (< proposed): the handle's record follows what is really fetched. */
+void vt__readahead_cut(vt_readahead *ra, uint64_t proposed, uint64_t w);
+
+/* The readahead of every handle of the process in flight together, bounded
+ * (issue 22: 16 threads scanning took 8 MiB of it each; with the body and
+ * the blocks it fills, 1.8x stock GDAL's peak RSS) and shared fairly. A
+ * fetch takes its readahead from one allowance of `limit` bytes:
+ * vt__readahead_take reserves up to `blocks` blocks of bs bytes, at most an
+ * equal share of the allowance among the fetches holding some, and returns
+ * how many it got; with any, the fetch holds some until vt__readahead_done
+ * gives back what is left (vt__readahead_give: a part, holding on).
+ * Thread-safe (atomic counters). */
+uint64_t vt__readahead_take(uint64_t blocks, uint64_t bs, uint64_t limit);
+void vt__readahead_give(uint64_t blocks, uint64_t bs);
+void vt__readahead_done(uint64_t blocks, uint64_t bs);
+uint64_t vt__readahead_in_flight(void); /* bytes taken, not given back */
+
 #endif
