@@ -79,10 +79,31 @@ def sec_many(r):
         "says otherwise.\n\n" +
         table(["threads", "contender", "opens/s", "wall/open ms", "× floor", "CPU/open ms",
                "requests/open", "bytes/open", "conn.", "peak RSS MB", "failed / stalls"], rows) +
+        _alone_text(res) +
         "\n\nvsitune over stock GDAL with TiTiler's environment, same GDAL, same run "
         "(opens/s: > 1 is faster; CPU, requests, RSS: < 1 is less):\n\n" +
         table(["GDAL", "threads", "opens/s", "CPU per open", "requests per open", "peak RSS"],
               ratios))
+
+
+def _alone_text(res):
+    """GDAL's own CPU per open (the local file, 1 thread) beside tuned stock's."""
+    parts = []
+    for cell in res["cells"]:
+        a = cell.get("gdal_alone")
+        if cell["threads"] != 1 or not a or a.get("cpu_per_open_s") is None:
+            continue
+        tu = cell["contenders"]["tuned"]["cpu_per_open_s"]
+        parts.append(f"{cell['version'] or cell['gdal']} {f(_ms(a['cpu_per_open_s']), 2)} ms "
+                     f"({x(a['over_tuned'])} tuned stock's {f(_ms(tu), 2)} ms)")
+    if not parts:
+        return ""
+    return ("\n\n**GDAL alone**: the same probe opening the same COG from a local file, one "
+            "thread, no network and no plugin, spends in CPU per open " + "; ".join(parts) +
+            ". No VSI handler takes that part (GDAL's, libtiff's, PROJ's) away; over the network "
+            "every contender adds the request's own work (TLS, curl, signing, for vsitune its "
+            "I/O thread) and runs the same GDAL work after each wait, with the lab's servers "
+            "sharing this machine's cores.")
 
 
 def sec_mosaic(r):

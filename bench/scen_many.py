@@ -85,12 +85,18 @@ def many_opens(ctx):
     _upload(ctx, cog, n)
     prog.step(f"uploaded {n} copies of a {made.result['bytes']:,}-byte COG "
               f"(header {header:,} bytes)")
-    floors, runs = [], {}
+    floors, runs, alone = [], {}, {g.name: [] for g in gs}
     for rep in range(p["many_reps"]):
         fl = _floor(ctx, exe, n, header, ep, rtt)
         floors.append(fl)
         prog.step(f"floor: {fl['result']['per_get_s'] * 1000:.1f} ms per GET" if fl["ok"]
                   else f"floor FAILED: {fl['error']}")
+        for g in gs:  # GDAL's own CPU per open: the same probe, the local file
+            run = scen_versions.measure(
+                ctx, g, "stock", ep, rtt,
+                [PYTHON, PROBES / "many_open.py", "--local", cog, n, "--threads", 1],
+                binds=[cog.parent])
+            alone[g.name].append(run)
         for t in p["many_threads"]:
             for g in gs:
                 for k in KINDS:
@@ -130,11 +136,24 @@ def many_opens(ctx):
                 row["contenders"][k]["wall_per_open_over_floor"] = (
                     ratio(row["contenders"][k]["wall_per_open_s"], floor["per_get_s"])
                     if t == 1 else None)
+            if t == 1:
+                row["gdal_alone"] = _alone(alone[g.name], tu["cpu_per_open_s"])
             cells.append(row)
     return {"objects": n, "protocol": ep, "rtt_ms": rtt, "reps": p["many_reps"],
             "object_bytes": made.result["bytes"], "header_bytes": header,
             "gdals": {g.name: {"version": g.version, "curl": g.curl} for g in gs},
             "stall_rule": stalls.rule(p["watchdog_s"]), "floor": floor, "cells": cells}
+
+
+def _alone(rs, tuned_cpu):
+    """GDAL's own CPU per open: the probe opening the same COG from a local file
+    (no network, no plugin) on one thread, beside tuned stock's over the network:
+    what no VSI handler can take away from a single thread's CPU per open."""
+    ok = [r["result"] for r in rs if r["ok"] and r["result"]]
+    cpu = median([x["cpu_per_open_s"] for x in ok])
+    return {"runs": len(rs), "failed": len(rs) - len(ok), "cpu_per_open_s": cpu,
+            "wall_per_open_s": median([x["wall_per_open_s"] for x in ok]),
+            "over_tuned": ratio(cpu, tuned_cpu)}
 
 
 def _cell(rs, n):

@@ -145,6 +145,9 @@ def test_every_scenario_has_numbers(quick):
             assert v["failed"] == 0 and v["same_as_stock"], (cell["threads"], c, v)
             assert v["opens_per_s"] > 0 and v["cpu_per_open_s"] > 0 and v["requests_per_open"] >= 1
         assert cell["contenders"]["vsitune"]["lists"] == 0
+        if cell["threads"] == 1:  # GDAL alone: the probe on the local file
+            alone = cell["gdal_alone"]
+            assert alone["failed"] == 0 and alone["cpu_per_open_s"] > 0, alone
     for cell in s["mosaic_tiles"]["cells"]:
         for c in CONTENDERS:
             v = cell["contenders"][c]
