@@ -4,6 +4,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "read/planner.h"
 
@@ -96,6 +98,34 @@ static void test_readahead(void **state)
  * each taker at most an equal share among the fetches holding some, a
  * partial give keeps holding, done ends it; a cut record follows what was
  * really fetched. */
+/* A child forked while a fetch of the parent holds readahead starts with the
+ * whole allowance; the parent's fetch still gives its share back. The child
+ * says what it saw in its exit status (0: all of it). */
+static void test_readahead_allowance_after_fork(void **state)
+{
+    const uint64_t bs = 64 * 1024, limit = 1024 * 1024;
+    uint64_t held;
+    int status = 0;
+    pid_t pid;
+
+    (void)state;
+    held = vt__readahead_take(10, bs, limit);
+    assert_int_equal(held, 10);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int bad = vt__readahead_in_flight() != 0;
+        bad |= (vt__readahead_take(100, bs, limit) != 16) << 1; /* alone */
+        _exit(bad);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(vt__readahead_in_flight(), 10 * bs); /* parent's own */
+    vt__readahead_done(held, bs);
+    assert_int_equal(vt__readahead_in_flight(), 0);
+}
+
 static void test_readahead_allowance(void **state)
 {
     const uint64_t bs = 64 * 1024, limit = 1024 * 1024; /* 16 blocks */
@@ -147,6 +177,7 @@ int main(void)
         cmocka_unit_test(test_runs_capped),
         cmocka_unit_test(test_readahead),
         cmocka_unit_test(test_readahead_allowance),
+        cmocka_unit_test(test_readahead_allowance_after_fork),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /* planner.c: block runs and readahead (see planner.h). Pure but for the
- * process's readahead in flight, one atomic counter. */
+ * process's readahead in flight, two atomic counters. */
 #include "read/planner.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -82,11 +83,26 @@ void vt__readahead_cut(vt_readahead *ra, uint64_t proposed, uint64_t w)
 
 static _Atomic uint64_t ra_in_flight; /* bytes */
 static _Atomic uint64_t ra_holders;   /* fetches holding some */
+static pthread_once_t ra_once = PTHREAD_ONCE_INIT;
+
+/* A fork()ed child has one thread, the one that called fork(), never inside
+ * a fetch: what the parent's other threads held is no one's in the child.
+ * Without this a child forked mid-scan kept a reduced allowance for good. */
+static void ra_child(void)
+{
+    atomic_store(&ra_in_flight, 0);
+    atomic_store(&ra_holders, 0);
+}
+
+static void ra_install(void) { pthread_atfork(NULL, NULL, ra_child); }
 
 uint64_t vt__readahead_take(uint64_t blocks, uint64_t bs, uint64_t limit)
 {
-    uint64_t cur = atomic_load(&ra_in_flight), got;
-    uint64_t share = bs ? limit / (atomic_load(&ra_holders) + 1) / bs : 0;
+    uint64_t cur, got, share;
+
+    pthread_once(&ra_once, ra_install);
+    cur = atomic_load(&ra_in_flight);
+    share = bs ? limit / (atomic_load(&ra_holders) + 1) / bs : 0;
 
     do {
         uint64_t room = cur < limit && bs ? (limit - cur) / bs : 0;

@@ -60,7 +60,8 @@ void vt__readahead_cut(vt_readahead *ra, uint64_t proposed, uint64_t w);
  * equal share of the allowance among the fetches holding some, and returns
  * how many it got; with any, the fetch holds some until vt__readahead_done
  * gives back what is left (vt__readahead_give: a part, holding on).
- * Thread-safe (atomic counters). */
+ * Thread-safe (atomic counters); a fork()ed child starts with all of it.
+ */
 uint64_t vt__readahead_take(uint64_t blocks, uint64_t bs, uint64_t limit);
 void vt__readahead_give(uint64_t blocks, uint64_t bs);
 void vt__readahead_done(uint64_t blocks, uint64_t bs);
