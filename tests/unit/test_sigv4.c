@@ -270,6 +270,37 @@ static void walk(const char *dir, struct suite_stats *st, int depth)
     closedir(d);
 }
 
+/* RFC 4231's HMAC-SHA-256 vectors: case 1 (a short key), case 6 (a key
+ * longer than the block, hashed first), case 2 (key "Jefe"). */
+static void test_hmac_sha256_rfc4231(void **state)
+{
+    unsigned char key[131], out[32];
+    char hex[65];
+    static const char *const want[] = {
+        "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7",
+        "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54",
+        "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"};
+    static const char six[] =
+        "Test Using Larger Than Block-Size Key - Hash Key First";
+
+    (void)state;
+    memset(key, 0x0b, 20);
+    assert_int_equal(vt__hmac_sha256(key, 20, "Hi There", 8, out), 0);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", out[i]);
+    assert_string_equal(hex, want[0]);
+    memset(key, 0xaa, sizeof(key));
+    assert_int_equal(vt__hmac_sha256(key, sizeof(key), six, strlen(six), out), 0);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", out[i]);
+    assert_string_equal(hex, want[1]);
+    assert_int_equal(vt__hmac_sha256("Jefe", 4, "what do ya want for nothing?",
+                                     28, out), 0);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", out[i]);
+    assert_string_equal(hex, want[2]);
+}
+
 static void test_aws_suite(void **state)
 {
     (void)state;
@@ -460,6 +491,7 @@ int main(void)
         cmocka_unit_test(test_uri_encode),
         cmocka_unit_test(test_amz_date),
         cmocka_unit_test(test_sha256),
+        cmocka_unit_test(test_hmac_sha256_rfc4231),
         cmocka_unit_test(test_paths_and_queries),
         cmocka_unit_test(test_bad_input),
     };

@@ -7,11 +7,11 @@
  * and the date in them, so the same inputs give GDAL's very signature
  * (tests/unit/test_az_auth.c holds stock GDAL's own as vectors). */
 #include "auth/az_auth.h"
+#include "auth/sigv4.h"
 
 #include <ctype.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,7 +247,6 @@ int vt__az_sign(const char *key_b64, const char *sts, char *out,
     size_t kl = strlen(key_b64);
     unsigned char *key = malloc(kl + 1);
     unsigned char md[32];
-    unsigned int mdn = 0;
     size_t n;
     int rc = -1;
 
@@ -256,8 +255,7 @@ int vt__az_sign(const char *key_b64, const char *sts, char *out,
     if (!key || kl == 0 || outlen < 45)
         goto out;
     n = key_decode(key_b64, key);
-    if (!HMAC(EVP_sha256(), key, (int)n, (const unsigned char *)sts,
-              strlen(sts), md, &mdn) || mdn != 32)
+    if (vt__hmac_sha256(key, n, sts, strlen(sts), md) != 0)
         goto out;
     EVP_EncodeBlock((unsigned char *)out, md, 32);
     rc = 0;

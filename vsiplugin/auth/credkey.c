@@ -1,9 +1,8 @@
 /* credkey.c: a credential's keyed name (see credkey.h). */
 #include "auth/credkey.h"
+#include "auth/sigv4.h"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +21,6 @@ int vt__ident_signer(const char *access_key_id, const char *secret,
                      char *out, size_t outlen)
 {
     unsigned char md[32];
-    unsigned int n = 0;
     char h[65];
     const char *tok = session_token ? session_token : "";
     const char *reg = region ? region : "";
@@ -36,8 +34,7 @@ int vt__ident_signer(const char *access_key_id, const char *secret,
     if (!msg)
         return -1;
     snprintf(msg, len, "%s\n%s\n%s\n%s", SIGNER_TAG, access_key_id, tok, reg);
-    if (HMAC(EVP_sha256(), secret, (int)strlen(secret),
-             (const unsigned char *)msg, strlen(msg), md, &n) && n == 32) {
+    if (vt__hmac_sha256(secret, strlen(secret), msg, strlen(msg), md) == 0) {
         hex(md, 32, h);
         snprintf(out, outlen, "signed:%s", h);
         rc = 0;

@@ -67,6 +67,11 @@ struct vt_copts {
 /* Read every option for path (NULL: global). Returns 0. An allocation
  * failure reads as "unset", which can only make the chain find less. */
 int vt__copts_load(const char *path, struct vt_copts *o);
+/* Whether path's options settle credentials without the shared files
+ * (AWS_NO_SIGN_REQUEST true, or AWS_SECRET_ACCESS_KEY set): what
+ * vt__copts_load + the checks vt__creds_get starts with decide, read with two
+ * lookups instead of every option (the region of every name asks). */
+int vt__copts_settle_without_files(const char *path);
 void vt__copts_clear(struct vt_copts *o);
 
 /* Value, NULL when unset or empty. */

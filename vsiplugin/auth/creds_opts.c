@@ -52,6 +52,23 @@ int vt__copts_load(const char *path, struct vt_copts *o)
     return 0;
 }
 
+int vt__copts_settle_without_files(const char *path)
+{
+    char *v = vt__cfg_dup(path, names[CO_NO_SIGN]);
+    int settled = v && CPLTestBool(v);
+
+    free(v);
+    if (settled)
+        return 1;
+    v = vt__cfg_dup(path, names[CO_SECRET_KEY]);
+    if (v) {
+        memset(v, 0, strlen(v));
+        free(v);
+        return 1;
+    }
+    return 0;
+}
+
 void vt__copts_clear(struct vt_copts *o)
 {
     for (int i = 0; i < CO_COUNT; i++) {

@@ -180,9 +180,12 @@ char *vt__creds_profile_region(const char *path)
     struct vt_profile p;
     char *r = NULL;
 
-    vt__copts_load(path, &o);
     /* GDAL reads the shared files (and so their region) only when neither
-     * AWS_NO_SIGN_REQUEST nor AWS_SECRET_ACCESS_KEY settles credentials. */
+     * AWS_NO_SIGN_REQUEST nor AWS_SECRET_ACCESS_KEY settles credentials:
+     * asked first alone, as every open asks this more than once. */
+    if (vt__copts_settle_without_files(path))
+        return NULL;
+    vt__copts_load(path, &o);
     if (!vt__copt_bool(&o, CO_NO_SIGN, 0) && !vt__copt(&o, CO_SECRET_KEY)) {
         vt__shared_files_read(&o, &f);
         vt__profile_parse(&f, vt__profile_name(&o), 0, &p);

@@ -3,8 +3,9 @@
  * Why our own signer: libcurl 7.88's CURLOPT_AWS_SIGV4 leaves the query
  * unsorted and the path unencoded, so keys with spaces or '+' fail. This file
  * builds the canonical request, the string to sign and the Authorization
- * value with OpenSSL libcrypto (SHA-256, HMAC) and nothing else: no I/O, no
- * globals, no locks, callable from any thread.
+ * value with OpenSSL libcrypto (SHA-256; HMAC over it is ours) and nothing
+ * else: no I/O, no locks, callable from any thread. One global: the SHA-256
+ * implementation, fetched once (sha256() below).
  *
  * Every string is built in a bounded growable buffer (struct sbuf, capped at
  * SIGV4_MAX_TEXT) so a hostile header list cannot make us allocate without
@@ -18,8 +19,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <pthread.h>
+
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #define SIGV4_MAX_TEXT (1u << 20) /* cap of any canonical text we build */
 #define SIGV4_MAX_HEADERS 256     /* cap of header lines we sign */
@@ -155,12 +158,32 @@ static char *pct_decode(const char *s, size_t n)
     return out;
 }
 
+/* SHA-256, fetched from the default provider once. Given EVP_sha256(),
+ * OpenSSL 3 looks the algorithm up again on every digest (a property query
+ * under its store's lock): that lookup was most of the signer's time (issue
+ * 22, perf of many-object opens). OpenSSL 1.1 (the bullseye build) has no
+ * fetch and its EVP_sha256() is a plain table. */
+#if OPENSSL_VERSION_NUMBER >= 0x30000000L
+static EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void sha256_fetch(void) { sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL); }
+
+static const EVP_MD *sha256(void)
+{
+    pthread_once(&sha256_once, sha256_fetch);
+    return sha256_md ? sha256_md : EVP_sha256();
+}
+#else
+static const EVP_MD *sha256(void) { return EVP_sha256(); }
+#endif
+
 void vt__sha256_hex(const void *data, size_t n, char out[65])
 {
     static const char hex[] = "0123456789abcdef";
     unsigned char md[32];
     unsigned int mdlen = 0;
-    if (!EVP_Digest(data, n, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32) {
+    if (!EVP_Digest(data, n, md, &mdlen, sha256(), NULL) || mdlen != 32) {
         memset(out, '0', 64); /* cannot happen with a working libcrypto */
         out[64] = '\0';
         return;
@@ -460,13 +483,52 @@ out:
 
 /* ---- signature -------------------------------------------------------- */
 
-static int hmac(const void *key, size_t klen, const char *msg, unsigned char out[32])
+/* HMAC-SHA-256 (RFC 2104) of msg under key into out, with the digest
+ * context c: H((K ^ opad) || H((K ^ ipad) || msg)), K the key padded to the
+ * 64-byte block (hashed first when longer). out may alias key. */
+static int hmac_n(EVP_MD_CTX *c, const void *key, size_t klen, const void *msg,
+                  size_t mlen, unsigned char out[32])
 {
-    unsigned int olen = 0;
-    if (!HMAC(EVP_sha256(), key, (int)klen, (const unsigned char *)msg,
-              strlen(msg), out, &olen))
-        return -1;
-    return olen == 32 ? 0 : -1;
+    unsigned char k[64] = {0}, pad[64], inner[32];
+    unsigned int n = 0;
+    int ok = 1;
+
+    if (klen > sizeof(k))
+        ok = EVP_Digest(key, klen, k, &n, sha256(), NULL) && n == 32;
+    else
+        memcpy(k, key, klen);
+    for (size_t i = 0; i < sizeof(k); i++)
+        pad[i] = k[i] ^ 0x36;
+    ok = ok && EVP_DigestInit_ex(c, sha256(), NULL) &&
+         EVP_DigestUpdate(c, pad, sizeof(pad)) &&
+         EVP_DigestUpdate(c, msg, mlen) &&
+         EVP_DigestFinal_ex(c, inner, &n) && n == 32;
+    for (size_t i = 0; i < sizeof(k); i++)
+        pad[i] = k[i] ^ 0x5c;
+    ok = ok && EVP_DigestInit_ex(c, sha256(), NULL) &&
+         EVP_DigestUpdate(c, pad, sizeof(pad)) &&
+         EVP_DigestUpdate(c, inner, sizeof(inner)) &&
+         EVP_DigestFinal_ex(c, out, &n) && n == 32;
+    OPENSSL_cleanse(k, sizeof(k));
+    OPENSSL_cleanse(pad, sizeof(pad));
+    OPENSSL_cleanse(inner, sizeof(inner));
+    return ok ? 0 : -1;
+}
+
+static int hmac(EVP_MD_CTX *c, const void *key, size_t klen, const char *msg,
+                unsigned char out[32])
+{
+    return hmac_n(c, key, klen, msg, strlen(msg), out);
+}
+
+int vt__hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen,
+                    unsigned char out[32])
+{
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    int rc = c ? hmac_n(c, key, klen, msg, mlen, out) : -1;
+
+    EVP_MD_CTX_free(c);
+    return rc;
 }
 
 static int valid_amz_date(const char *d)
@@ -577,12 +639,19 @@ vt_err vt__sigv4_sign(const vt_sigv4_input *in, vt_sigv4_output *out)
     memcpy(secret, "AWS4", 4);
     memcpy(secret + 4, in->secret_key, slen + 1);
     unsigned char sig[32];
-    if (hmac(secret, slen + 4, date8, k) || hmac(k, 32, in->region, k) ||
-        hmac(k, 32, in->service, k) || hmac(k, 32, "aws4_request", k) ||
-        hmac(k, 32, sts.buf, sig)) {
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    if (!c) {
+        err = VT_ENOMEM;
+        goto out;
+    }
+    if (hmac(c, secret, slen + 4, date8, k) || hmac(c, k, 32, in->region, k) ||
+        hmac(c, k, 32, in->service, k) || hmac(c, k, 32, "aws4_request", k) ||
+        hmac(c, k, 32, sts.buf, sig)) {
+        EVP_MD_CTX_free(c);
         err = VT_EINVAL;
         goto out;
     }
+    EVP_MD_CTX_free(c);
     for (int i = 0; i < 32; i++) {
         out->signature[2 * i] = hex[sig[i] >> 4];
         out->signature[2 * i + 1] = hex[sig[i] & 15];

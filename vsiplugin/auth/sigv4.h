@@ -43,6 +43,11 @@ void vt__sigv4_output_clear(vt_sigv4_output *out);
 /* Hex SHA-256 of n bytes into out (65 bytes with the NUL). */
 void vt__sha256_hex(const void *data, size_t n, char out[65]);
 
+/* HMAC-SHA-256 of msg (mlen bytes) under key into out: 0, or -1 when
+ * libcrypto fails. The same fetched SHA-256 as the signer's. */
+int vt__hmac_sha256(const void *key, size_t klen, const void *msg, size_t mlen,
+                    unsigned char out[32]);
+
 /* Percent-encode per SigV4/S3 rules: unreserved A-Z a-z 0-9 - _ . ~ kept,
  * everything else %XX uppercase; '/' kept when keep_slash. malloc'd. */
 char *vt__uri_encode(const char *s, int keep_slash);

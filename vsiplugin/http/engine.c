@@ -287,21 +287,41 @@ static void find_range(struct vt_eng_xfer *x)
     }
 }
 
+/* The attempt's phases (note_phases) in words: where a slow request spent
+ * its time (a new connection, the TLS handshake, the server's first byte). */
+static void phases_text(const struct vt_eng_xfer *x, char *out, size_t n)
+{
+    out[0] = '\0';
+    if (!x->ph.set)
+        return;
+    snprintf(out, n, " (%s; connect %.1f, TLS %.1f, first byte %.1f, total %.1f ms%s)",
+             x->ph.nconn > 0 ? "new connection" : "reused connection",
+             (double)x->ph.conn / 1e3, (double)x->ph.tls / 1e3,
+             (double)x->ph.first / 1e3, (double)x->ph.total / 1e3,
+             !x->ended_early ? "" : x->end_retires
+                 ? "; body complete, no END_STREAM: stream ended, connection retired"
+                 : "; body complete, no END_STREAM: stream ended");
+}
+
 static void log_request(const struct vt_eng_xfer *x, vt_err err)
 {
     const vt_http_resp *r = x->resp;
-    char range[64] = "", ms[32] = "";
+    char range[64] = "", ms[32] = "", phases[208];
 
+    /* CPLDebug prints nothing without CPL_DEBUG: the line's words are not
+     * worth building then (one per request, on the caller's thread). */
+    if (!CPLGetConfigOption("CPL_DEBUG", NULL))
+        return;
+    phases_text(x, phases, sizeof(phases));
     if (x->has_req_range)
         snprintf(range, sizeof(range), " bytes=%llu-%llu",
                  (unsigned long long)x->req_first, (unsigned long long)x->req_last);
     if (x->first_sent_at > 0 && x->done_at >= x->first_sent_at)
         snprintf(ms, sizeof(ms), ", %.1f ms", (x->done_at - x->first_sent_at) * 1e3);
     CPLDebug("VSITUNE", "%s %s%s -> %ld, %zu bytes, HTTP/%d, %d attempt(s)%s"
-             "%s%s%s%s%s%s%s",
+             "%s%s%s%s%s",
              x->req->method ? x->req->method : "GET", x->req->url, range, r->status,
-             r->body_len, r->http_version, r->attempts, ms,
-             x->phases[0] ? " (" : "", x->phases, x->phases[0] ? ")" : "",
+             r->body_len, r->http_version, r->attempts, ms, phases,
              err == VT_OK ? "" : ": ", err == VT_OK ? "" : r->error,
              x->retry_why[0] ? "; last retry: " : "", x->retry_why);
 }

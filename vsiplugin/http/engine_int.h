@@ -110,9 +110,14 @@ struct vt_eng_xfer {
                                    attempt was sent on (0: not known) */
     char retry_why[160];        /* io, read by the waiter after completion:
                                    why the last retry happened (for logs) */
-    char phases[192];           /* io, read by the waiter after completion:
+    struct {                    /* io, read by the waiter after completion:
                                    the last attempt's libcurl phase times
-                                   (CURLINFO_*_TIME_T, for logs), or "" */
+                                   (CURLINFO_*_TIME_T, us), for logs; the
+                                   line is written only under CPL_DEBUG */
+        curl_off_t conn, tls, first, total;
+        long nconn;             /* connections it opened */
+        int set;
+    } ph;
 };
 
 struct vt_engine {

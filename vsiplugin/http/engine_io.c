@@ -306,19 +306,13 @@ static void start(struct vt_engine *e, struct vt_eng_xfer *x)
  * opened a connection. */
 static void note_phases(struct vt_eng_xfer *x, CURL *easy, long nconn)
 {
-    curl_off_t conn = 0, tls = 0, first = 0, total = 0;
-
-    curl_easy_getinfo(easy, CURLINFO_CONNECT_TIME_T, &conn);
-    curl_easy_getinfo(easy, CURLINFO_APPCONNECT_TIME_T, &tls);
-    curl_easy_getinfo(easy, CURLINFO_STARTTRANSFER_TIME_T, &first);
-    curl_easy_getinfo(easy, CURLINFO_TOTAL_TIME_T, &total);
-    snprintf(x->phases, sizeof(x->phases), "%s; connect %.1f, TLS %.1f, "
-             "first byte %.1f, total %.1f ms%s", nconn > 0 ? "new connection" :
-             "reused connection", (double)conn / 1e3, (double)tls / 1e3,
-             (double)first / 1e3, (double)total / 1e3,
-             !x->ended_early ? "" : x->end_retires
-                 ? "; body complete, no END_STREAM: stream ended, connection retired"
-                 : "; body complete, no END_STREAM: stream ended");
+    x->ph.conn = x->ph.tls = x->ph.first = x->ph.total = 0;
+    curl_easy_getinfo(easy, CURLINFO_CONNECT_TIME_T, &x->ph.conn);
+    curl_easy_getinfo(easy, CURLINFO_APPCONNECT_TIME_T, &x->ph.tls);
+    curl_easy_getinfo(easy, CURLINFO_STARTTRANSFER_TIME_T, &x->ph.first);
+    curl_easy_getinfo(easy, CURLINFO_TOTAL_TIME_T, &x->ph.total);
+    x->ph.nconn = nconn;
+    x->ph.set = 1;
 }
 
 static void finished(struct vt_engine *e, CURL *easy, CURLcode rc)
