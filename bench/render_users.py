@@ -98,12 +98,28 @@ def _alone_text(res):
                      f"({x(a['over_tuned'])} tuned stock's {f(_ms(tu), 2)} ms)")
     if not parts:
         return ""
-    return ("\n\n**GDAL alone**: the same probe opening the same COG from a local file, one "
+    text = ("\n\n**GDAL alone**: the same probe opening the same COG from a local file, one "
             "thread, no network and no plugin, spends in CPU per open " + "; ".join(parts) +
             ". No VSI handler takes that part (GDAL's, libtiff's, PROJ's) away; over the network "
             "every contender adds the request's own work (TLS, curl, signing, for vsitune its "
             "I/O thread) and runs the same GDAL work after each wait, with the lab's servers "
             "sharing this machine's cores.")
+    idle = []
+    for cell in res["cells"]:
+        i = (cell.get("gdal_alone") or {}).get("idle")
+        if cell["threads"] != 1 or not i or i.get("cpu_per_open_s") is None:
+            continue
+        idle.append(f"{cell['version'] or cell['gdal']} {f(_ms(i['cpu_per_open_s']), 2)} ms "
+                    f"({x(i['over_tuned'])} tuned stock's), an open's own wall "
+                    f"{f(_ms(i['open_wall_per_open_s']), 2)} ms "
+                    f"(floor + that: {x(i['floor_plus_open_over_floor'])} the floor)")
+    if idle:
+        text += (f" **GDAL alone after a wait**: the same, sleeping {f(res['rtt_ms'])} ms (the "
+                 "RTT) before each open as a thread waiting on the network does, no network "
+                 "still: " + "; ".join(idle) + ". That is GDAL's share of a single thread's CPU "
+                 "per open over the network on this machine, and the floor plus that open's wall "
+                 "is a single thread's wall per open with no handler cost at all.")
+    return text
 
 
 def sec_mosaic(r):

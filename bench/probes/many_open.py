@@ -14,7 +14,12 @@ they are copies) is printed so the caller can compare it with the local file's.
 
 Prints {"done": n} every 16 opens and, at the end, {"result": {...}}.
 
-usage: many_open.py PREFIX COUNT --threads N [--info]
+With --idle-ms MS each thread sleeps MS before each open, as a thread waiting on the
+network would (the sleep is outside each open's latency and adds no CPU): what GDAL's
+own work costs after an idle wait on this machine. "open_wall_per_open_s" is the mean
+latency of one open, sleep excluded.
+
+usage: many_open.py PREFIX COUNT --threads N [--info] [--idle-ms MS]
        many_open.py --local FILE COUNT --threads N   (the same open COUNT times: the digest)
 """
 
@@ -68,9 +73,11 @@ def main():
     ap.add_argument("--info", action="store_true", help="gdal.Info() per object")
     ap.add_argument("--local", action="store_true",
                     help="PREFIX is one local file, opened COUNT times")
+    ap.add_argument("--idle-ms", type=float, default=0.0,
+                    help="sleep this long before each open (outside its latency)")
     a = ap.parse_args()
-    if a.count < 1 or a.threads < 1:
-        ap.error("count and threads must be >= 1")
+    if a.count < 1 or a.threads < 1 or a.idle_ms < 0:
+        ap.error("count and threads must be >= 1, --idle-ms >= 0")
 
     from osgeo import gdal
     gdal.UseExceptions()
@@ -81,6 +88,8 @@ def main():
     done = [0]
 
     def one(path):
+        if a.idle_ms:
+            time.sleep(a.idle_ms / 1000)
         t = time.monotonic()
         try:
             got = header_and_metadata(gdal, path, a.info)
@@ -105,6 +114,7 @@ def main():
         "opens": len(out), "threads": a.threads, "elapsed_s": elapsed,
         "opens_per_s": len(out) / elapsed if elapsed > 0 else None,
         "wall_per_open_s": elapsed / len(out), "cpu_s": cpu, "cpu_per_open_s": cpu / len(out),
+        "open_wall_per_open_s": sum(lats) / len(lats), "idle_ms": a.idle_ms,
         "latency_median_s": lats[len(lats) // 2], "latency_max_s": lats[-1],
         "digests": sorted(digests), "errors": len(errors), "first_error": errors[:1],
         "vmhwm_kb": status_kb("VmHWM")}}), flush=True)

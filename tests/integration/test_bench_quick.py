@@ -148,6 +148,9 @@ def test_every_scenario_has_numbers(quick):
         if cell["threads"] == 1:  # GDAL alone: the probe on the local file
             alone = cell["gdal_alone"]
             assert alone["failed"] == 0 and alone["cpu_per_open_s"] > 0, alone
+            idle = alone["idle"]  # the same after a sleep of one RTT before each open
+            assert idle["idle_ms"] == many["rtt_ms"] and idle["cpu_per_open_s"] > 0, idle
+            assert idle["floor_plus_open_over_floor"] > 1, idle
     for cell in s["mosaic_tiles"]["cells"]:
         for c in CONTENDERS:
             v = cell["contenders"][c]
