@@ -186,14 +186,12 @@ char *vt__creds_profile_region(const char *path)
     if (vt__copts_settle_without_files(path))
         return NULL;
     vt__copts_load(path, &o);
-    if (!vt__copt_bool(&o, CO_NO_SIGN, 0) && !vt__copt(&o, CO_SECRET_KEY)) {
-        vt__shared_files_read(&o, &f);
-        vt__profile_parse(&f, vt__profile_name(&o), 0, &p);
-        r = p.region;
-        p.region = NULL;
-        vt__profile_clear(&p);
-        vt__shared_files_clear(&f);
-    }
+    vt__shared_files_read(&o, &f);
+    vt__profile_parse(&f, vt__profile_name(&o), 0, &p);
+    r = p.region;
+    p.region = NULL;
+    vt__profile_clear(&p);
+    vt__shared_files_clear(&f);
     vt__copts_clear(&o);
     return r;
 }
