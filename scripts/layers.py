@@ -129,6 +129,7 @@ LAYERS = {
     # 8 read path
     "vsiplugin/read/ident.c": 8, "vsiplugin/read/ident.h": 8,
     "vsiplugin/read/listing.c": 8, "vsiplugin/read/listing.h": 8,
+    "vsiplugin/read/listing_table.c": 0, "vsiplugin/read/listing_table.h": 0,
     "vsiplugin/read/object.c": 8, "vsiplugin/read/object.h": 8,
     "vsiplugin/read/object_int.h": 8, "vsiplugin/read/object_table.c": 8,
     "vsiplugin/read/object_header.c": 8,

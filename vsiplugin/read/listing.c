@@ -1,12 +1,14 @@
 /* listing.c: stem-scoped listings (see listing.h).
  *
  * A small table (at most MAX_LISTINGS, oldest unreferenced dropped first) of
- * immutable listings keyed by endpoint + "bucket/dir/stem". `mu` guards the
- * table, refcounts and loading flags; it is a leaf lock (registered with
- * forksafe), never held across the LIST. */
+ * immutable listings keyed by endpoint + "bucket/dir/stem", newest first and
+ * indexed by that key (listing_table.c). `mu` guards the table, refcounts
+ * and loading flags; it is a leaf lock (registered with forksafe), never held
+ * across the LIST. */
 #include "read/listing.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@
 #include "http/engine.h"
 #include "base/forksafe.h"
 #include "backends/backend.h"
+#include "read/listing_table.h"
 
 #define MAX_LISTINGS 256
 
@@ -37,14 +40,38 @@ struct vt_listing {
     time_t at;
     pid_t loader;      /* mu: process whose thread is listing (0: loaded) */
     int refs;          /* mu */
-    int in_table;      /* mu */
-    vt_listing *next;  /* mu */
+    vt_ltab_node node; /* mu: its place in the table (node.linked) */
+    vt_listing *next;  /* a chain of listings to free (free_chain) */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static vt_listing *table;
-static size_t table_count;
+static vt_ltab table;
+
+#define LISTING_OF(n) ((vt_listing *)((char *)(n) - offsetof(vt_listing, node)))
+
+/* The table's key of a listing: its id up to its path, "endpoint\npath"
+ * (an endpoint has no newline; a key may). */
+static size_t key_len_of(const vt_listing *l)
+{
+    return (size_t)(strchr(l->id, '\n') - l->id) + 1 + strlen(l->path);
+}
+
+/* mu held: l becomes the table's newest listing. */
+static void link_listing(vt_listing *l)
+{
+    vt__ltab_link(&table, &l->node, l->id, key_len_of(l));
+}
+
+/* mu held: the newest listing of this id (whose key is id[0..kl)). */
+static vt_listing *find_id(const char *id, size_t kl)
+{
+    uint64_t h = vt__ltab_hash(VT_LTAB_HASH0, id, kl);
+    for (vt_ltab_node *n = vt__ltab_chain(&table, h); n; n = vt__ltab_next_of(n))
+        if (strcmp(LISTING_OF(n)->id, id) == 0)
+            return LISTING_OF(n);
+    return NULL;
+}
 
 size_t vt__listing_stem_len(const char *base)
 {
@@ -70,14 +97,7 @@ static void listing_free(vt_listing *l)
 /* mu held. */
 static void unlink_listing(vt_listing *l)
 {
-    vt_listing **pp = &table;
-    while (*pp && *pp != l)
-        pp = &(*pp)->next;
-    if (*pp) {
-        *pp = l->next;
-        table_count--;
-    }
-    l->in_table = 0;
+    vt__ltab_unlink(&table, &l->node);
 }
 
 /* mu held: unlink l; returns it when nobody holds it (to free unlocked). */
@@ -154,11 +174,13 @@ static vt_err fetch(vt_listing *l, char *errbuf, size_t errlen)
 
 static void trim_locked(vt_listing **dead)
 {
-    while (table_count >= MAX_LISTINGS) {
+    while (table.count >= MAX_LISTINGS) {
         vt_listing *l, *oldest = NULL;
-        for (l = table; l; l = l->next)
+        for (vt_ltab_node *n = table.head; n; n = n->next) {
+            l = LISTING_OF(n);
             if (l->refs == 0 && !l->loader && (!oldest || l->at < oldest->at))
                 oldest = l;
+        }
         if (!oldest)
             return;
         unlink_listing(oldest);
@@ -208,9 +230,7 @@ static vt_err listing_get_at(const vt_backend *be, const char *path, char *sp,
     vt__forksafe_register(&mu);
     pthread_mutex_lock(&mu);
     for (;;) {
-        for (l = table; l; l = l->next)
-            if (strcmp(l->id, id) == 0)
-                break;
+        l = find_id(id, strlen(ep) + 1 + strlen(sp));
         if (l && l->loader && l->loader != getpid()) {
             l = drop(l); /* its loader was in the parent of this fork */
             if (l) {
@@ -258,10 +278,7 @@ static vt_err listing_get_at(const vt_backend *be, const char *path, char *sp,
     l->max_keys = max_keys;
     l->loader = getpid();
     l->refs = 1;
-    l->in_table = 1;
-    l->next = table;
-    table = l;
-    table_count++;
+    link_listing(l);
     pthread_mutex_unlock(&mu);
     free_chain(dead);
 
@@ -272,8 +289,7 @@ static vt_err listing_get_at(const vt_backend *be, const char *path, char *sp,
     l->loader = 0;
     l->at = time(NULL);
     if (err != VT_OK) {
-        if (l->in_table)
-            unlink_listing(l); /* a failure is never remembered */
+        unlink_listing(l); /* a failure is never remembered */
         l->refs--;
     }
     trim_locked(&dead);
@@ -348,7 +364,7 @@ void vt__listing_release(vt_listing *l)
     if (!l)
         return;
     pthread_mutex_lock(&mu);
-    gone = --l->refs == 0 && !l->in_table;
+    gone = --l->refs == 0 && !l->node.linked;
     pthread_mutex_unlock(&mu);
     if (gone)
         listing_free(l);
@@ -391,23 +407,41 @@ int vt__listing_lookup_n(const vt_backend *be, const char *path,
     long t = ttl(path);
     time_t now = time(NULL);
     const char *base = strrchr(path, '/');
-
     char ep[1024];
-    size_t epl;
+    size_t epl, dl, pl, k;
+    uint64_t h;
+    vt_listing *best = NULL;
 
     if (!base || vt__cfg_non_cached(path) ||
         !endpoint_of(be, path, ep, sizeof(ep)))
         return -1; /* GDAL uses no listing for CPL_VSIL_CURL_NON_CACHED */
     base++;
     epl = strlen(ep);
+    ep[epl++] = '\n'; /* the keys are "endpoint\nbucket/dir/stem" */
+    dl = (size_t)(base - path);
+    pl = strlen(path);
+    /* A listing covering path has a key of path's directory and a prefix
+     * of its basename (covers()): one probe per prefix, the newest that
+     * answers wins, as a walk of the table (newest first) would find. */
+    h = vt__ltab_hash(vt__ltab_hash(VT_LTAB_HASH0, ep, epl), path, dl);
     pthread_mutex_lock(&mu);
-    for (l = table; l; l = l->next) {
+    for (k = dl; k <= pl; k++) {
+        if (k > dl)
+            h = vt__ltab_hash(h, path + k - 1, 1);
+        for (vt_ltab_node *n = vt__ltab_chain(&table, h); n;
+             n = vt__ltab_next_of(n)) {
+            l = LISTING_OF(n);
+            if (!vt__ltab_is(n, h, ep, epl, path, k) || l->loader ||
+                l->names_only || l->page.truncated || now - l->at >= t ||
+                !covers(l, path))
+                continue;
+            if (!best || n->seq > best->node.seq)
+                best = l;
+            break; /* the chain is newest first */
+        }
+    }
+    if ((l = best) != NULL) {
         size_t i;
-        if (l->loader || l->names_only || l->page.truncated ||
-            now - l->at >= t ||
-            strncmp(l->id, ep, epl) != 0 || l->id[epl] != '\n' ||
-            !covers(l, path))
-            continue;
         ret = 0;
         if (entries)
             *entries = l->page.n;
@@ -420,7 +454,6 @@ int vt__listing_lookup_n(const vt_backend *be, const char *path,
                 ret = 1;
                 break;
             }
-        break;
     }
     pthread_mutex_unlock(&mu);
     return ret;
@@ -442,8 +475,8 @@ int vt__listing_dir_held(const vt_backend *be, const char *path)
     epl = strlen(ep);
     dl = (size_t)(base + 1 - path);
     pthread_mutex_lock(&mu);
-    for (l = table; l && !held; l = l->next)
-        held = !l->loader && !l->sidecars_of && !l->names_only &&
+    for (vt_ltab_node *n = table.head; n && !held; n = n->next)
+        l = LISTING_OF(n), held = !l->loader && !l->sidecars_of && !l->names_only &&
                now - l->at < t &&
                l->dir_len == dl && strncmp(l->path, path, dl) == 0 &&
                strncmp(l->id, ep, epl) == 0 && l->id[epl] == '\n';
@@ -455,13 +488,15 @@ int vt__listing_dir_held(const vt_backend *be, const char *path)
  * id, stamped now. Takes l. */
 static void insert_made(vt_listing *l)
 {
-    vt_listing *o, *next, *dead = NULL;
+    vt_listing *o, *dead = NULL;
+    vt_ltab_node *n, *next;
+    uint64_t h = vt__ltab_hash(VT_LTAB_HASH0, l->id, key_len_of(l));
     l->at = time(NULL);
-    l->in_table = 1;
     vt__forksafe_register(&mu);
     pthread_mutex_lock(&mu);
-    for (o = table; o; o = next) { /* replace an older one */
-        next = o->next;
+    for (n = vt__ltab_chain(&table, h); n; n = next) { /* replace older ones */
+        next = vt__ltab_next_of(n);
+        o = LISTING_OF(n);
         if (!o->loader && strcmp(o->id, l->id) == 0) {
             vt_listing *d = drop(o);
             if (d) {
@@ -471,9 +506,7 @@ static void insert_made(vt_listing *l)
         }
     }
     trim_locked(&dead);
-    l->next = table;
-    table = l;
-    table_count++;
+    link_listing(l);
     pthread_mutex_unlock(&mu);
     free_chain(dead);
 }
@@ -560,11 +593,15 @@ static vt_listing *gdal_dir_of(const char *path, const char *ep, long t)
     vt_listing *l;
     size_t epl = strlen(ep), dl = (size_t)(strrchr(path, '/') + 1 - path);
     time_t now = time(NULL);
-    for (l = table; l; l = l->next)
+    uint64_t h = vt__ltab_hash(vt__ltab_hash(VT_LTAB_HASH0, ep, epl), "\n", 1);
+    h = vt__ltab_hash(h, path, dl); /* its key: "endpoint\nbucket/dir/" */
+    for (vt_ltab_node *n = vt__ltab_chain(&table, h); n; n = vt__ltab_next_of(n)) {
+        l = LISTING_OF(n);
         if (l->names_only && now - l->at < t && l->dir_len == dl &&
-            strncmp(l->path, path, dl) == 0 && strncmp(l->id, ep, epl) == 0 &&
-            l->id[epl] == '\n')
+            n->key_len == epl + 1 + dl && strncmp(l->path, path, dl) == 0 &&
+            strncmp(l->id, ep, epl) == 0 && l->id[epl] == '\n')
             return l;
+    }
     return NULL;
 }
 
@@ -620,10 +657,12 @@ int vt__listing_in_gdal_dir(const vt_backend *be, const char *path)
 static void forget_where(int (*match)(const vt_listing *, const char *),
                          const char *arg)
 {
-    vt_listing *l, *next, *dead = NULL;
+    vt_listing *l, *dead = NULL;
+    vt_ltab_node *n, *next;
     pthread_mutex_lock(&mu);
-    for (l = table; l; l = next) {
-        next = l->next;
+    for (n = table.head; n; n = next) {
+        next = n->next;
+        l = LISTING_OF(n);
         if (!l->loader && match(l, arg)) {
             vt_listing *d = drop(l);
             if (d) {
