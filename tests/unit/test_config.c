@@ -119,6 +119,9 @@ static void test_prefix(void **state)
     assert_string_equal(vt__cfg_gdal_path("b/k", buf, sizeof(buf)),
                         "/vsitune/b/k");
     assert_null(vt__cfg_gdal_path("b/k", buf, 10));
+    /* "/vsitune/b/k" is 12 bytes: 13 hold it with its terminator, 12 not */
+    assert_string_equal(vt__cfg_gdal_path("//b/k", buf, 13), "/vsitune/b/k");
+    assert_null(vt__cfg_gdal_path("b/k", buf, 12));
 }
 
 /* A key longer than the lookup's stack buffer still finds its options. */

@@ -94,8 +94,14 @@ static void install_hooks(void)
  * without one (the portable Lambda layer's static copy, which cannot know
  * whether it runs on Debian or Amazon Linux) gets the first readable
  * well-known bundle: Debian/Ubuntu, Amazon Linux/Fedora/RHEL, openSUSE,
- * Alpine/macOS-style. Returns a malloc'd path (the caller frees) or NULL. */
-static char *default_cainfo(void)
+ * Alpine/macOS-style. Looked up once per process (the libcurl linked and the
+ * host's files do not change under it): before, every request paid
+ * curl_version_info's version strings and up to four access() calls.
+ * Returns the path (static) or NULL. */
+static const char *g_cainfo_default;
+static pthread_once_t g_cainfo_once = PTHREAD_ONCE_INIT;
+
+static void find_default_cainfo(void)
 {
     static const char *const known[] = {
         "/etc/ssl/certs/ca-certificates.crt",
@@ -107,17 +113,23 @@ static char *default_cainfo(void)
     size_t i;
 
     if (v->age < CURLVERSION_SEVENTH || v->cainfo || v->capath)
-        return NULL;
+        return;
     for (i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
         if (access(known[i], R_OK) == 0) {
             CPLDebug("VSITUNE", "CA bundle %s (libcurl has none built in)",
                      known[i]);
-            return strdup(known[i]);
+            g_cainfo_default = known[i];
+            return;
         }
     }
     CPLDebug("VSITUNE", "no CA bundle found and libcurl has none built in: "
              "set CURL_CA_BUNDLE for https");
-    return NULL;
+}
+
+static const char *default_cainfo(void)
+{
+    pthread_once(&g_cainfo_once, find_default_cainfo);
+    return g_cainfo_default;
 }
 
 /* GDAL_PROXY_AUTH's word as CPLHTTPSetOptions maps it; 0: unset or a word
@@ -192,7 +204,6 @@ static vt_err read_opts(const char *path, struct vt_eng_opts *o)
 static void free_opts(struct vt_eng_opts *o)
 {
     free(o->cainfo);
-    free(o->cainfo_default);
     free(o->useragent);
     free(o->proxy);
     free(o->https_proxy);

@@ -37,7 +37,7 @@ struct vt_eng_opts {
     int unsafe_ssl;
     int verbose;                /* CPL_CURL_VERBOSE: curl's trace on stderr */
     char *cainfo;               /* NULL: curl's default */
-    char *cainfo_default;       /* a well-known bundle when libcurl has none built in */
+    const char *cainfo_default; /* a well-known bundle when libcurl has none built in (static) */
     char *useragent;            /* the configuration's: GDAL reads it so */
     char *proxy;                /* NULL: curl's default (environment) */
     char *https_proxy;          /* GDAL_HTTPS_PROXY: replaces proxy for an
