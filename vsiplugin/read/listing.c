@@ -475,11 +475,13 @@ int vt__listing_dir_held(const vt_backend *be, const char *path)
     epl = strlen(ep);
     dl = (size_t)(base + 1 - path);
     pthread_mutex_lock(&mu);
-    for (vt_ltab_node *n = table.head; n && !held; n = n->next)
-        l = LISTING_OF(n), held = !l->loader && !l->sidecars_of && !l->names_only &&
-               now - l->at < t &&
-               l->dir_len == dl && strncmp(l->path, path, dl) == 0 &&
+    for (vt_ltab_node *n = table.head; n && !held; n = n->next) {
+        l = LISTING_OF(n);
+        held = !l->loader && !l->sidecars_of && !l->names_only &&
+               now - l->at < t && l->dir_len == dl &&
+               strncmp(l->path, path, dl) == 0 &&
                strncmp(l->id, ep, epl) == 0 && l->id[epl] == '\n';
+    }
     pthread_mutex_unlock(&mu);
     return held;
 }
