@@ -249,6 +249,8 @@ def machine():
 def source_dir(build_dir):
     """The source tree a CMake build directory was configured from (its
     CMakeCache.txt), so data files match the binaries; the repo if unknown."""
+    if build_dir is None:
+        return REPO
     try:
         with open(Path(build_dir) / "CMakeCache.txt") as fh:
             for ln in fh:
@@ -257,6 +259,16 @@ def source_dir(build_dir):
     except OSError:
         pass
     return REPO
+
+
+def plugin_cache_default_mb(build_dir):
+    """VSITUNE_CACHE_SIZE's default, MiB, in the source the build was made from
+    (common/defaults.h), so a page says the default its numbers were measured at."""
+    text = (source_dir(build_dir) / "common" / "defaults.h").read_text()
+    m = re.search(r"#define VT_DEFAULT_CACHE_SIZE \((\d+)u \* 1024 \* 1024\)", text)
+    if not m:
+        raise RuntimeError("common/defaults.h: no VT_DEFAULT_CACHE_SIZE in MiB")
+    return int(m.group(1))
 
 
 def sha256(path):

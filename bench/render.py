@@ -406,7 +406,8 @@ def sec_soak(r, img):
             f"through the threaded reader (open per request), {PROTO[res['protocol']]}, RTT "
             f"{res['rtt_ms']} ms. RSS before = after the imports, before the first request; "
             f"after = when the last request is done; MB = MiB. vsitune keeps up to "
-            "`VSITUNE_CACHE_SIZE` (64 MB by default) of compressed ranges for the whole process by "
+            f"`VSITUNE_CACHE_SIZE` ({res.get('cache_default_mb', 64)} MiB by default in this run) "
+            "of compressed ranges for the whole process by "
             f"design; that budget is inside its RSS.{scaled}\n\n" +
             table(["MALLOC_ARENA_MAX", "contender", "RSS before", "RSS after", "growth",
                    "peak RSS", "windows/s", "requests", "conn.", "failed"], rows) +

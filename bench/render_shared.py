@@ -146,10 +146,12 @@ def sec_tile_workers(r):
             "PSS is the workers' total at the end; the shared segment's pages are counted in "
             "it once (its share of PSS, next to what the segment holds in /dev/shm), where "
             "per-process caches are counted once per worker. The per-process cache's default "
-            "budget is 64 MiB per process; the shared cache has one budget for the whole host, "
+            f"budget is {res.get('cache_default_mb', 64)} MiB per process in this run; the "
+            "shared cache has one budget for the whole host, "
             "its default (VT_DEFAULT_SHARED_CACHE_SIZE in common/defaults.h; the segment "
             "column shows it); "
-            "the row with 64 MiB gives the host one process's budget.\n\n" +
+            f"the row with {res.get('one_budget_mb', 64)} MiB gives the host one process's "
+            "budget.\n\n" +
             table(head, rows))
 
 

@@ -74,7 +74,7 @@ FULL = {
     "dask_workers": 4, "dask_region": 8192, "dask_chunk": 1024, "dask_x0": 1024,
     "dask_y0": 1024,
     "tile_scenes": 4, "tile_count": 2000, "tile_concurrency": 16, "tile_workers": 4,
-    "tile_workers_reps": 3, "tile_one_budget_mb": 64,
+    "tile_workers_reps": 3, "tile_one_budget_mb": 32,  # VSITUNE_CACHE_SIZE's default
     "pool5_workers": 5, "pool5_cols": 0, "pool5_rows": 0,
     "sidecar_cases": None,  # every raster layout of the parity fixtures
     # 14-16, the workloads of issue 22, on the S3-like front (HTTPS, HTTP/1.1 only)

@@ -272,6 +272,8 @@ def tile_workers(ctx):
     return {"labels": LABELS, "scenes": len(scenes), "tiles": p["tile_count"],
             "concurrency": p["tile_concurrency"], "workers": p["tile_workers"],
             "rtt_ms": p["shared_rtt_ms"], "protocol": p["shared_protocol"], "reps": reps,
+            "cache_default_mb": common.plugin_cache_default_mb(ctx.build_dir),
+            "one_budget_mb": p["tile_one_budget_mb"],
             "stall_rule": stalls.rule(p["watchdog_s"]), "variants": summary, "runs": runs}
 
 

@@ -146,4 +146,5 @@ def memory_soak(ctx):
         cells.append(row)
     return {"requests": n, "requests_seed": 2880, "concurrency": conc, "seed": seed,
             "protocol": p["soak_protocol"], "rtt_ms": p["soak_rtt_ms"], "reps": p["soak_reps"],
-            "reference_checksum": ref, "cells": cells}
+            "reference_checksum": ref, "cells": cells,
+            "cache_default_mb": common.plugin_cache_default_mb(ctx.build_dir)}

@@ -1,16 +1,20 @@
 /* defaults.h: the defaults and ranges of the options both programs read,
  * in one place: the plugin reads them (base/config.h, options.c's table)
  * and tunerd plans with them (`tunerd detect` shows what the shared cache
- * would get, `tunerd profile` caps the range cache at the plugin's default,
- * a kept VSITUNE_CACHE_SIZE is read within the plugin's range), so the two
- * never disagree. docs/configuration.md documents them (test_options holds
+ * would get, a kept VSITUNE_CACHE_SIZE is read within the plugin's range),
+ * so the two never disagree. docs/configuration.md documents them (test_options holds
  * it to options.c's table, which takes its numbers from here). Pure. */
 #ifndef VT_DEFAULTS_H
 #define VT_DEFAULTS_H
 
 #include <stdint.h>
 
-#define VT_DEFAULT_CACHE_SIZE (64u * 1024 * 1024)  /* VSITUNE_CACHE_SIZE */
+#define VT_DEFAULT_CACHE_SIZE (32u * 1024 * 1024)  /* VSITUNE_CACHE_SIZE: a
+                                         process's memory at most stock GDAL's where
+                                         several workers fill their caches (issue 22,
+                                         bench scenario 11: 64 MiB took 1.02x stock's
+                                         PSS there; docs/configuration.md); tunerd's
+                                         profiles give up to 64 MiB */
 #define VT_MAX_CACHE_SIZE ((uint64_t)1 << 40)      /* its range's top, 1 TiB */
 #define VT_DEFAULT_BLOCK_SIZE (64u * 1024)         /* VSITUNE_BLOCK_SIZE */
 #define VT_DEFAULT_HEADER_SIZE (64u * 1024)        /* VSITUNE_HEADER_SIZE */

@@ -9,7 +9,6 @@
 
 #include <stddef.h>
 
-#include "defaults.h" /* VT_DEFAULT_CACHE_SIZE: the range cache's cap */
 #include "platform.h"
 
 /* Coefficients (MB unless stated). See docs/tuning.md "The ledger". */
@@ -20,8 +19,9 @@
 #define VT_SIZE_CACHE_GRANULE_MB 32
 #define VT_SIZE_RANGE_PCT 5         /* range cache budget, % of the tier, divided */
 #define VT_SIZE_RANGE_GRANULE_MB 16
-#define VT_SIZE_RANGE_MAX_MB ((long)(VT_DEFAULT_CACHE_SIZE >> 20)) /* the
-                                       plugin's default VSITUNE_CACHE_SIZE */
+#define VT_SIZE_RANGE_MAX_MB 64     /* twice the plugin's default
+                                       VSITUNE_CACHE_SIZE: a profile sizes it from
+                                       the tier's memory, the default cannot */
 #define VT_SIZE_HEADROOM_PCT 10
 #define VT_SIZE_HEADROOM_MIN_MB 32
 #define VT_SIZE_TILE_THREADS 4      /* the GIL plateau (seed 000) */

@@ -37,6 +37,7 @@ import render_users  # noqa: E402
 import scen_shared  # noqa: E402
 import scen_tiles  # noqa: E402
 import stalls  # noqa: E402
+import common  # noqa: E402
 
 
 def _bench_run():
@@ -183,6 +184,7 @@ def test_scenario_11_runs_its_variants_interleaved(monkeypatch):
     class Ctx:
         p = dict(_bench_run().FULL)
         progress = Progress()
+        build_dir = None  # the repo's sources
 
     monkeypatch.setattr(scen_shared, "_scenes", lambda ctx: ["/vsis3/lab/a.tif"])
     monkeypatch.setattr(scen_shared, "_tile_run", one)
@@ -193,6 +195,11 @@ def test_scenario_11_runs_its_variants_interleaved(monkeypatch):
     assert len(seen) == 13 and seen[7:10] == seen[10:13] == [seen[0], seen[2], seen[3]]
     assert [r["rep"] for r in res["runs"]] == [1] * 7 + [2] * 3 + [3] * 3
     assert [v["reps"] for v in res["variants"]] == [3, 1, 3, 3, 1, 1, 1]
+    # the shared row "with one process's budget for the host" gets the plugin's default
+    # per-process budget, and the page says both as measured
+    default = common.plugin_cache_default_mb(None)
+    assert Ctx.p["tile_one_budget_mb"] == default == res["cache_default_mb"]
+    assert res["variants"][4]["extra"] == {"VSITUNE_SHARED_CACHE_SIZE": f"{default}M"}
 
 
 # -- one watchdog ------------------------------------------------------------------------

@@ -48,10 +48,10 @@ static const char *const readdir_values[] = {"NO", "YES", "EMPTY_DIR", NULL};
 const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
     /* ---- reads and the cache */
     [VT_OPT_CACHE_SIZE] = SIZE("VSITUNE_CACHE_SIZE", 0, VT_DEFAULT_CACHE_SIZE,
-        0, (double)VT_MAX_CACHE_SIZE, "`64M`",
+        0, (double)VT_MAX_CACHE_SIZE, "`32M`",
         "the process's range-cache budget, bytes"),
     [VT_OPT_CURL_CACHE_SIZE] = SIZE("CPL_VSIL_CURL_CACHE_SIZE", 0,
-        VT_DEFAULT_CACHE_SIZE, 0, (double)VT_MAX_CACHE_SIZE, "`64M`",
+        VT_DEFAULT_CACHE_SIZE, 0, (double)VT_MAX_CACHE_SIZE, "`32M`",
         "GDAL's cache budget, taken as vsitune's when VSITUNE_CACHE_SIZE is "
         "unset"),
     [VT_OPT_BLOCK_SIZE] = SIZE("VSITUNE_BLOCK_SIZE", 0, VT_DEFAULT_BLOCK_SIZE,
