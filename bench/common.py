@@ -32,6 +32,7 @@ PYTHON = "/usr/bin/python3"  # has osgeo, rasterio, numpy; the python3 on PATH m
 sys.path.insert(0, str(REPO / "tests" / "integration"))
 sys.path.insert(0, str(REPO / "tests" / "lab"))
 import lab_client  # noqa: E402  (the lab's Python client, owned by the lab)
+import plugin_defaults  # noqa: E402  (the plugin's defaults, as the tests read them)
 
 # TiTiler's recommended environment: what a well-read user of stock GDAL sets.
 # "Recommended Configuration for dynamic tiling" of TiTiler's performance-tuning
@@ -264,11 +265,7 @@ def source_dir(build_dir):
 def plugin_cache_default_mb(build_dir):
     """VSITUNE_CACHE_SIZE's default, MiB, in the source the build was made from
     (common/defaults.h), so a page says the default its numbers were measured at."""
-    text = (source_dir(build_dir) / "common" / "defaults.h").read_text()
-    m = re.search(r"#define VT_DEFAULT_CACHE_SIZE \((\d+)u \* 1024 \* 1024\)", text)
-    if not m:
-        raise RuntimeError("common/defaults.h: no VT_DEFAULT_CACHE_SIZE in MiB")
-    return int(m.group(1))
+    return plugin_defaults.cache_size_default(source_dir(build_dir)) >> 20
 
 
 def sha256(path):

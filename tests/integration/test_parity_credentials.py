@@ -15,17 +15,16 @@ lab's SigV4 verifier, so a GET signed with them is checked by the lab as any oth
 """
 
 import json
-import re
 import subprocess
 import threading
 import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
 import lab_client
+import plugin_defaults
 from parity import Side, assert_same, gdal_at_least, last_seq, uploaded, xfail
 
 COG = "/vsis3/lab/parity/cog/scene.tif"
@@ -345,15 +344,8 @@ print(json.loads(gdal.GetDriverByName("VSITUNE").GetMetadataItem("STATS"))["cach
 '''
 
 
-def _default_budget():
-    """VSITUNE_CACHE_SIZE's default, bytes, as common/defaults.h says."""
-    text = (Path(__file__).resolve().parents[2] / "common" / "defaults.h").read_text()
-    mib = re.search(r"#define VT_DEFAULT_CACHE_SIZE \((\d+)u \* 1024 \* 1024\)", text)
-    return int(mib.group(1)) << 20
-
-
 @pytest.mark.parametrize("opts,want", [
-    ({}, _default_budget()),
+    ({}, plugin_defaults.cache_size_default()),
     ({"CPL_VSIL_CURL_CACHE_SIZE": "3000000"}, 3000000),
     ({"CPL_VSIL_CURL_CACHE_SIZE": "3000000", "VSITUNE_CACHE_SIZE": "5M"}, 5 << 20),
 ], ids=["default", "gdal-option", "vsitune-option-wins"])

@@ -14,7 +14,7 @@ import os
 import random
 import signal
 import subprocess
-import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -91,6 +91,22 @@ def test_another_process_reads_for_free(lab, small_cog, pool):
     assert not segment(pool).exists()
 
 
+def first_line(p, timeout=300):
+    """p's first line of output. A process that prints none within `timeout` seconds is
+    killed and the test fails with its stderr (a reader that hangs never hangs the suite)."""
+    timer = threading.Timer(timeout, p.kill)
+    timer.start()
+    try:
+        line = p.stdout.readline()
+    finally:
+        timer.cancel()
+    if not line:
+        p.kill()
+        pytest.fail(f"no answer within {timeout} s (or exit {p.wait()}): "
+                    f"{p.stderr.read()[-2000:]}")
+    return line
+
+
 def run_readers(lab, cog, n, extra, windows, endpoint="h1", hold=False):
     """n reader processes started together. With hold, each stays attached after its
     reads until all n have read, so they share one segment however far apart the
@@ -102,7 +118,7 @@ def run_readers(lab, cog, n, extra, windows, endpoint="h1", hold=False):
     args += [",".join(map(str, w)) for w in windows]
     procs = [subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(n)]
-    lines = [p.stdout.readline() for p in procs]  # each: its reads are done
+    lines = [first_line(p) for p in procs]  # each: its reads are done
     for p, first in zip(procs, lines):
         out, err = p.communicate(timeout=300)  # closes stdin: a holder leaves
         assert p.returncode == 0, err[-2000:]
@@ -156,13 +172,12 @@ def test_process_pool_second_pass_is_free(lab, small_cog, pool, method):
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
-        assert json.loads(p.stdout.readline() or "{}").get("phase") == "pass1", \
-            p.stderr.read()[-2000:]
+        assert json.loads(first_line(p)).get("phase") == "pass1"
         first = lab.counts()["GET_RANGE"]
         mark = last_seq(lab)
         p.stdin.write("go\n")
         p.stdin.flush()
-        res = json.loads(p.stdout.readline())
+        res = json.loads(first_line(p, 120))
         assert p.wait(timeout=120) == 0
     finally:
         p.kill()
@@ -182,11 +197,7 @@ def hold_reader(lab, cog, extra, windows, endpoint="h1", user=None):
         args = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"] + args
     p = subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    line = p.stdout.readline()
-    if not line:
-        p.kill()
-        pytest.fail(f"reader failed: {p.stderr.read()[-2000:]}")
-    res = json.loads(line)
+    res = json.loads(first_line(p))
     assert res["nerrors"] == 0, res["errors"]
     return p, res
 
@@ -508,7 +519,7 @@ def test_a_64_mb_dev_shm_is_detected_and_fitted(lab, small_cog, pool, tmpfs):
     a = subprocess.Popen(args, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
-        assert json.loads(a.stdout.readline())["nerrors"] == 0
+        assert json.loads(first_line(a))["nerrors"] == 0
         seg = segment(pool, shm_dir=small_shm)
         assert seg.stat().st_size <= 32 << 20
         mark = last_seq(lab)
