@@ -141,7 +141,7 @@ def sec_tile_workers(r):
             f"window a web-map tile covers, resampled to 256x256 from the matching overview) "
             f"under uvicorn serves {res['tiles']} random tiles of {res['scenes']} scenes (the "
             f"same seeded sequence for every row) at concurrency {res['concurrency']}; "
-            f"{res['rtt_ms']} ms RTT, {res['protocol']}. " + med +
+            f"{res['rtt_ms']} ms RTT, {res['protocol']}. " + _spread_note(res) + med +
             "Requests are everything the lab saw; "
             "PSS is the workers' total at the end; the shared segment's pages are counted in "
             "it once (its share of PSS, next to what the segment holds in /dev/shm), where "
@@ -153,6 +153,22 @@ def sec_tile_workers(r):
             f"the row with {res.get('one_budget_mb', 64)} MiB gives the host one process's "
             "budget.\n\n" +
             table(head, rows))
+
+
+def _spread_note(res):
+    """How the tiles spread over the workers: each tile on a connection of its own
+    (bench/probes/tile_load.py says why), and the busiest worker's share of its run's
+    tiles over the runs with res['workers'] workers (empty for results without it)."""
+    shares = [max(t.values()) / sum(t.values()) for x in res.get("runs", [])
+              if x.get("workers") == res["workers"] and (t := x.get("tiles_per_worker"))]
+    if not shares:
+        return ""
+    return ("Each tile is asked on a connection of its own, as a reverse proxy in front of "
+            "uvicorn asks by default, so the kernel spreads the tiles over the workers (over "
+            "keep-alive connections one worker could serve nearly all of a run's tiles, and "
+            "the total PSS followed that, not the contender); in this run's "
+            f"{res['workers']}-worker runs the busiest worker served {min(shares):.0%} to "
+            f"{max(shares):.0%} of the tiles ({1 / res['workers']:.0%} is an even spread). ")
 
 
 def sec_pool5(r):

@@ -197,7 +197,7 @@ def _tile_run(ctx, scenes, contender, workers, extra):
     if r.result:
         run.update({k: r.result[k] for k in ("tiles", "distinct_tiles", "tiles_per_s",
                                              "p50_ms", "p99_ms", "errors", "wrong_tiles",
-                                             "pss")})
+                                             "pss", "tiles_per_worker")})
     return run
 
 

@@ -31,7 +31,8 @@ def read_tile(path, z, x, y):
 @app.get("/tiles/{scene}/{z}/{x}/{y}")
 def tile(scene: int, z: int, x: int, y: int):
     a = read_tile(SCENES[scene], z, x, y)
-    return Response(a.tobytes(), media_type="application/octet-stream")
+    return Response(a.tobytes(), media_type="application/octet-stream",
+                    headers={"x-worker-pid": str(os.getpid())})  # the load's spread
 
 
 @app.get("/pid")

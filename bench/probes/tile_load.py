@@ -2,10 +2,19 @@
 
 Starts uvicorn with the TiTiler-shaped app (tile_app.py) and N worker processes,
 requests TILES random tiles (seeded: the same sequence for every contender) of the
-scenes at CONCURRENCY at once over keep-alive connections, checks every tile's bytes
-against the same tile read from the local file, samples the workers' PSS while they
-still hold everything, stops uvicorn, and prints {"result": {...}}: tiles/s, p50/p99
-latency, errors, wrong tiles, PSS.
+scenes at CONCURRENCY at once, checks every tile's bytes against the same tile read
+from the local file, samples the workers' PSS while they still hold everything, stops
+uvicorn, and prints {"result": {...}}: tiles/s, p50/p99 latency, errors, wrong tiles,
+PSS (the total and each process's, by pid: the workers and uvicorn's helper), tiles
+served by each worker (by pid).
+
+Each tile is asked on a connection of its own, as a reverse proxy in front of uvicorn
+asks by default (nginx proxies with HTTP/1.0, no keep-alive), so the kernel spreads the
+tiles over the workers one by one. Over CONCURRENCY keep-alive connections the spread
+was decided once per run, by which worker accepted which connection: one worker could
+serve nearly every tile while the others idled, and the workers' total PSS moved by a
+third between runs of the same contender (one busy worker's GDAL block cache against
+four smaller ones holding some tiles twice).
 
 usage: tile_load.py LOCAL REMOTE[,REMOTE...] [--workers 4] [--tiles 2000]
                     [--concurrency 16] [--seed 11]
@@ -99,9 +108,10 @@ def main():
         lock = threading.Lock()
         nxt = [0]
 
+        served = {}  # worker pid -> tiles it served
+
         def client():
             nonlocal wrong
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
             while True:
                 with lock:
                     i = nxt[0]
@@ -110,23 +120,27 @@ def main():
                     break
                 s, z, x, y = tiles[i]
                 t0 = time.monotonic()
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
                 try:
-                    conn.request("GET", f"/tiles/{s}/{z}/{x}/{y}")
+                    conn.request("GET", f"/tiles/{s}/{z}/{x}/{y}",
+                                 headers={"Connection": "close"})
                     r = conn.getresponse()
                     body = r.read()
                     ok = r.status == 200
+                    who = r.getheader("x-worker-pid")
                 except (OSError, http.client.HTTPException) as e:
+                    ok, body, who = False, str(e).encode(), None
+                finally:
                     conn.close()
-                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-                    ok, body = False, str(e).encode()
                 dt = time.monotonic() - t0
                 with lock:
                     lat.append(dt)
+                    if who:
+                        served[who] = served.get(who, 0) + 1
                     if not ok:
                         errors.append(f"{tiles[i]}: {body[:200]!r}")
                     elif hashlib.sha1(body).hexdigest() != ref[(z, x, y)]:
                         wrong += 1
-            conn.close()
 
         t0 = time.monotonic()
         ths = [threading.Thread(target=client) for _ in range(a.concurrency)]
@@ -135,7 +149,9 @@ def main():
         for t in ths:
             t.join()
         wall = time.monotonic() - t0
-        mem = pss.total(pss.children(srv.pid) if a.workers > 1 else [srv.pid])
+        pids = pss.children(srv.pid) if a.workers > 1 else [srv.pid]
+        mem = pss.total(pids)
+        mem["each"] = {str(p): (pss.pss(p) or {}).get("pss") for p in pids}  # by pid
         mem["segment_bytes"] = pss.segment_bytes()
     finally:
         srv.send_signal(signal.SIGTERM)
@@ -149,7 +165,7 @@ def main():
         "concurrency": a.concurrency, "wall_s": wall, "tiles_per_s": len(tiles) / wall,
         "p50_ms": percentile(lat, 0.50) * 1000, "p99_ms": percentile(lat, 0.99) * 1000,
         "errors": len(errors), "error_examples": errors[:3], "wrong_tiles": wrong,
-        "pss": mem}}), flush=True)
+        "pss": mem, "tiles_per_worker": served}}), flush=True)
     return 0 if not errors and not wrong else 1
 
 
