@@ -36,12 +36,14 @@ def pss(pid):
 
 
 def total(pids):
-    """Sums over pids: {"pss", "pss_shmem", "rss", "processes"}."""
-    t = {"pss": 0, "pss_shmem": 0, "rss": 0, "processes": 0}
+    """Sums over pids: {"pss", "pss_shmem", "rss", "processes"}, and "each": every
+    process's PSS by pid (read once, with the sums)."""
+    t = {"pss": 0, "pss_shmem": 0, "rss": 0, "processes": 0, "each": {}}
     for p in pids:
         v = pss(p)
         if not v:
             continue
+        t["each"][str(p)] = v["pss"]
         t["processes"] += 1
         for k in ("pss", "pss_shmem", "rss"):
             t[k] += v[k] or 0

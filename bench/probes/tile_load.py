@@ -149,9 +149,7 @@ def main():
         for t in ths:
             t.join()
         wall = time.monotonic() - t0
-        pids = pss.children(srv.pid) if a.workers > 1 else [srv.pid]
-        mem = pss.total(pids)
-        mem["each"] = {str(p): (pss.pss(p) or {}).get("pss") for p in pids}  # by pid
+        mem = pss.total(pss.children(srv.pid) if a.workers > 1 else [srv.pid])
         mem["segment_bytes"] = pss.segment_bytes()
     finally:
         srv.send_signal(signal.SIGTERM)
