@@ -10,7 +10,8 @@
  * doubtful answer (a total of "*") is settled by one HEAD, whose size wins,
  * and the answer's bytes are kept when the ETags agree; when that HEAD fails
  * the open fails saying both, and nothing is remembered. A 404 fails naming
- * the key. A first GET shorter than a block is kept as the head block. The
+ * the key. A first GET that does not end on a block boundary is kept as the
+ * head, in one block or, longer than a block, in several. The
  * objects (12 MB) are larger than the header and a block. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -68,6 +69,7 @@ static int serve_one(int fd, const char *head)
         return lab_answer_head(fd, BIG);
     if (strncmp(line, "GET /lb/big.bin ", 16) == 0 || strncmp(line, "GET /lb/hs.bin ", 15) == 0 ||
         strncmp(line, "GET /lb/short.bin ", 18) == 0 ||
+        strncmp(line, "GET /lb/long.bin ", 17) == 0 ||
         strncmp(line, "GET /lb/doubt.bin ", 18) == 0)
         return lab_answer_range(fd, first, last, BIG, 0);
     if (strncmp(line, "HEAD ", 5) == 0)
@@ -78,6 +80,9 @@ static int serve_one(int fd, const char *head)
 static int setup(void **state)
 {
     (void)state;
+    /* the ranges below are drawn for 64 KiB blocks (the default is 16 KiB):
+     * set before the first open creates the cache */
+    CPLSetConfigOption("VSITUNE_BLOCK_SIZE", "65536");
     return lab_setup_s3(serve_one);
 }
 
@@ -156,6 +161,37 @@ static void test_short_header_kept(void **state)
     vt__object_release(o);
 }
 
+/* A first GET longer than a block that ends inside one (100,000 bytes: a
+ * block and a part) is kept whole as the head: reads anywhere inside it,
+ * across its block boundary and in its last part, cost nothing; a read
+ * past it fetches the object's blocks. */
+static void test_long_head_kept(void **state)
+{
+    static unsigned char buf[100000];
+    vt_object *o;
+    long status;
+    char err[512];
+
+    (void)state;
+    CPLSetConfigOption("VSITUNE_HEADER_SIZE", "100000");
+    CPLSetConfigOption("VSITUNE_FIRST_READ_MAX", "0");
+    assert_int_equal(lab_open("lb/long.bin", &o, &status, err), VT_OK);
+    CPLSetConfigOption("VSITUNE_FIRST_READ_MAX", NULL);
+    CPLSetConfigOption("VSITUNE_HEADER_SIZE", NULL);
+    assert_int_equal(seen("GET /lb/long.bin ", "Range: bytes=0-99999\r\n"), 1);
+    assert_int_equal(lab_read1(o, NULL, buf, 0, 100000, err), VT_OK);
+    lab_check_bytes(buf, 0, 100000);
+    assert_int_equal(lab_read1(o, NULL, buf, HEADER - 100, 200, err), VT_OK);
+    lab_check_bytes(buf, HEADER - 100, 200);
+    assert_int_equal(lab_read1(o, NULL, buf, 99000, 1000, err), VT_OK);
+    lab_check_bytes(buf, 99000, 1000);
+    assert_int_equal(seen("GET /lb/long.bin ", NULL), 1);
+    assert_int_equal(lab_read1(o, NULL, buf, 99000, 2000, err), VT_OK);
+    lab_check_bytes(buf, 99000, 2000);
+    assert_int_equal(seen("GET /lb/long.bin ", NULL), 2);
+    vt__object_release(o);
+}
+
 static void test_empty_object(void **state)
 {
     vt_object *o;
@@ -230,6 +266,7 @@ int main(void)
         cmocka_unit_test(test_one_header_get),
         cmocka_unit_test(test_header_size_option),
         cmocka_unit_test(test_short_header_kept),
+        cmocka_unit_test(test_long_head_kept),
         cmocka_unit_test(test_empty_object),
         cmocka_unit_test(test_doubtful_answer_settled_by_head),
         cmocka_unit_test(test_doubtful_answer_head_fails),

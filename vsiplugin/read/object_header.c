@@ -240,12 +240,12 @@ static size_t prefix_len(const vt_object *o)
 void vt__object_note_reads(vt_object *o, size_t n, const uint64_t *off,
                            const size_t *len)
 {
-    uint64_t bs = vt__cache_block_size(vt__object_cache()), end = 0, seen;
+    uint64_t cap = o->learn_cap, end = 0, seen;
     size_t i;
 
     for (i = 0; i < n; i++)
-        if (len[i] > 0 && off[i] < bs && off[i] + len[i] > end)
-            end = off[i] + len[i] < bs ? off[i] + len[i] : bs;
+        if (len[i] > 0 && off[i] < cap && off[i] + len[i] > end)
+            end = off[i] + len[i] < cap ? off[i] + len[i] : cap;
     seen = __atomic_load_n(&o->read_end, __ATOMIC_RELAXED);
     while (end > seen &&
            !__atomic_compare_exchange_n(&o->read_end, &seen, end, 1,
@@ -289,23 +289,28 @@ static int make_head_key(vt_object *o)
     return o->head_key != NULL;
 }
 
-/* Keep the first GET's body: as blocks of the object when it fills them
- * (or is the whole object), else as the head block (a GET shorter than a
- * block, hdrsize.h) that reads inside it are served from. */
+/* Keep the first GET's body: as blocks of the object when it ends on a
+ * block boundary (or is the whole object), else as the head (a learned GET,
+ * hdrsize.h): blocks of their own key, the last one short, that reads
+ * inside the head are served from. Not as the object's blocks: a short
+ * block there would read as the object's end. */
 static void keep_first_bytes(vt_object *o, const unsigned char *data,
                              size_t len)
 {
     size_t bs = vt__cache_block_size(vt__object_cache());
+    uint64_t most = vt__opt_size(o->path, VT_OPT_HEADER_SIZE);
 
-    if (len >= bs || len >= o->size) {
+    if (len % bs == 0 || len >= o->size) {
         seed_blocks(o, o->cache_key, data, len, 0);
         return;
     }
     if (!make_head_key(o))
         return; /* the bytes are read again through the blocks */
-    /* An earlier load of this version may have left a head block of
-     * another length (less was learned then): this answer's replaces it. */
-    vt__cache_drop(vt__object_cache(), o->head_key, 0, 1);
+    /* An earlier load of this version may have left a head of another
+     * length (less was learned then, or the option was larger): this
+     * answer's replaces it. */
+    vt__cache_drop(vt__object_cache(), o->head_key, 0,
+                   (most > len ? most : len) / bs + 1);
     seed_blocks(o, o->head_key, data, len, 1);
     o->head_len = len;
 }
@@ -313,21 +318,27 @@ static void keep_first_bytes(vt_object *o, const unsigned char *data,
 void vt__object_find_head(vt_object *o)
 {
     vt_cache *c = vt__object_cache();
+    size_t bs = vt__cache_block_size(c), total = 0, blen = bs;
+    uint64_t idx, most = vt__opt_size(o->path, VT_OPT_HEADER_SIZE) / bs + 1;
     vt_block_role role;
     vt_block *b;
-    size_t blen = 0;
 
     if (!make_head_key(o))
         return;
-    b = vt__cache_lookup(c, o->head_key, 0, &role);
-    if (b && role == VT_ROLE_HIT)
-        (void)vt__block_data(b, &blen);
-    else if (b && role == VT_ROLE_FILL)
-        vt__cache_fail(c, b, VT_ENOTFOUND, NULL); /* nobody stored it */
-    if (b)
-        vt__cache_release(c, b);
-    if (blen > 0 && blen < o->size)
-        o->head_len = blen;
+    /* the head's blocks in order, up to its short last one */
+    for (idx = 0; idx < most && blen == bs; idx++) {
+        blen = 0;
+        b = vt__cache_lookup(c, o->head_key, idx, &role);
+        if (b && role == VT_ROLE_HIT)
+            (void)vt__block_data(b, &blen);
+        else if (b && role == VT_ROLE_FILL)
+            vt__cache_fail(c, b, VT_ENOTFOUND, NULL); /* nobody stored it */
+        if (b)
+            vt__cache_release(c, b);
+        total += blen;
+    }
+    if (blen > 0 && blen < bs && total < o->size)
+        o->head_len = total;
     else {
         free(o->head_key);
         o->head_key = NULL;
@@ -402,8 +413,12 @@ vt_err vt__object_load_header(vt_object *o, long *http_status, char *errbuf,
     if (o->size > 0 && use_bytes) {
         keep_first_bytes(o, r.body, r.body_len);
         keep_spans(o, r.body, r.body_len);
-        if (learn) /* taught when read and let go: vt__object_teach */
+        if (learn) { /* taught when read and let go: vt__object_teach */
             o->learn_need = header_need(o, r.body, r.body_len);
+            o->learn_cap = vt__opt_size(o->path, VT_OPT_HEADER_SIZE);
+            if (o->learn_cap < vt__cache_block_size(vt__object_cache()))
+                o->learn_cap = vt__cache_block_size(vt__object_cache());
+        }
     }
     o->size_seen = use_bytes && r.body_len == o->size;
 out:

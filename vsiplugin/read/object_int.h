@@ -40,15 +40,19 @@ struct vt_object {
                              path, credential identity), or NULL */
     char *etag;           /* as the server sent it, or "" */
     char *head_key;       /* cache_key + "\nhead": the cache key of the
-                             object's first head_len bytes kept as one
-                             short block (a first GET smaller than a block,
+                             object's first head_len bytes kept as blocks
+                             of their own, the last one short (a first GET
+                             that does not end on a block boundary,
                              hdrsize.h), or NULL */
-    size_t head_len;      /* set at load, then read-only; 0: no head block */
+    size_t head_len;      /* set at load, then read-only; 0: no head */
     uint64_t learn_need;  /* set at load, then read-only: what the first
                              answer says the header needs (hdrsize.h), or
                              0: this load teaches nothing */
-    uint64_t read_end;    /* atomic: the furthest end, inside the first
-                             block, of the reads made of it */
+    uint64_t learn_cap;   /* set at load with learn_need: reads are learned
+                             up to here (VSITUNE_HEADER_SIZE, at least a
+                             block) */
+    uint64_t read_end;    /* atomic: the furthest end, below learn_cap, of
+                             the reads made of it */
     int read_noted;       /* atomic: taught its prefix (once) */
     uint64_t size;
     vt_tiff_span *spans;  /* set at load, read-only after: the byte spans of
