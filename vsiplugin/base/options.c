@@ -55,7 +55,7 @@ const struct vt_opt_def vt__opts[VT_OPT_COUNT] = {
         "GDAL's cache budget, taken as vsitune's when VSITUNE_CACHE_SIZE is "
         "unset"),
     [VT_OPT_BLOCK_SIZE] = SIZE("VSITUNE_BLOCK_SIZE", 0, VT_DEFAULT_BLOCK_SIZE,
-        4096, 16 * MIB, "`64K`", "cache block size; reads are block-aligned"),
+        4096, 16 * MIB, "`16K`", "cache block size; reads are block-aligned"),
     [VT_OPT_HEADER_SIZE] = SIZE("VSITUNE_HEADER_SIZE", 1,
         VT_DEFAULT_HEADER_SIZE, KIB, 64 * MIB, "`64K`",
         "bytes the first GET of an object fetches"),
