@@ -5,7 +5,8 @@ Replays block-access traces of the three workloads of issue 11 through several
 eviction policies and prints the hit ratios, so the choice in docs/architecture.md
 ("Eviction: why LIRS") rests on numbers, not on taste. The traces are built from
 the real layout of the lab's s2 fixture (each tile's byte range, from GDAL's
-BLOCK_OFFSET/BLOCK_SIZE metadata), cut into the plugin's 64 KiB cache blocks:
+BLOCK_OFFSET/BLOCK_SIZE metadata), cut into 64 KiB cache blocks (the plugin's block
+size when the policy was chosen; its default is 16 KiB since issue 22):
 
   dask      an 8192x8192 region in 1024x1024 chunks, 4 workers taking chunks in
             turn (their reads interleaved), the whole region twice; measured on the

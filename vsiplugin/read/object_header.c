@@ -28,10 +28,12 @@
  * opens and reads it in separate steps. The header blocks of the last
  * HDR_RING objects loaded stay pinned (pinned blocks stay findable even past
  * the budget, cache.h), so VSITUNE_CACHE_SIZE=0 still opens a file with one
- * request: at most HDR_RING x VSITUNE_HEADER_SIZE bytes. Own lock, never held
- * with another: the pins it lets go are released after unlocking. */
+ * request: at most HDR_RING x HDR_RING_BLOCKS blocks (4 MiB in 16 KiB
+ * blocks: a first GET up to VSITUNE_FIRST_READ_MAX, near.h, stays whole).
+ * Own lock, never held with another: the pins it lets go are released
+ * after unlocking. */
 #define HDR_RING 16
-#define HDR_RING_BLOCKS 4
+#define HDR_RING_BLOCKS 16
 #define TIFF_SPANS 64 /* images of a TIFF whose spans are kept: a COG has
                          one per level, and one per level's mask */
 static pthread_mutex_t ring_mu = PTHREAD_MUTEX_INITIALIZER;
