@@ -147,9 +147,9 @@ void vt__object_note_reads(vt_object *o, size_t n, const uint64_t *off,
  * object; no lock held. */
 void vt__object_teach(vt_object *o);
 
-/* object_read.c's fast path: copy the n ranges from o's head block when
- * every one lies inside it and the block is in the cache: 1; else 0 (the
- * block path reads them). */
+/* object_header.c, object_read.c's fast path: copy the n ranges from o's
+ * head blocks when every one lies inside the head and its blocks are in the
+ * cache: 1; else 0 (the block path reads them). */
 int vt__object_read_head(vt_object *o, size_t n, void *const *dst,
                          const uint64_t *off, const size_t *len);
 

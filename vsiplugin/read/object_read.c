@@ -23,11 +23,6 @@
 #include "shm/shmmeta.h"
 #include "stats/stats.h"
 
-/* The most head blocks one read is served from (vt__object_read_head): a
- * default head is at most VSITUNE_HEADER_SIZE (64 KiB) in 16 KiB blocks;
- * reads across more go through the object's blocks. */
-#define HEAD_BLOCKS_MAX 8
-
 typedef struct pinned {
     uint64_t idx;
     vt_block *blk;
@@ -547,61 +542,6 @@ static vt_err copy_out(const vt_object *o, size_t bs, const pinned *p,
         }
     }
     return VT_OK;
-}
-
-int vt__object_read_head(vt_object *o, size_t n, void *const *dst,
-                         const uint64_t *off, const size_t *len)
-{
-    vt_cache *c = vt__object_cache();
-    size_t bs = vt__cache_block_size(c), i, nb, blen;
-    vt_block *held[HEAD_BLOCKS_MAX] = {0};
-    const unsigned char *data[HEAD_BLOCKS_MAX];
-    uint64_t lo = UINT64_MAX, hi = 0, idx;
-    vt_block_role role;
-    int served = 1;
-
-    for (i = 0; i < n; i++) {
-        if (off[i] > o->head_len || len[i] > o->head_len - off[i])
-            return 0;
-        if (len[i] > 0 && off[i] / bs < lo)
-            lo = off[i] / bs;
-        if (len[i] > 0 && (off[i] + len[i] - 1) / bs > hi)
-            hi = (off[i] + len[i] - 1) / bs;
-    }
-    if (lo == UINT64_MAX)
-        return 1; /* nothing to copy */
-    nb = (size_t)(hi - lo + 1);
-    if (nb > HEAD_BLOCKS_MAX)
-        return 0; /* a long head (a large VSITUNE_HEADER_SIZE): the blocks */
-    for (idx = lo; idx <= hi; idx++) {
-        vt_block *b = vt__cache_lookup(c, o->head_key, idx, &role);
-        held[idx - lo] = b;
-        if (b && role == VT_ROLE_FILL) /* evicted: never refetched here */
-            vt__cache_fail(c, b, VT_ENOTFOUND, NULL);
-        blen = 0;
-        if (b && role == VT_ROLE_HIT)
-            data[idx - lo] = vt__block_data(b, &blen);
-        /* the same key is the same object version: a longer head (an
-         * earlier load's, asked when more was learned) serves too */
-        if (blen < bs && blen < o->head_len - idx * bs)
-            served = 0;
-    }
-    for (i = 0; served && i < n; i++) {
-        uint64_t pos = off[i], end = off[i] + len[i];
-        unsigned char *d = dst[i];
-        while (pos < end) {
-            size_t in = (size_t)(pos % bs), take = bs - in;
-            if (take > end - pos)
-                take = (size_t)(end - pos);
-            memcpy(d, data[pos / bs - lo] + in, take);
-            d += take;
-            pos += take;
-        }
-    }
-    for (i = 0; i < nb; i++)
-        if (held[i])
-            vt__cache_release(c, held[i]);
-    return served;
 }
 
 vt_err vt__object_read(vt_object *o, const vt_read_opts *opts, size_t n,
