@@ -16,6 +16,7 @@
 #include <openssl/pem.h>
 
 #include "auth/creds_parse.h"
+#include "auth/sigv4.h"
 
 /* ---- base64 ------------------------------------------------------------ */
 
@@ -157,7 +158,7 @@ static char *rs256(const char *pem, const char *msg, char *errbuf,
         snprintf(errbuf, errlen, "cannot read the service account's private key");
         goto out;
     }
-    if (!ctx || EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, key) != 1 ||
+    if (!ctx || EVP_DigestSignInit(ctx, NULL, vt__sha256_md(), NULL, key) != 1 ||
         EVP_DigestSign(ctx, NULL, &slen, (const unsigned char *)msg,
                        strlen(msg)) != 1 ||
         !(sig = malloc(slen)) ||

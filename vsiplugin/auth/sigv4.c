@@ -169,21 +169,28 @@ static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
 
 static void sha256_fetch(void) { sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL); }
 
-static const EVP_MD *sha256(void)
+const EVP_MD *vt__sha256_md(void)
 {
     pthread_once(&sha256_once, sha256_fetch);
     return sha256_md ? sha256_md : EVP_sha256();
 }
 #else
-static const EVP_MD *sha256(void) { return EVP_sha256(); }
+const EVP_MD *vt__sha256_md(void) { return EVP_sha256(); }
 #endif
+
+static const EVP_MD *sha256(void) { return vt__sha256_md(); }
+
+int vt__sha256(const void *data, size_t n, unsigned char out[32])
+{
+    unsigned int mdlen = 0;
+    return EVP_Digest(data, n, out, &mdlen, sha256(), NULL) && mdlen == 32 ? 0 : -1;
+}
 
 void vt__sha256_hex(const void *data, size_t n, char out[65])
 {
     static const char hex[] = "0123456789abcdef";
     unsigned char md[32];
-    unsigned int mdlen = 0;
-    if (!EVP_Digest(data, n, md, &mdlen, sha256(), NULL) || mdlen != 32) {
+    if (vt__sha256(data, n, md) != 0) {
         memset(out, '0', 64); /* cannot happen with a working libcrypto */
         out[64] = '\0';
         return;

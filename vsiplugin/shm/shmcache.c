@@ -27,11 +27,11 @@
  * file: it never calls back). */
 #include "shm/shmcache.h"
 
-#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "auth/sigv4.h"
 #include "base/error.h"
 #include "shm/shm_int.h"
 #include "shm/shmblocks.h"
@@ -41,9 +41,7 @@
 
 void vt__shm_digest(const char *identity, uint8_t out[32])
 {
-    unsigned int n = 0;
-    if (!EVP_Digest(identity, strlen(identity), out, &n, EVP_sha256(), NULL) ||
-        n != 32)
+    if (vt__sha256(identity, strlen(identity), out) != 0)
         memset(out, 0, 32); /* never happens; all-zero names nothing real */
 }
 

@@ -16,6 +16,7 @@
 
 #include "auth/credkey.h"
 #include "auth/creds.h"
+#include "auth/sigv4.h"
 #include "backends/s3/s3.h"
 #include "base/config.h"
 
@@ -64,7 +65,7 @@ static int request_shape(const char *path, char *out, size_t outlen)
     unsigned char md[32];
     unsigned int n = 0;
     char h[33];
-    int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+    int ok = ctx && EVP_DigestInit_ex(ctx, vt__sha256_md(), NULL);
     size_t i;
 
     for (i = 0; ok && names[i]; i++) {
