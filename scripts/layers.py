@@ -55,6 +55,7 @@ LAYERS = {
     # 0 base
     "vsiplugin/base/error.c": 0, "vsiplugin/base/error.h": 0,
     "vsiplugin/base/xmlscan.c": 0, "vsiplugin/base/xmlscan.h": 0,
+    "vsiplugin/base/sha256.c": 0, "vsiplugin/base/sha256.h": 0,
     "common/sizeparse.c": 0, "common/sizeparse.h": 0,
     "common/defaults.h": 0, "common/statsnames.h": 0,
     "common/smallfile.c": 0, "common/smallfile.h": 0,

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "auth/sigv4.h"
+#include "base/sha256.h"
 #include "backends/backend.h"
 #include "compat/gdal_error.h"
 #include "http/engine.h"

@@ -38,6 +38,7 @@
 #include "http/engine.h"
 #include "backends/s3/s3.h"
 #include "auth/sigv4.h"
+#include "base/sha256.h"
 
 static int usage(void)
 {

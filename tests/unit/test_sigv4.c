@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 
 #include "auth/sigv4.h"
+#include "base/sha256.h"
 
 #define SUITE_AK "AKIDEXAMPLE"
 #define SUITE_SK "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"

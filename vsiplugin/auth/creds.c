@@ -34,6 +34,7 @@
 
 #include "auth/creds_int.h"
 #include "auth/creds_parse.h"
+#include "base/sha256.h"
 #include "compat/gdal_error.h"
 #include "auth/sigv4.h"
 

@@ -27,6 +27,7 @@
 #include "auth/creds_int.h"
 #include "auth/creds_parse.h"
 #include "auth/sigv4.h"
+#include "base/sha256.h"
 
 #define STS_TIMEOUT_MS 10000
 #define STS_URL_CAP 16384

@@ -16,7 +16,7 @@
 #include <openssl/pem.h>
 
 #include "auth/creds_parse.h"
-#include "auth/sigv4.h"
+#include "base/sha256.h"
 
 /* ---- base64 ------------------------------------------------------------ */
 

@@ -35,6 +35,7 @@
 #include "auth/creds_parse.h"
 #include "auth/sigv4.h"
 #include "base/forksafe.h"
+#include "base/sha256.h"
 
 #define TOKENS 8
 #define EARLY_S 5 /* GetBearer refreshes 5 s before expires_in */

@@ -4,13 +4,14 @@
  * unsorted and the path unencoded, so keys with spaces or '+' fail. This file
  * builds the canonical request, the string to sign and the Authorization
  * value with OpenSSL libcrypto (SHA-256; HMAC over it is ours) and nothing
- * else: no I/O, no locks, callable from any thread. One global: the SHA-256
- * implementation, fetched once (sha256() below).
+ * else: no I/O, no locks, callable from any thread. Its SHA-256 is the
+ * plugin's one, fetched once (base/sha256.h).
  *
  * Every string is built in a bounded growable buffer (struct sbuf, capped at
  * SIGV4_MAX_TEXT) so a hostile header list cannot make us allocate without
  * limit; going over the cap is VT_EINVAL. */
 #include "auth/sigv4.h"
+#include "base/sha256.h"
 
 #include <ctype.h>
 #include <stdint.h>
@@ -18,8 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include <pthread.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -158,49 +157,7 @@ static char *pct_decode(const char *s, size_t n)
     return out;
 }
 
-/* SHA-256, fetched from the default provider once. Given EVP_sha256(),
- * OpenSSL 3 looks the algorithm up again on every digest (a property query
- * under its store's lock): that lookup was most of the signer's time (issue
- * 22, perf of many-object opens). OpenSSL 1.1 (the bullseye build) has no
- * fetch and its EVP_sha256() is a plain table. */
-#if OPENSSL_VERSION_NUMBER >= 0x30000000L
-static EVP_MD *sha256_md;
-static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
-
-static void sha256_fetch(void) { sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL); }
-
-const EVP_MD *vt__sha256_md(void)
-{
-    pthread_once(&sha256_once, sha256_fetch);
-    return sha256_md ? sha256_md : EVP_sha256();
-}
-#else
-const EVP_MD *vt__sha256_md(void) { return EVP_sha256(); }
-#endif
-
 static const EVP_MD *sha256(void) { return vt__sha256_md(); }
-
-int vt__sha256(const void *data, size_t n, unsigned char out[32])
-{
-    unsigned int mdlen = 0;
-    return EVP_Digest(data, n, out, &mdlen, sha256(), NULL) && mdlen == 32 ? 0 : -1;
-}
-
-void vt__sha256_hex(const void *data, size_t n, char out[65])
-{
-    static const char hex[] = "0123456789abcdef";
-    unsigned char md[32];
-    if (vt__sha256(data, n, md) != 0) {
-        memset(out, '0', 64); /* cannot happen with a working libcrypto */
-        out[64] = '\0';
-        return;
-    }
-    for (int i = 0; i < 32; i++) {
-        out[2 * i] = hex[md[i] >> 4];
-        out[2 * i + 1] = hex[md[i] & 15];
-    }
-    out[64] = '\0';
-}
 
 void vt__amz_date(long long t, char out[17])
 {

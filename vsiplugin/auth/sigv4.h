@@ -7,7 +7,6 @@
 #ifndef VT_SIGV4_H
 #define VT_SIGV4_H
 
-#include <openssl/evp.h>
 #include <stddef.h>
 
 #include "base/error.h"
@@ -41,16 +40,6 @@ typedef struct vt_sigv4_output {
 vt_err vt__sigv4_sign(const vt_sigv4_input *in, vt_sigv4_output *out);
 void vt__sigv4_output_clear(vt_sigv4_output *out);
 
-/* libcrypto's SHA-256, fetched once: every digest of the plugin uses it
- * (given EVP_sha256(), OpenSSL 3 looks the algorithm up again on each use,
- * under its store's lock). Never NULL with a working libcrypto. */
-const EVP_MD *vt__sha256_md(void);
-
-/* SHA-256 of n bytes into out: 0, or -1 when libcrypto fails. */
-int vt__sha256(const void *data, size_t n, unsigned char out[32]);
-
-/* Hex SHA-256 of n bytes into out (65 bytes with the NUL). */
-void vt__sha256_hex(const void *data, size_t n, char out[65]);
 
 /* HMAC-SHA-256 of msg (mlen bytes) under key into out: 0, or -1 when
  * libcrypto fails. The same fetched SHA-256 as the signer's. */

@@ -31,8 +31,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "auth/sigv4.h"
 #include "base/error.h"
+#include "base/sha256.h"
 #include "shm/shm_int.h"
 #include "shm/shmblocks.h"
 

@@ -18,6 +18,7 @@
 #include "backends/failmem.h"
 #include "backends/gs/gs_int.h"
 #include "backends/listxml.h"
+#include "base/sha256.h"
 
 static vt_err gs_get(const char *bucket, const char *key, uint64_t off,
                      uint64_t len, const char *etag, vt_http_resp *resp,

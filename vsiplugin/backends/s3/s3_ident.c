@@ -16,9 +16,9 @@
 
 #include "auth/credkey.h"
 #include "auth/creds.h"
-#include "auth/sigv4.h"
 #include "backends/s3/s3.h"
 #include "base/config.h"
+#include "base/sha256.h"
 
 static void hex(const unsigned char *md, unsigned n, char *out)
 {
