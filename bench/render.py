@@ -247,7 +247,7 @@ def sec_cold(r, key, title, intro, img):
         rows.append([cell["rtt_ms"], PROTO[cell["protocol"]], SHORT[c],
                      f"{f(v['requests'])} ({f(v['lists'])} LIST)", f(v["connections"]),
                      f(v["bytes"]), f(_ms(v["wall_s"])), f(v["wall_rtt"], 1),
-                     f(_ms(cell["floor_s"])), x(v["over_floor"]),
+                     f(_ms(cell["floor_s"])), x(v["over_floor"]), x(v.get("over_rtt_floor")),
                      x(v.get("vsitune_speedup")) if c != "vsitune" else "",
                      f"{v['failed']}" + (f", {v['wrong_checksums']} wrong" if v.get("wrong_checksums") else "")
                      + ("" if _stalls(v) == "0" else f"; stalls: {_stalls(v)}")])
@@ -261,22 +261,34 @@ def sec_cold(r, key, title, intro, img):
                   "interpreter start, no imports, which dominate the wall time above on this "
                   "loaded machine), against its floor: the fastest open + read of the local file "
                   f"({f(_ms(min(res.get('local_open_read_s') or [0])))} ms: driver registration, "
-                  "header parse, decode) + connect and request round trips + transfer, as "
-                  "below:\n\n" +
+                  "header parse, decode) + the wire floor above, as below:\n\n" +
                   table(["RTT ms", "protocol", "contender", "open+read ms", "in RTTs",
                          "floor ms", "× floor"], irows))
+    wires = "; ".join(f"{cell['rtt_ms']} ms {PROTO[cell['protocol']]} "
+                      f"{f(_ms(cell['floor_parts'].get('wire_s')), 1)} ms"
+                      for cell in res["cells"] if cell["floor_parts"].get("wire_s") is not None)
+    ranges = fl.get("wire_ranges") or []
     note = (f"Floor = the same program against the local file (fastest of {res['reps']} runs: "
             f"{f(_ms(res.get('local_wall_s')))} ms, median {f(_ms(res.get('local_median_s')))} ms: "
-            "interpreter start, imports, open, decode) + "
-            f"connect round trips (0 for plain HTTP: the lab's delay proxy does not delay TCP's "
-            f"handshake; 1 for TLS 1.3) + {fl.get('request_rtts')} request round trip(s) + the "
-            f"smallest byte count any contender moved, at the lab's loopback rate "
-            f"({f((r['meta'].get('fixture', {}).get('loopback_bytes_per_s') or 0) / 1e6)} MB/s). "
+            "interpreter start, imports, open, decode) + the wire floor: a plain libcurl client "
+            "(bench/probes/floor_get.c --ranges) that connects through the same endpoint at the "
+            "same RTT and GETs, signed (SigV4) as the contenders' GETs are, of the same object, "
+            f"{' then '.join('bytes ' + x for x in ranges)} (the header up to the first tile's "
+            "data" + (", then the window's internal tile" if len(ranges) > 1 else "") +
+            f", one request each), fastest of {res['reps']} runs, alternated with the contenders: "
+            f"{wires}. × RTT floor: the same local part + only the round trips and the transfer "
+            f"(connect round trips: 0 for plain HTTP, the lab's delay proxy does not delay TCP's "
+            f"handshake, 1 for TLS 1.3; {fl.get('request_rtts')} request round trip(s); the "
+            f"smallest byte count any contender moved at the lab's loopback rate, "
+            f"{f((r['meta'].get('fixture', {}).get('loopback_bytes_per_s') or 0) / 1e6)} MB/s), "
+            "which no client reaches: it leaves out the time each request costs the lab's servers "
+            "(signature check, storage, the delay proxy, TLS) on this machine's two cores. "
             f"{res['reps']} runs per cell, alternated; medians. " +
             (_rule_words(res) + "." if res.get("stall_rule") else ""))
     return (f"## {title}\n\n{intro}\n\n" +
             table(["RTT ms", "protocol", "contender", "requests", "conn.", "bytes", "wall ms",
-                   "wall / RTT", "floor ms", "× floor", "vsitune faster by", "failed runs"], rows) +
+                   "wall / RTT", "floor ms", "× floor", "× RTT floor", "vsitune faster by",
+                   "failed runs"], rows) +
             f"\n\n{note}" + inside + _img(title, img))
 
 

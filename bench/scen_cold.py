@@ -5,9 +5,14 @@
    every contender, runs alternated A B C A B C and repeated. For each run: the
    wall time of the whole process (start to exit, timed here), the requests and
    connections the lab saw. Beside them, the floor: the same process against the
-   local file (process start, imports, decode) plus the round trips no client can
-   avoid (connect, then two request round trips for a window: header, tile; one
-   for gdalinfo) plus the transfer of the bytes at the lab's loopback rate.
+   local file (process start, imports, decode) plus the wire's part no client can
+   avoid, measured on the same endpoint at the same RTT: a plain libcurl client
+   (bench/probes/floor_get.c --ranges) connects and GETs, signed as the contenders'
+   GETs are, the header's bytes, then (for a window) the tile's bytes of the same
+   object, alternated with the contenders' runs. Also
+   shown, the arithmetic floor the wire term replaces: connect round trips +
+   request round trips + the transfer at the lab's loopback rate, which leaves out
+   what every request costs the lab's servers and TLS its CPU.
 """
 
 import http.client
@@ -15,6 +20,7 @@ import os
 import time
 
 import common
+import scen_many
 import stalls
 from common import CONTENDERS, PROBES, PYTHON, median, ratio
 
@@ -53,14 +59,53 @@ def _grid(ctx):
     return [(rtt, ep) for rtt in ctx.p["rtts_ms"] for ep in ctx.p["protocols"]]
 
 
-def _measure(ctx, name, argv_for, local_argv, reps, request_rtts, check):
+def wire_ranges(ctx, tile):
+    """The ranges the wire floor GETs, as "FIRST-LAST": the header's bytes (where
+    the first tile's data starts), then, if `tile`, the window's internal tile as
+    the TIFF's offsets place it (bench/probes/cog_ranges.py on the local file)."""
+    x, y, _ = ctx.window
+    r = common.run_child([PYTHON, PROBES / "cog_ranges.py", ctx.local_path, x, y],
+                         common.lab_client.gdal_env({}), timeout=ctx.p["watchdog_s"])
+    if not r.ok or not r.result:
+        raise RuntimeError(f"reading the fixture's layout failed: {r.error()}")
+    out = [f"0-{r.result['header_bytes'] - 1}"]
+    if tile:
+        off = r.result["tile_offset"]
+        out.append(f"{off}-{off + r.result['tile_bytes'] - 1}")
+    return out
+
+
+def _wire(ctx, exe, ep, rtt, ranges):
+    """One wire-floor run: floor_get --ranges, signed, of the contenders' own object,
+    on a new connection through `ep` at `rtt`."""
+    lab = ctx.lab
+    lab.reset()
+    lab.set_delay(rtt // 2, ep)
+    ca = lab.env(ep).get("CURL_CA_BUNDLE") or "-"
+    url = lab.endpoint_url(ep) + ctx.remote_path[len("/vsis3"):]
+    r = common.run_child([exe, "--ranges", url, ca, *ranges],
+                         scen_many.floor_env(lab, ep, signed=True), timeout=ctx.p["watchdog_s"])
+    log = lab.log()
+    return {"ok": r.ok and bool(r.result) and r.result.get("signed") is True and
+            all(e.get("sig") == "ok" for e in log),
+            "error": r.error(), "killed": r.timed_out,
+            "elapsed_s": (r.result or {}).get("elapsed_s"),
+            "requests": common.request_summary(log),
+            "connections": lab.connections(ep)["accepted"]}
+
+
+def _measure(ctx, name, argv_for, local_argv, reps, ranges, check):
     """Run one cold scenario: argv_for(path) builds the command; local_argv is
-    the floor's command. Returns the scenario's results dict."""
+    the floor's command, `ranges` the wire floor's GETs (one request round trip
+    each). Returns the scenario's results dict."""
     lab, prog = ctx.lab, ctx.progress
     grid = _grid(ctx)
-    prog.start(name, reps * (1 + len(grid) * len(CONTENDERS)))
+    request_rtts = len(ranges)
+    exe = scen_many.build_floor(ctx)
+    prog.start(name, reps * (1 + len(grid) * (1 + len(CONTENDERS))))
     local, local_inside = [], []
     runs = {(rtt, ep, c): [] for rtt, ep in grid for c in CONTENDERS}
+    wires = {(rtt, ep): [] for rtt, ep in grid}
     for rep in range(reps):
         # the floor's process (same program, local file), alternated with the rest
         env = common.lab_client.gdal_env({}, vsitune=False)
@@ -70,6 +115,10 @@ def _measure(ctx, name, argv_for, local_argv, reps, request_rtts, check):
             local_inside.append(r.result["open_s"] + r.result["read_s"])
         prog.step(f"local file {r.wall:.2f} s")
         for rtt, ep in grid:
+            w = _wire(ctx, exe, ep, rtt, ranges)
+            wires[(rtt, ep)].append(w)
+            prog.step(f"wire floor {ep} RTT {rtt} ms: " +
+                      (f"{w['elapsed_s'] * 1000:.1f} ms" if w["ok"] else f"FAILED {w['error']}"))
             for c in CONTENDERS:
                 lab.reset()
                 env = common.contender_env(lab, c, ep, ctx.build_dir)
@@ -92,14 +141,22 @@ def _measure(ctx, name, argv_for, local_argv, reps, request_rtts, check):
         min_bytes = min((run["requests"]["bytes"] for c in CONTENDERS
                          for run in runs[(rtt, ep, c)] if run["ok"]), default=None)
         transfer = min_bytes / ctx.rate if (min_bytes and ctx.rate) else 0.0
-        floor = (local_wall + (connect_rtts(ep) + request_rtts) * rtt / 1000 + transfer
-                 if local_wall is not None else None)
+        # the wire's part: the fastest plain libcurl connect + GETs (a floor, not a
+        # typical run); the arithmetic one beside it (round trips + transfer only)
+        ws = wires[(rtt, ep)]
+        wire = min((w["elapsed_s"] for w in ws if w["ok"]), default=None)
+        rtt_wire = (connect_rtts(ep) + request_rtts) * rtt / 1000 + transfer
+        floor = local_wall + wire if local_wall is not None and wire is not None else None
+        rtt_floor = local_wall + rtt_wire if local_wall is not None else None
         # open + read of the local file (driver registration, header parse, decode),
         # plus what the network adds at the least
-        net_floor = (min(local_inside) + (connect_rtts(ep) + request_rtts) * rtt / 1000 + transfer
-                     if local_inside else None)
+        net_floor = min(local_inside) + wire if local_inside and wire is not None else None
         row = {"rtt_ms": rtt, "protocol": ep, "floor_s": floor, "network_floor_s": net_floor,
-               "floor_parts": {"local_process_s": local_wall, "connect_rtts": connect_rtts(ep),
+               "rtt_floor_s": rtt_floor,
+               "floor_parts": {"local_process_s": local_wall, "wire_s": wire,
+                               "wire_median_s": median([w["elapsed_s"] for w in ws if w["ok"]]),
+                               "wire_runs": ws, "wire_ranges": ranges,
+                               "connect_rtts": connect_rtts(ep),
                                "request_rtts": request_rtts, "transfer_bytes": min_bytes,
                                "transfer_s": transfer},
                "contenders": {}}
@@ -123,6 +180,7 @@ def _measure(ctx, name, argv_for, local_argv, reps, request_rtts, check):
                 "connections": median([x["connections"] for x in ok]),
                 "bytes": median([x["requests"]["bytes"] for x in ok]),
                 "over_floor": ratio(wall, floor),
+                "over_rtt_floor": ratio(wall, rtt_floor),
                 "open_read_over_network_floor": ratio(median(inside), net_floor),
                 **stalls.mark(rs),
             }
@@ -144,7 +202,7 @@ def cold_window(ctx):
         return [PYTHON, PROBES / "cold_window.py", path, x, y, size]
 
     res = _measure(ctx, "1 cold window", argv, argv(ctx.local_path), ctx.p["cold_reps"],
-                   request_rtts=2, check=check)
+                   ranges=wire_ranges(ctx, tile=True), check=check)
     # byte-exactness: every remote run's checksum equals the local file's
     local = common.run_child(argv(ctx.local_path), common.lab_client.gdal_env({}),
                              timeout=ctx.p["watchdog_s"])
@@ -166,4 +224,4 @@ def gdalinfo_cold(ctx):
         return ["gdalinfo", path]
 
     return _measure(ctx, "2 gdalinfo cold", argv, argv(ctx.local_path), ctx.p["cold_reps"],
-                    request_rtts=1, check=check)
+                    ranges=wire_ranges(ctx, tile=False), check=check)

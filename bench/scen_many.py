@@ -14,7 +14,10 @@ connections, peak RSS.
 The floor: one plain libcurl ranged GET of the bytes the header needs (where the
 first tile's data starts) per object, all over one connection, from one thread
 (bench/probes/floor_get.c, compiled against this machine's libcurl at run time), on
-the same front at the same RTT. The 1-thread wall per open is compared with it.
+the same front at the same RTT, of the same objects, signed (SigV4) as every
+contender's GETs are, so the lab checks a signature for it as it does for them. The
+1-thread wall per open is compared with it. Beside it, for reference, the same GETs
+anonymous, of copies under the public bucket (no signature to check).
 
 Correctness (THE RULE): every open through vsitune reads what stock GDAL of the same
 release reads (the probe's digest of size, georeferencing, overviews, metadata).
@@ -35,8 +38,8 @@ PREFIX = "many/obj"
 
 
 def _upload(ctx, path, count):
-    """COUNT copies of `path` under lab/many/objNNNN.tif (for GDAL) and
-    public/many/objNNNN.tif (for the floor's unsigned GETs)."""
+    """COUNT copies of `path` under lab/many/objNNNN.tif (for GDAL and the floor)
+    and public/many/objNNNN.tif (for the anonymous reference GETs)."""
     data = Path(path).read_bytes()
     for i in range(count):
         for bucket in ("lab", "public"):
@@ -49,21 +52,36 @@ def build_floor(ctx):
     out.parent.mkdir(parents=True, exist_ok=True)
     flags = subprocess.run(["curl-config", "--cflags", "--libs"], capture_output=True,
                            text=True, check=True).stdout.split()
-    subprocess.run(["cc", "-O2", "-Wall", "-o", str(out), str(PROBES / "floor_get.c"), *flags],
-                   check=True, capture_output=True, text=True)
+    cp = subprocess.run(["cc", "-O2", "-Wall", "-o", str(out), str(PROBES / "floor_get.c"),
+                         *flags, "-lcrypto"], capture_output=True, text=True)
+    if cp.returncode != 0:
+        raise RuntimeError(f"building bench/probes/floor_get.c failed: {cp.stderr.strip()[-600:]}")
     return out
 
 
-def _floor(ctx, exe, count, nbytes, endpoint, rtt):
+def floor_env(lab, endpoint, signed):
+    """floor_get's environment: the lab's credentials (it signs) or none (anonymous)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    if signed:
+        le = lab.env(endpoint)
+        env.update({k: le[k] for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                       "AWS_REGION") if k in le})
+    return env
+
+
+def _floor(ctx, exe, count, nbytes, endpoint, rtt, signed=True):
     lab = ctx.lab
     lab.reset()
     lab.set_delay(rtt // 2, endpoint)
     ca = lab.env(endpoint).get("CURL_CA_BUNDLE")
-    url = f"{lab.endpoint_url(endpoint)}/public/{PREFIX}"
-    r = common.run_child([exe, url, count, nbytes] + ([ca] if ca else []), dict(os.environ),
-                         timeout=ctx.p["watchdog_s"])
-    return {"wall_s": r.wall, "ok": r.ok, "error": r.error(), "killed": r.timed_out,
-            "requests": common.request_summary(lab.log()),
+    url = f"{lab.endpoint_url(endpoint)}/{'lab' if signed else 'public'}/{PREFIX}"
+    r = common.run_child([exe, url, count, nbytes] + ([ca] if ca else []),
+                         floor_env(lab, endpoint, signed), timeout=ctx.p["watchdog_s"])
+    log = lab.log()
+    ok = r.ok and bool(r.result) and r.result.get("signed") is signed and \
+        all(e.get("sig") == ("ok" if signed else "anonymous") for e in log)
+    return {"wall_s": r.wall, "ok": ok, "error": r.error(), "killed": r.timed_out,
+            "signed": signed, "requests": common.request_summary(log),
             "connections": lab.connections(endpoint)["accepted"], "result": r.result}
 
 
@@ -85,10 +103,11 @@ def many_opens(ctx):
     _upload(ctx, cog, n)
     prog.step(f"uploaded {n} copies of a {made.result['bytes']:,}-byte COG "
               f"(header {header:,} bytes)")
-    floors, runs, alone = [], {}, {g.name: [] for g in gs}
+    floors, anons, runs, alone = [], [], {}, {g.name: [] for g in gs}
     for rep in range(p["many_reps"]):
         fl = _floor(ctx, exe, n, header, ep, rtt)
         floors.append(fl)
+        anons.append(_floor(ctx, exe, n, header, ep, rtt, signed=False))
         prog.step(f"floor: {fl['result']['per_get_s'] * 1000:.1f} ms per GET" if fl["ok"]
                   else f"floor FAILED: {fl['error']}")
         for g in gs:  # GDAL's own CPU per open: the same probe, the local file,
@@ -112,8 +131,10 @@ def many_opens(ctx):
                                f"{run['requests']['total']} req" if run["ok"] else
                                (run["error"] or "")[:80]))
     fl_ok = [f for f in floors if f["ok"]]
-    floor = {"runs": floors, "header_bytes": header,
+    floor = {"runs": floors, "header_bytes": header, "signed": True,
              "per_get_s": median([f["result"]["per_get_s"] for f in fl_ok]),
+             "anonymous_runs": anons,
+             "anonymous_per_get_s": median([f["result"]["per_get_s"] for f in anons if f["ok"]]),
              "requests_per_get": median([f["requests"]["total"] / n for f in fl_ok]),
              "connections": median([f["connections"] for f in fl_ok]),
              "curl": fl_ok[0]["result"]["curl"] if fl_ok else None}

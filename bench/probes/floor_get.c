@@ -1,22 +1,45 @@
 /*
- * floor_get.c: the floor of a many-object open (issue 22): one plain libcurl ranged
- * GET per object, one easy handle, so every GET after the first reuses the first one's
- * connection (and TLS session). What no COG reader can beat: the bytes the header
- * needs, one request, no decode, no GDAL.
+ * floor_get.c: the wire's floor for the bench (issue 22): plain libcurl ranged GETs on
+ * one easy handle, so every GET after the first reuses the first one's connection (and
+ * TLS session). What no COG reader can beat on the same endpoint: the bytes it needs,
+ * one request each, no decode, no GDAL.
  *
  * Built by the bench at run time (bench/scen_many.py: cc ... $(curl-config --libs)),
  * never part of the product. Single thread; the handle lives for the whole run.
  *
  * usage: floor_get URL_PREFIX COUNT BYTES [CAFILE]
- *   GETs URL_PREFIX0000.tif ... with Range: bytes=0-(BYTES-1) over HTTP/1.1, in order.
- * Prints one JSON line {"result": {...}}: GETs, bytes received, connections opened,
- * elapsed seconds of all GETs and per GET. Exit 1 if any GET fails or is not a 206.
+ *   many-object opens: GETs URL_PREFIX0000.tif ... with Range: bytes=0-(BYTES-1), in
+ *   order. The clock starts before the first GET, so the first connection's cost is in
+ *   elapsed_s; per_get_s is elapsed_s / COUNT.
+ * usage: floor_get --ranges URL CAFILE|- FIRST-LAST...
+ *   cold window: one GET of URL per range, in order, the first on a new connection;
+ *   elapsed_s runs from before the connect to the end of the last body.
+ * Both over HTTP/1.1. With AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and
+ * AWS_REGION, default us-east-1) in the environment, every GET is signed (SigV4,
+ * signed here: host, x-amz-content-sha256, x-amz-date), as any client of a private
+ * bucket must, so the server checks a signature as it does for the contenders;
+ * without them the GETs are anonymous. Prints one JSON line {"result": {...}}: GETs,
+ * bytes received, connections opened, elapsed seconds, signed or not. Exit 1 if
+ * any GET fails or is not a 206.
  */
 
 #include <curl/curl.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+#define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+static struct curl_slist *sig_headers; /* the last GET's SigV4 headers */
+
+static int
+signing(void)
+{
+  return getenv("AWS_ACCESS_KEY_ID") && getenv("AWS_SECRET_ACCESS_KEY");
+}
 
 /* Counts what arrives; the body itself is not kept. */
 static size_t
@@ -35,58 +58,199 @@ now_s(void)
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int
-main(int argc, char **argv)
+static void
+hex(const unsigned char *md, unsigned n, char *out)
 {
-  CURL *h = NULL;
+  static const char digits[] = "0123456789abcdef";
+  unsigned i;
+
+  for (i = 0; i < n; i++) {
+    out[2 * i] = digits[md[i] >> 4];
+    out[2 * i + 1] = digits[md[i] & 15];
+  }
+  out[2 * n] = '\0';
+}
+
+static void
+hmac(const void *key, size_t klen, const char *msg, unsigned char out[32])
+{
+  unsigned n = 32;
+
+  HMAC(EVP_sha256(), key, (int)klen, (const unsigned char *)msg, strlen(msg), out, &n);
+}
+
+/* The SigV4 headers of a GET of url (scheme://host/path, no query) into *list, or
+ * nothing when the environment has no credentials. 0, or -1 on a URL it cannot sign. */
+static int
+sign(const char *url, struct curl_slist **list)
+{
+  const char *ak = getenv("AWS_ACCESS_KEY_ID"), *sk = getenv("AWS_SECRET_ACCESS_KEY");
+  /* the date is taken for each GET: a run of hundreds may cross a second */
+  const char *region = getenv("AWS_REGION") ? getenv("AWS_REGION") : "us-east-1";
+  const char *host = strstr(url, "://"), *path;
+  char date[17], day[9], creq[4096], sts[1024], line[1024], key[256], sig[65];
+  unsigned char md[32], k[32];
+  unsigned n = 32;
+  time_t now = time(NULL);
+  struct tm tm;
+
+  curl_slist_free_all(*list);
+  *list = NULL;
+  if (!signing())
+    return 0;
+  if (!host || !(path = strchr(host + 3, '/')))
+    return -1;
+  host += 3;
+  gmtime_r(&now, &tm);
+  strftime(date, sizeof(date), "%Y%m%dT%H%M%SZ", &tm);
+  memcpy(day, date, 8);
+  day[8] = '\0';
+  /* the paths here are plain keys (letters, digits, '/', '.', '_', '-'): no encoding */
+  snprintf(creq, sizeof(creq),
+           "GET\n%s\n\nhost:%.*s\nx-amz-content-sha256:%s\nx-amz-date:%s\n\n"
+           "host;x-amz-content-sha256;x-amz-date\n%s",
+           path, (int)(path - host), host, EMPTY_SHA256, date, EMPTY_SHA256);
+  EVP_Digest(creq, strlen(creq), md, &n, EVP_sha256(), NULL);
+  hex(md, 32, sig);
+  snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256\n%s\n%s/%s/s3/aws4_request\n%s", date, day,
+           region, sig);
+  snprintf(key, sizeof(key), "AWS4%s", sk);
+  hmac(key, strlen(key), day, k);
+  hmac(k, 32, region, k);
+  hmac(k, 32, "s3", k);
+  hmac(k, 32, "aws4_request", k);
+  hmac(k, 32, sts, md);
+  hex(md, 32, sig);
+  snprintf(line, sizeof(line),
+           "Authorization: AWS4-HMAC-SHA256 Credential=%s/%s/%s/s3/aws4_request, "
+           "SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=%s",
+           ak, day, region, sig);
+  *list = curl_slist_append(*list, line);
+  *list = curl_slist_append(*list, "x-amz-content-sha256: " EMPTY_SHA256);
+  snprintf(line, sizeof(line), "x-amz-date: %s", date);
+  *list = curl_slist_append(*list, line);
+  return 0;
+}
+
+/* One ranged GET of url on h; adds the connections it opened to *conns. 0 on a 206. */
+static int
+get_range(CURL *h, const char *url, const char *range, long *conns)
+{
+  long status = 0, opened = 0;
+
+  if (sign(url, &sig_headers) != 0) {
+    fprintf(stderr, "floor_get: cannot sign a GET of %s\n", url);
+    return -1;
+  }
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_RANGE, range);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, sig_headers);
+  if (curl_easy_perform(h) != CURLE_OK) {
+    fprintf(stderr, "floor_get: GET %s (%s) failed\n", url, range);
+    return -1;
+  }
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  if (status != 206) {
+    fprintf(stderr, "floor_get: GET %s (%s): status %ld\n", url, range, status);
+    return -1;
+  }
+  curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &opened);
+  *conns += opened;
+  return 0;
+}
+
+static CURL *
+new_handle(long long *got, const char *cafile)
+{
+  CURL *h = curl_easy_init();
+
+  if (!h)
+    return NULL;
+  curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, count_body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, got);
+  if (cafile && strcmp(cafile, "-") != 0)
+    curl_easy_setopt(h, CURLOPT_CAINFO, cafile);
+  return h;
+}
+
+/* floor_get --ranges URL CAFILE|- FIRST-LAST... */
+static int
+run_ranges(int argc, char **argv)
+{
+  long long got = 0;
+  long conns = 0;
+  double t0, elapsed;
+  int i, rc = 1;
+  CURL *h;
+
+  if (argc < 5) {
+    fprintf(stderr, "usage: floor_get --ranges URL CAFILE|- FIRST-LAST...\n");
+    return 2;
+  }
+  if (!(h = new_handle(&got, argv[3])))
+    return 1;
+  t0 = now_s();
+  for (i = 4; i < argc; i++)
+    if (get_range(h, argv[2], argv[i], &conns) != 0)
+      goto out;
+  elapsed = now_s() - t0;
+  printf("{\"result\": {\"gets\": %d, \"bytes\": %lld, \"connections\": %ld, "
+         "\"elapsed_s\": %.6f, \"signed\": %s, \"curl\": \"%s\"}}\n",
+         argc - 4, got, conns, elapsed, signing() ? "true" : "false",
+         curl_version());
+  rc = 0;
+out:
+  curl_easy_cleanup(h);
+  return rc;
+}
+
+/* floor_get URL_PREFIX COUNT BYTES [CAFILE] */
+static int
+run_many(int argc, char **argv)
+{
   char url[4096], range[64];
   long long got = 0;
-  long conns = 0, status = 0, one = 0;
+  long conns = 0, bytes;
   int count, i, rc = 1;
-  long bytes;
   double t0, elapsed;
+  CURL *h;
 
   if (argc < 4 || (count = atoi(argv[2])) < 1 || (bytes = atol(argv[3])) < 1) {
     fprintf(stderr, "usage: floor_get URL_PREFIX COUNT BYTES [CAFILE]\n");
     return 2;
   }
-  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+  if (!(h = new_handle(&got, argc > 4 ? argv[4] : NULL)))
     return 1;
-  h = curl_easy_init();
-  if (!h)
-    goto out;
   snprintf(range, sizeof(range), "0-%ld", bytes - 1);
-  curl_easy_setopt(h, CURLOPT_RANGE, range);
-  curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, count_body);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &got);
-  if (argc > 4)
-    curl_easy_setopt(h, CURLOPT_CAINFO, argv[4]);
   t0 = now_s();
   for (i = 0; i < count; i++) {
     snprintf(url, sizeof(url), "%s%04d.tif", argv[1], i);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    if (curl_easy_perform(h) != CURLE_OK) {
-      fprintf(stderr, "floor_get: GET %s failed\n", url);
+    if (get_range(h, url, range, &conns) != 0)
       goto out;
-    }
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    if (status != 206) {
-      fprintf(stderr, "floor_get: GET %s: status %ld\n", url, status);
-      goto out;
-    }
-    curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &one);
-    conns += one;
   }
   elapsed = now_s() - t0;
   printf("{\"result\": {\"gets\": %d, \"bytes\": %lld, \"range_bytes\": %ld, "
          "\"connections\": %ld, \"elapsed_s\": %.6f, \"per_get_s\": %.6f, "
-         "\"curl\": \"%s\"}}\n",
-         count, got, bytes, conns, elapsed, elapsed / count, curl_version());
+         "\"signed\": %s, \"curl\": \"%s\"}}\n",
+         count, got, bytes, conns, elapsed, elapsed / count,
+         signing() ? "true" : "false", curl_version());
   rc = 0;
 out:
-  if (h)
-    curl_easy_cleanup(h);
+  curl_easy_cleanup(h);
+  return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+  int rc;
+
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+    return 1;
+  rc = (argc > 1 && strcmp(argv[1], "--ranges") == 0) ? run_ranges(argc, argv)
+                                                        : run_many(argc, argv);
+  curl_slist_free_all(sig_headers);
   curl_global_cleanup();
   return rc;
 }

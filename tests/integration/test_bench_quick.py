@@ -84,9 +84,18 @@ def test_every_scenario_has_numbers(quick):
     assert r["meta"]["quick"] is True and r["meta"]["machine"]["nproc"] >= 1
     s = r["scenarios"]
     assert not [k for k, v in s.items() if "error" in v]
-    for key in ("cold_window", "gdalinfo_cold"):
+    for key, gets in (("cold_window", 2), ("gdalinfo_cold", 1)):
         for cell in s[key]["cells"]:
             assert cell["floor_s"] > 0
+            # the wire floor: what the lab saw of the plain client, one new connection,
+            # one GET per range, the bytes the ranges name
+            fp = cell["floor_parts"]
+            assert len(fp["wire_ranges"]) == gets and fp["wire_s"] > 0
+            want = sum(int(b) - int(a) + 1 for a, b in (x.split("-") for x in fp["wire_ranges"]))
+            for w in fp["wire_runs"]:
+                assert w["ok"] and w["connections"] == 1, w
+                assert w["requests"]["total"] == gets and w["requests"]["bytes"] == want, w
+            assert cell["floor_s"] == fp["local_process_s"] + fp["wire_s"]
             for c in CONTENDERS:
                 v = cell["contenders"][c]
                 assert v["failed"] == 0 and v["requests"] >= 1 and v["wall_s"] > 0, (key, c, v)
