@@ -273,6 +273,8 @@ def sec_cold(r, key, title, intro, img):
             "interpreter start, imports, open, decode) + the wire floor: a plain libcurl client "
             "(bench/probes/floor_get.c --ranges) that connects through the same endpoint at the "
             "same RTT and GETs, signed (SigV4) as the contenders' GETs are, of the same object, "
+            "over HTTP/1.1 on every front (on the h2 front ALPN then picks HTTP/1.1: the same "
+            "round trips for requests sent one after the other), "
             f"{' then '.join('bytes ' + x for x in ranges)} (the header up to the first tile's "
             "data" + (", then the window's internal tile" if len(ranges) > 1 else "") +
             f", one request each), fastest of {res['reps']} runs, alternated with the contenders: "
