@@ -709,6 +709,20 @@ static void body_done_gives_pages_back(void **state)
     r.body_len = n;
     assert_true(page_resident(r.body));
 
+    /* block by block (16 KiB): nothing goes back under VT_BODY_DROP_MIN, one
+     * madvise (a TLB shootdown on every CPU the process runs on) per 128 KiB */
+    for (i = 16384; i < VT_BODY_DROP_MIN; i += 16384) {
+        vt__http_resp_body_done(&r, i);
+        assert_int_equal(r.body_done, 0);
+    }
+    assert_true(page_resident(r.body));
+    vt__http_resp_body_done(&r, VT_BODY_DROP_MIN);
+    assert_int_equal(r.body_done, VT_BODY_DROP_MIN);
+    assert_false(page_resident(r.body));
+    vt__http_resp_body_done(&r, VT_BODY_DROP_MIN + 16384); /* a block more: kept */
+    assert_int_equal(r.body_done, VT_BODY_DROP_MIN);
+    assert_true(page_resident(r.body + VT_BODY_DROP_MIN));
+
     vt__http_resp_body_done(&r, 300000);
     assert_int_equal(r.body_done, 300000 / pg * pg);
     assert_false(page_resident(r.body));

@@ -140,10 +140,11 @@ void vt__http_resp_clear(vt_http_resp *resp);
 vt_err vt__http_resp_reserve(vt_http_resp *resp, size_t want);
 /* The caller has taken body bytes [0, upto) and will not read them again
  * (the cache copied them, block by block): a body in pages of its own gives
- * the whole pages of that prefix back to the kernel now, so that a large
- * answer is not held twice, once here and once in the cache, until the last
- * block is copied. Those bytes read as zeros afterwards. A malloc'd body
- * (under 64 KiB) is left as it is. Any thread; resp must be the caller's. */
+ * the whole pages of that prefix back to the kernel, 128 KiB or more at a
+ * time (each give-back is a TLB shootdown), so that a large answer is not
+ * held twice, once here and once in the cache, until the last block is
+ * copied. Those bytes read as zeros afterwards. A malloc'd body (under 64
+ * KiB) is left as it is. Any thread; resp must be the caller's. */
 void vt__http_resp_body_done(vt_http_resp *resp, size_t upto);
 
 typedef struct vt_engine_stats {

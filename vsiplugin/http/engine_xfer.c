@@ -258,7 +258,8 @@ size_t vt__eng_body_drop(unsigned char *buf, size_t cap, size_t from,
         return from;
     start = (from + p - 1) / p * p; /* the mapping starts on a page */
     end = upto / p * p;
-    if (end <= start || madvise(buf + start, end - start, MADV_DONTNEED) != 0)
+    if (end <= start || end - start < VT_BODY_DROP_MIN ||
+        madvise(buf + start, end - start, MADV_DONTNEED) != 0)
         return from;
     return end;
 }
