@@ -78,20 +78,10 @@ def wire_ranges(ctx, tile):
 def _wire(ctx, exe, ep, rtt, ranges):
     """One wire-floor run: floor_get --ranges, signed, of the contenders' own object,
     on a new connection through `ep` at `rtt`."""
-    lab = ctx.lab
-    lab.reset()
-    lab.set_delay(rtt // 2, ep)
-    ca = lab.env(ep).get("CURL_CA_BUNDLE") or "-"
-    url = lab.endpoint_url(ep) + ctx.remote_path[len("/vsis3"):]
-    r = common.run_child([exe, "--ranges", url, ca, *ranges],
-                         scen_many.floor_env(lab, ep, signed=True), timeout=ctx.p["watchdog_s"])
-    log = lab.log()
-    return {"ok": r.ok and bool(r.result) and r.result.get("signed") is True and
-            all(e.get("sig") == "ok" for e in log),
-            "error": r.error(), "killed": r.timed_out,
-            "elapsed_s": (r.result or {}).get("elapsed_s"),
-            "requests": common.request_summary(log),
-            "connections": lab.connections(ep)["accepted"]}
+    key = ctx.remote_path[len("/vsis3"):]
+    w = scen_many.run_floor(ctx, exe, ep, rtt,
+                            lambda url, ca: ["--ranges", url + key, ca or "-", *ranges])
+    return {**w, "elapsed_s": (w["result"] or {}).get("elapsed_s")}
 
 
 def _measure(ctx, name, argv_for, local_argv, reps, ranges, check):

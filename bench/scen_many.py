@@ -69,13 +69,16 @@ def floor_env(lab, endpoint, signed):
     return env
 
 
-def _floor(ctx, exe, count, nbytes, endpoint, rtt, signed=True):
+def run_floor(ctx, exe, endpoint, rtt, args, signed=True):
+    """One floor_get run, a fresh process on a new connection through `endpoint` at `rtt`:
+    args(url, ca) gives its arguments from the endpoint's URL and CA bundle (None on
+    plain HTTP). Signed with the lab's credentials, or anonymous; ok only when the lab
+    logged every GET as checked (`sig: ok`) or as anonymous accordingly."""
     lab = ctx.lab
     lab.reset()
     lab.set_delay(rtt // 2, endpoint)
     ca = lab.env(endpoint).get("CURL_CA_BUNDLE")
-    url = f"{lab.endpoint_url(endpoint)}/{'lab' if signed else 'public'}/{PREFIX}"
-    r = common.run_child([exe, url, count, nbytes] + ([ca] if ca else []),
+    r = common.run_child([exe, *args(lab.endpoint_url(endpoint), ca)],
                          floor_env(lab, endpoint, signed), timeout=ctx.p["watchdog_s"])
     log = lab.log()
     ok = r.ok and bool(r.result) and r.result.get("signed") is signed and \
@@ -83,6 +86,14 @@ def _floor(ctx, exe, count, nbytes, endpoint, rtt, signed=True):
     return {"wall_s": r.wall, "ok": ok, "error": r.error(), "killed": r.timed_out,
             "signed": signed, "requests": common.request_summary(log),
             "connections": lab.connections(endpoint)["accepted"], "result": r.result}
+
+
+def _floor(ctx, exe, count, nbytes, endpoint, rtt, signed=True):
+    """Signed (or anonymous) GETs of the first nbytes of `count` objects, one connection."""
+    bucket = "lab" if signed else "public"
+    return run_floor(ctx, exe, endpoint, rtt,
+                     lambda url, ca: [f"{url}/{bucket}/{PREFIX}", count, nbytes] +
+                     ([ca] if ca else []), signed)
 
 
 def many_opens(ctx):

@@ -14,6 +14,15 @@ import sys
 from osgeo import gdal
 
 
+def header_bytes(ds):
+    """Where a COG's first tile data starts: the smallest first-block offset of band 1
+    over its full resolution and overview levels (0 when no level has data)."""
+    band = ds.GetRasterBand(1)
+    levels = [band] + [band.GetOverview(i) for i in range(band.GetOverviewCount())]
+    firsts = [int(lvl.GetMetadataItem("BLOCK_OFFSET_0_0", "TIFF") or 0) for lvl in levels]
+    return min((o for o in firsts if o > 0), default=0)
+
+
 def main():
     if len(sys.argv) != 4:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
@@ -22,16 +31,15 @@ def main():
     ds = gdal.Open(sys.argv[1])
     band = ds.GetRasterBand(1)
     bx, by = band.GetBlockSize()
-    levels = [band] + [band.GetOverview(i) for i in range(band.GetOverviewCount())]
-    firsts = [int(lvl.GetMetadataItem("BLOCK_OFFSET_0_0", "TIFF") or 0) for lvl in levels]
+    header = header_bytes(ds)
     tx, ty = int(sys.argv[2]) // bx, int(sys.argv[3]) // by
     off = int(band.GetMetadataItem(f"BLOCK_OFFSET_{tx}_{ty}", "TIFF") or 0)
     size = int(band.GetMetadataItem(f"BLOCK_SIZE_{tx}_{ty}", "TIFF") or 0)
-    if not off or not size or not any(firsts):
+    if not off or not size or not header:
         print(f"cog_ranges: {sys.argv[1]}: tile {tx},{ty} or the first tiles have no data",
               file=sys.stderr)
         return 1
-    print(json.dumps({"result": {"header_bytes": min(o for o in firsts if o > 0),
+    print(json.dumps({"result": {"header_bytes": header,
                                  "tile_offset": off, "tile_bytes": size}}))
     return 0
 

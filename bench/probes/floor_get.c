@@ -89,7 +89,9 @@ sign(const char *url, struct curl_slist **list)
   const char *region = getenv("AWS_REGION") ? getenv("AWS_REGION") : "us-east-1";
   const char *host = strstr(url, "://"), *path;
   char date[17], day[9], creq[4096], sts[1024], line[1024], key[256], sig[65];
-  unsigned char md[32], k[32];
+  static char key_day[9];     /* the day k was derived for (one region, one secret a run) */
+  static unsigned char k[32]; /* the signing key */
+  unsigned char md[32];
   unsigned n = 32;
   time_t now = time(NULL);
   struct tm tm;
@@ -114,11 +116,14 @@ sign(const char *url, struct curl_slist **list)
   hex(md, 32, sig);
   snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256\n%s\n%s/%s/s3/aws4_request\n%s", date, day,
            region, sig);
-  snprintf(key, sizeof(key), "AWS4%s", sk);
-  hmac(key, strlen(key), day, k);
-  hmac(k, 32, region, k);
-  hmac(k, 32, "s3", k);
-  hmac(k, 32, "aws4_request", k);
+  if (strcmp(day, key_day) != 0) { /* the signing key depends on the day alone here */
+    snprintf(key, sizeof(key), "AWS4%s", sk);
+    hmac(key, strlen(key), day, k);
+    hmac(k, 32, region, k);
+    hmac(k, 32, "s3", k);
+    hmac(k, 32, "aws4_request", k);
+    memcpy(key_day, day, sizeof(key_day));
+  }
   hmac(k, 32, sts, md);
   hex(md, 32, sig);
   snprintf(line, sizeof(line),

@@ -24,6 +24,8 @@ import sys
 
 from osgeo import gdal, osr
 
+from cog_ranges import header_bytes
+
 gdal.UseExceptions()
 ORIGIN = 20037508.342789244   # web mercator half-width, m
 RES0 = 2 * ORIGIN / 256       # zoom-0 resolution, m/pixel
@@ -53,12 +55,10 @@ def many(out, src):
     gdal.Translate(tmp, mem, format="COG", creationOptions=COG_OPTS + ["SPARSE_OK=YES"])
     mem = None
     os.replace(tmp, out)
-    ds = gdal.Open(out)
-    b = ds.GetRasterBand(1)
-    offsets = [int(lvl.GetMetadataItem(f"BLOCK_OFFSET_{x}_{y}", "TIFF") or 0)
-               for lvl in [b] + [b.GetOverview(i) for i in range(b.GetOverviewCount())]
-               for x, y in [(0, 0)]]
-    return {"bytes": os.path.getsize(out), "header_bytes": min(o for o in offsets if o > 0)}
+    header = header_bytes(gdal.Open(out))
+    if not header:
+        raise RuntimeError(f"{out}: no level's first tile holds data")
+    return {"bytes": os.path.getsize(out), "header_bytes": header}
 
 
 def mosaic(out_dir, src, cog_px):
