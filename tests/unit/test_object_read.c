@@ -9,7 +9,9 @@
  * once read cost no request; ranges apart by more than the merge gap are
  * separate GETs, closer ones one GET; a range outside the object is refused
  * without a request; a 412 is VT_ECHANGED and drops the object, so the
- * next open asks again; a 500 fails the read naming the object. The object
+ * next open asks again; a 500 fails the read naming the object; the copy out
+ * of the blocks (vt__object_copy_ranges) refuses a block shorter than a
+ * range needs. The object
  * (12 MB) is larger than the header GET (64 KB), a block (64 KB) and the
  * max request size the tests set (1 MB). */
 #include <setjmp.h>
@@ -24,6 +26,7 @@
 
 #include "http_lab.h"
 #include "object_lab.h"
+#include "read/object_int.h"
 
 #define BIG 12000000ULL
 #define BS 65536u      /* VSITUNE_BLOCK_SIZE, as setup sets it */
@@ -270,6 +273,48 @@ static void test_500_fails_naming_object(void **state)
     free(buf);
 }
 
+/* vt__object_copy_ranges, which both read paths copy with: ranges across
+ * block ends come out whole; a block shorter than a range needs, or one
+ * not there, is -1. Blocks of 4 bytes: block i holds 10*i .. 10*i+3. */
+typedef struct four_blocks {
+    unsigned char b[3][4];
+    size_t blen[3];
+} four_blocks;
+
+static const unsigned char *four_bytes(const void *ctx, uint64_t idx,
+                                       size_t *blen)
+{
+    const four_blocks *f = ctx;
+
+    if (idx >= 3)
+        return NULL;
+    *blen = f->blen[idx];
+    return f->b[idx];
+}
+
+static void test_copy_ranges_across_blocks(void **state)
+{
+    four_blocks f = {{{0}}, {4, 4, 2}};
+    unsigned char a[6] = {0}, b[3] = {0}, c[2] = {0};
+    void *dst[3] = {a, b, c};
+    uint64_t off[3] = {1, 9, 7};
+    size_t len[3] = {6, 1, 2}, i, j;
+    (void)state;
+
+    for (i = 0; i < 3; i++)
+        for (j = 0; j < 4; j++)
+            f.b[i][j] = (unsigned char)(10 * i + j);
+    assert_int_equal(vt__object_copy_ranges(4, 3, dst, off, len, four_bytes, &f), 0);
+    assert_memory_equal(a, ((unsigned char[]){1, 2, 3, 10, 11, 12}), 6);
+    assert_int_equal(b[0], 21);
+    assert_memory_equal(c, ((unsigned char[]){13, 20}), 2);
+    /* block 2 holds 2 bytes: offset 10 is past it; offset 12 has no block */
+    off[0] = 9, len[0] = 2;
+    assert_int_equal(vt__object_copy_ranges(4, 1, dst, off, len, four_bytes, &f), -1);
+    off[0] = 12, len[0] = 1;
+    assert_int_equal(vt__object_copy_ranges(4, 1, dst, off, len, four_bytes, &f), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +324,7 @@ int main(void)
         cmocka_unit_test(test_outside_refused_without_request),
         cmocka_unit_test(test_412_drops_object),
         cmocka_unit_test(test_500_fails_naming_object),
+        cmocka_unit_test(test_copy_ranges_across_blocks),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -300,12 +300,12 @@ static int make_head_key(vt_object *o)
  * block boundary (or is the whole object), else as the head (a learned GET,
  * hdrsize.h): blocks of their own key, the last one short, that reads
  * inside the head are served from. Not as the object's blocks: a short
- * block there would read as the object's end. */
+ * block there would read as the object's end. most: VSITUNE_HEADER_SIZE as
+ * this load read it (how long an earlier head of this version can be). */
 static void keep_first_bytes(vt_object *o, const unsigned char *data,
-                             size_t len)
+                             size_t len, uint64_t most)
 {
     size_t bs = vt__cache_block_size(vt__object_cache());
-    uint64_t most = vt__opt_size(o->path, VT_OPT_HEADER_SIZE);
 
     if (len % bs == 0 || len >= o->size) {
         seed_blocks(o, o->cache_key, data, len, 0);
@@ -322,14 +322,31 @@ static void keep_first_bytes(vt_object *o, const unsigned char *data,
     o->head_len = len;
 }
 
+/* vt__object_read_head's blocks: the head's, held from index lo on. */
+typedef struct head_blocks {
+    uint64_t lo;
+    const unsigned char **data;
+    const size_t *blen;
+} head_blocks;
+
+static const unsigned char *head_bytes(const void *ctx, uint64_t idx,
+                                       size_t *blen)
+{
+    const head_blocks *h = ctx;
+
+    *blen = h->blen[idx - h->lo];
+    return h->data[idx - h->lo];
+}
+
 /* Serve reads that lie inside the head from its blocks (object_int.h). */
 int vt__object_read_head(vt_object *o, size_t n, void *const *dst,
                          const uint64_t *off, const size_t *len)
 {
     vt_cache *c = vt__object_cache();
-    size_t bs = vt__cache_block_size(c), i, nb, blen;
+    size_t bs = vt__cache_block_size(c), i, nb, blens[HEAD_BLOCKS_MAX];
     vt_block *held[HEAD_BLOCKS_MAX] = {0};
-    const unsigned char *data[HEAD_BLOCKS_MAX];
+    const unsigned char *data[HEAD_BLOCKS_MAX] = {0};
+    head_blocks h = {0, data, blens};
     uint64_t lo = UINT64_MAX, hi = 0, idx;
     vt_block_role role;
     int served = 1;
@@ -352,26 +369,18 @@ int vt__object_read_head(vt_object *o, size_t n, void *const *dst,
         held[idx - lo] = b;
         if (b && role == VT_ROLE_FILL) /* evicted: never refetched here */
             vt__cache_fail(c, b, VT_ENOTFOUND, NULL);
-        blen = 0;
+        blens[idx - lo] = 0;
         if (b && role == VT_ROLE_HIT)
-            data[idx - lo] = vt__block_data(b, &blen);
+            data[idx - lo] = vt__block_data(b, &blens[idx - lo]);
         /* the same key is the same object version: a longer head (an
          * earlier load's, asked when more was learned) serves too */
-        if (blen < bs && blen < o->head_len - idx * bs)
+        if (blens[idx - lo] < bs && blens[idx - lo] < o->head_len - idx * bs)
             served = 0;
     }
-    for (i = 0; served && i < n; i++) {
-        uint64_t pos = off[i], end = off[i] + len[i];
-        unsigned char *d = dst[i];
-        while (pos < end) {
-            size_t in = (size_t)(pos % bs), take = bs - in;
-            if (take > end - pos)
-                take = (size_t)(end - pos);
-            memcpy(d, data[pos / bs - lo] + in, take);
-            d += take;
-            pos += take;
-        }
-    }
+    h.lo = lo;
+    if (served &&
+        vt__object_copy_ranges(bs, n, dst, off, len, head_bytes, &h) != 0)
+        served = 0; /* cannot be (checked above): the block path reads them */
     for (i = 0; i < nb; i++)
         if (held[i])
             vt__cache_release(c, held[i]);
@@ -417,7 +426,8 @@ vt_err vt__object_load_header(vt_object *o, long *http_status, char *errbuf,
 {
     vt_http_resp r;
     vt_err err;
-    uint64_t hsize = vt__opt_size(o->path, VT_OPT_HEADER_SIZE);
+    const uint64_t opt_hsize = vt__opt_size(o->path, VT_OPT_HEADER_SIZE);
+    uint64_t hsize = opt_hsize;
     int learn = vt__opt_choice(o->path, VT_OPT_HEADER_LEARN, NULL);
     uint64_t size = 0;
     size_t klen;
@@ -474,11 +484,11 @@ vt_err vt__object_load_header(vt_object *o, long *http_status, char *errbuf,
              o->etag);
     o->loaded_at = remember ? time(NULL) : 0; /* 0: stale at the next open */
     if (o->size > 0 && use_bytes) {
-        keep_first_bytes(o, r.body, r.body_len);
+        keep_first_bytes(o, r.body, r.body_len, opt_hsize);
         keep_spans(o, r.body, r.body_len);
         if (learn) { /* taught when read and let go: vt__object_teach */
             o->learn_need = header_need(o, r.body, r.body_len);
-            o->learn_cap = vt__opt_size(o->path, VT_OPT_HEADER_SIZE);
+            o->learn_cap = opt_hsize;
             if (o->learn_cap < vt__cache_block_size(vt__object_cache()))
                 o->learn_cap = vt__cache_block_size(vt__object_cache());
         }

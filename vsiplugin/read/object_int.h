@@ -147,6 +147,16 @@ void vt__object_note_reads(vt_object *o, size_t n, const uint64_t *off,
  * object; no lock held. */
 void vt__object_teach(vt_object *o);
 
+/* object_read.c: copy the n ranges (dst[i] <- bytes off[i]..+len[i]) out of
+ * an object's blocks of bs bytes, each block's bytes as bytes(ctx, index,
+ * &blen) gives them. 0, or -1 when a block is shorter than a range needs
+ * (nothing is read past it). Both read paths copy with it. */
+typedef const unsigned char *(*vt_block_bytes)(const void *ctx, uint64_t idx,
+                                               size_t *blen);
+int vt__object_copy_ranges(size_t bs, size_t n, void *const *dst,
+                           const uint64_t *off, const size_t *len,
+                           vt_block_bytes bytes, const void *ctx);
+
 /* object_header.c, object_read.c's fast path: copy the n ranges from o's
  * head blocks when every one lies inside the head and its blocks are in the
  * cache: 1; else 0 (the block path reads them). */

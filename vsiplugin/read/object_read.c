@@ -512,11 +512,9 @@ static vt_err wait_blocks(vt_object *o, const vt_read_opts *opts,
     return err;
 }
 
-/* Copy the ranges out of the settled blocks of p. */
-static vt_err copy_out(const vt_object *o, size_t bs, const pinned *p,
-                       size_t np, size_t n, void *const *dst,
-                       const uint64_t *off, const size_t *len, char *errbuf,
-                       size_t errlen)
+int vt__object_copy_ranges(size_t bs, size_t n, void *const *dst,
+                           const uint64_t *off, const size_t *len,
+                           vt_block_bytes bytes, const void *ctx)
 {
     size_t i;
 
@@ -525,14 +523,10 @@ static vt_err copy_out(const vt_object *o, size_t bs, const pinned *p,
         unsigned char *d = dst[i];
         while (pos < end) {
             uint64_t b = pos / bs;
-            int k = find_pinned(p, np, b);
-            size_t blen, inb = (size_t)(pos - b * bs), take;
-            const unsigned char *data = vt__block_data(p[k].blk, &blen);
-            if (inb >= blen) { /* block shorter than expected */
-                snprintf(errbuf, errlen, "vsitune: short block in %s%s/%s",
-                         o->be->scheme, o->bucket, o->key);
-                return VT_EPROTO;
-            }
+            size_t blen = 0, inb = (size_t)(pos - b * bs), take;
+            const unsigned char *data = bytes(ctx, b, &blen);
+            if (!data || inb >= blen)
+                return -1;
             take = blen - inb;
             if (take > end - pos)
                 take = (size_t)(end - pos);
@@ -541,7 +535,37 @@ static vt_err copy_out(const vt_object *o, size_t bs, const pinned *p,
             pos += take;
         }
     }
-    return VT_OK;
+    return 0;
+}
+
+/* copy_out's blocks: the settled blocks of a pinned list, by index. */
+typedef struct pinned_list {
+    const pinned *p;
+    size_t np;
+} pinned_list;
+
+static const unsigned char *pinned_bytes(const void *ctx, uint64_t idx,
+                                         size_t *blen)
+{
+    const pinned_list *l = ctx;
+    int k = find_pinned(l->p, l->np, idx);
+
+    return k < 0 ? NULL : vt__block_data(l->p[k].blk, blen);
+}
+
+/* Copy the ranges out of the settled blocks of p. */
+static vt_err copy_out(const vt_object *o, size_t bs, const pinned *p,
+                       size_t np, size_t n, void *const *dst,
+                       const uint64_t *off, const size_t *len, char *errbuf,
+                       size_t errlen)
+{
+    pinned_list l = {p, np};
+
+    if (vt__object_copy_ranges(bs, n, dst, off, len, pinned_bytes, &l) == 0)
+        return VT_OK;
+    snprintf(errbuf, errlen, "vsitune: short block in %s%s/%s", o->be->scheme,
+             o->bucket, o->key);
+    return VT_EPROTO;
 }
 
 vt_err vt__object_read(vt_object *o, const vt_read_opts *opts, size_t n,
