@@ -5,8 +5,8 @@ Replays block-access traces of the three workloads of issue 11 through several
 eviction policies and prints the hit ratios, so the choice in docs/architecture.md
 ("Eviction: why LIRS") rests on numbers, not on taste. The traces are built from
 the real layout of the lab's s2 fixture (each tile's byte range, from GDAL's
-BLOCK_OFFSET/BLOCK_SIZE metadata), cut into 64 KiB cache blocks (the plugin's block
-size when the policy was chosen; its default is 16 KiB since issue 22):
+BLOCK_OFFSET/BLOCK_SIZE metadata), cut into cache blocks of --block bytes (16 KiB,
+the plugin's default since issue 22, unless told; the policy was chosen at 64 KiB):
 
   dask      an 8192x8192 region in 1024x1024 chunks, 4 workers taking chunks in
             turn (their reads interleaved), the whole region twice; measured on the
@@ -23,7 +23,7 @@ blocks. With --c-replay, the plugin's own implementation (vsiplugin/cache/lirs.c
 tests/tools/vt_lirs_replay) replays the same traces, so the numbers shown for
 "lirs (plugin)" are the code that ships.
 
-usage: policy_sim.py [--fixture PATH] [--c-replay BUILD_DIR] [--json OUT]
+usage: policy_sim.py [--fixture PATH] [--block BYTES] [--c-replay BUILD_DIR] [--json OUT]
 """
 
 import argparse
@@ -34,8 +34,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-BLOCK = 65536
-HEADER = 65536
+BLOCK = 16384   # the cache block (--block)
+HEADER = 65536  # the first GET: the header blocks every open reads
 
 
 # ---- the layout -----------------------------------------------------------------------------
@@ -409,13 +409,19 @@ def c_replay(build_dir, cap, hir_pct, warm, measured):
 
 
 def main():
+    global BLOCK
     ap = argparse.ArgumentParser(description="eviction policy simulator (issue 11)")
     ap.add_argument("--fixture", default=str(Path(__file__).resolve().parents[1] / "build" /
                     "fixtures" / "s2-10980px-b512-seed20230615-deflate-pred2-v2.tif"))
+    ap.add_argument("--block", type=int, default=BLOCK,
+                    help="cache block size in bytes (a power of two, at most 64 KiB)")
     ap.add_argument("--c-replay", metavar="BUILD_DIR")
     ap.add_argument("--json")
     ap.add_argument("--seed", type=int, default=11)
     a = ap.parse_args()
+    if a.block <= 0 or a.block & (a.block - 1) or a.block > HEADER:
+        ap.error(f"--block {a.block}: a power of two up to {HEADER}")
+    BLOCK = a.block
     lay = layout(a.fixture)
     rnd = random.Random(a.seed)
     workloads = {"dask": trace_dask(lay, rnd), "tiles": trace_tiles(lay, rnd),
@@ -426,7 +432,7 @@ def main():
         distinct = len(set(warm) | set(measured))
         for f in fractions[name]:
             cap = max(16, int(distinct * f))
-            row = {"workload": name, "fraction": f, "capacity_blocks": cap,
+            row = {"workload": name, "block": BLOCK, "fraction": f, "capacity_blocks": cap,
                    "distinct_blocks": distinct, "accesses": len(measured)}
             for pname, pol in POLICIES.items():
                 hit, rel = run(pol, cap, warm, measured)
