@@ -322,6 +322,33 @@ static void keep_first_bytes(vt_object *o, const unsigned char *data,
     o->head_len = len;
 }
 
+/* Both read paths copy with it: here, below object_read.c (object_int.h). */
+int vt__object_copy_ranges(size_t bs, size_t n, void *const *dst,
+                           const uint64_t *off, const size_t *len,
+                           vt_block_bytes bytes, const void *ctx)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        uint64_t pos = off[i], end = off[i] + len[i];
+        unsigned char *d = dst[i];
+        while (pos < end) {
+            uint64_t b = pos / bs;
+            size_t blen = 0, inb = (size_t)(pos - b * bs), take;
+            const unsigned char *data = bytes(ctx, b, &blen);
+            if (!data || inb >= blen)
+                return -1;
+            take = blen - inb;
+            if (take > end - pos)
+                take = (size_t)(end - pos);
+            memcpy(d, data + inb, take);
+            d += take;
+            pos += take;
+        }
+    }
+    return 0;
+}
+
 /* vt__object_read_head's blocks: the head's, held from index lo on. */
 typedef struct head_blocks {
     uint64_t lo;

@@ -147,7 +147,7 @@ void vt__object_note_reads(vt_object *o, size_t n, const uint64_t *off,
  * object; no lock held. */
 void vt__object_teach(vt_object *o);
 
-/* object_read.c: copy the n ranges (dst[i] <- bytes off[i]..+len[i]) out of
+/* object_header.c: copy the n ranges (dst[i] <- bytes off[i]..+len[i]) out of
  * an object's blocks of bs bytes, each block's bytes as bytes(ctx, index,
  * &blen) gives them. 0, or -1 when a block is shorter than a range needs
  * (nothing is read past it). Both read paths copy with it. */

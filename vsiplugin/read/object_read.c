@@ -512,32 +512,6 @@ static vt_err wait_blocks(vt_object *o, const vt_read_opts *opts,
     return err;
 }
 
-int vt__object_copy_ranges(size_t bs, size_t n, void *const *dst,
-                           const uint64_t *off, const size_t *len,
-                           vt_block_bytes bytes, const void *ctx)
-{
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        uint64_t pos = off[i], end = off[i] + len[i];
-        unsigned char *d = dst[i];
-        while (pos < end) {
-            uint64_t b = pos / bs;
-            size_t blen = 0, inb = (size_t)(pos - b * bs), take;
-            const unsigned char *data = bytes(ctx, b, &blen);
-            if (!data || inb >= blen)
-                return -1;
-            take = blen - inb;
-            if (take > end - pos)
-                take = (size_t)(end - pos);
-            memcpy(d, data + inb, take);
-            d += take;
-            pos += take;
-        }
-    }
-    return 0;
-}
-
 /* copy_out's blocks: the settled blocks of a pinned list, by index. */
 typedef struct pinned_list {
     const pinned *p;
