@@ -130,10 +130,12 @@ def _flags(meta):
             (" --keep-others" if meta.get("kept_from") else ""))
 
 
-def sec_regenerate():
+def sec_regenerate(results):
+    took = sum(v.get("duration_s") or 0 for v in results["scenarios"].values())
     return ("## How to regenerate\n\n"
             f"`{PUBLISH}` builds everything (scripts/setup.sh), runs every scenario at full "
-            "size (about 35 minutes here; scenarios 9, 14-16 and 17 need each root's plugin: "
+            f"size (this run's scenarios took {took / 60:.0f} minutes here, each stock stall "
+            "costing its time; scenarios 9, 14-16 and 17 need each root's plugin: "
             "`VT_TEST_GDALS='trixie sid' scripts/test.sh`) and, only when every scenario produced its numbers, replaces "
             "`bench/results/results.json`, this page and `docs/img/` with that one run, so every "
             "number here, headlines included, comes from it. `--publish` refuses `--quick`, "
@@ -785,7 +787,7 @@ def render(results, docs, source="bench/results/results.json"):
         render_users.sec_mosaic(results),
         render_users.sec_overview(results),
         render_reach.sec_reach(results),
-        sec_regenerate(),
+        sec_regenerate(results),
     ]
     if plt is None:
         parts.append("_Plots not drawn: python3-matplotlib is not installed._")
