@@ -376,7 +376,7 @@ int vt__object_read_head(vt_object *o, size_t n, void *const *dst,
     head_blocks h = {0, data, blens};
     uint64_t lo = UINT64_MAX, hi = 0, idx;
     vt_block_role role;
-    int served = 1;
+    int served;
 
     for (i = 0; i < n; i++) {
         if (off[i] > o->head_len || len[i] > o->head_len - off[i])
@@ -399,15 +399,12 @@ int vt__object_read_head(vt_object *o, size_t n, void *const *dst,
         blens[idx - lo] = 0;
         if (b && role == VT_ROLE_HIT)
             data[idx - lo] = vt__block_data(b, &blens[idx - lo]);
-        /* the same key is the same object version: a longer head (an
-         * earlier load's, asked when more was learned) serves too */
-        if (blens[idx - lo] < bs && blens[idx - lo] < o->head_len - idx * bs)
-            served = 0;
     }
+    /* a block gone, or shorter than a range needs: the block path reads
+     * them (the same key is the same object version: a longer head, an
+     * earlier load's asked when more was learned, serves too) */
     h.lo = lo;
-    if (served &&
-        vt__object_copy_ranges(bs, n, dst, off, len, head_bytes, &h) != 0)
-        served = 0; /* cannot be (checked above): the block path reads them */
+    served = vt__object_copy_ranges(bs, n, dst, off, len, head_bytes, &h) == 0;
     for (i = 0; i < nb; i++)
         if (held[i])
             vt__cache_release(c, held[i]);
