@@ -5,7 +5,8 @@
  * askers coalesced into one LIST, stats answered from memory (present,
  * absent, not covered), a directory page of the asked size with its folder
  * and marker, a failed LIST not remembered, forgetting, GDAL's own names of
- * a directory and a COG's "no sidecars". */
+ * a directory and a COG's "no sidecars", and the table's bound: the
+ * oldest listing nobody holds dropped first. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -235,6 +236,41 @@ static void test_gdal_names_and_no_sidecars(void **state)
     assert_int_equal(seen("GET /lb/?", "prefix=c%2F"), 0);
 }
 
+/* The table holds 256 listings: past that the oldest one nobody holds
+ * goes, one per listing added; a held listing stays, however old. Only the
+ * COG memories fill it here, so no LIST of ours can answer dir_held. */
+static void test_bound_drops_oldest_unheld(void **state)
+{
+    vt_listing *held = NULL;
+    vt_list_entry e;
+    char err[256] = "", path[64];
+
+    (void)state;
+    vt__listing_forget_prefix("");
+    assert_int_equal(vt__listing_get(BE, "lb/dir/x.tif", &held, err, sizeof err), VT_OK);
+    for (int i = 0; i < 300; i++) {
+        snprintf(path, sizeof path, "lb/many/c%03d.tif", i);
+        vt__listing_remember_no_sidecars(BE, path, (uint64_t)i + 1, 0);
+    }
+    /* 1 held + the newest 255: c045 .. c299 */
+    assert_int_equal(vt__listing_lookup(BE, "lb/many/c044.tif", &e), -1);
+    assert_int_equal(vt__listing_lookup(BE, "lb/many/c045.tif", &e), 1);
+    assert_int_equal(e.size, 46);
+    assert_int_equal(vt__listing_lookup(BE, "lb/many/c298.tif", &e), 1);
+    assert_int_equal(vt__listing_lookup(BE, "lb/many/c299.tif", &e), 1);
+    assert_int_equal(e.size, 300);
+    assert_int_equal(vt__listing_lookup(BE, "lb/dir/x_rpc.txt", &e), 1);
+    assert_true(vt__listing_dir_held(BE, "lb/dir/y.tif"));
+    assert_false(vt__listing_dir_held(BE, "lb/many/y.tif"));
+    vt__listing_release(held);
+    vt__listing_remember_no_sidecars(BE, "lb/many/c300.tif", 301, 0);
+    /* now unheld and the oldest: the next one added drops it */
+    assert_int_equal(vt__listing_lookup(BE, "lb/dir/x_rpc.txt", &e), -1);
+    assert_false(vt__listing_dir_held(BE, "lb/dir/y.tif"));
+    assert_int_equal(vt__listing_lookup(BE, "lb/many/c045.tif", &e), 1);
+    vt__listing_forget_prefix("");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -245,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_failed_list_not_remembered),
         cmocka_unit_test(test_backend_without_list),
         cmocka_unit_test(test_gdal_names_and_no_sidecars),
+        cmocka_unit_test(test_bound_drops_oldest_unheld),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -1,7 +1,7 @@
 /* test_listing_table.c: listing.c's table (listing_table.c): newest first,
  * a key found through its hash chain among keys that share a bucket, a
  * name's covering keys found one prefix at a time, unlinking from the
- * middle, the end and twice. */
+ * middle, the end and twice, the oldest node kept through all of it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,7 +53,14 @@ static void test_newest_first_and_unlink(void **state)
     assert_ptr_equal(b.next, &a);
     assert_true(c.seq > b.seq && b.seq > a.seq);
 
+    assert_ptr_equal(vt__ltab_oldest(&t), &a);
+    assert_ptr_equal(vt__ltab_newer_of(&a), &b);
+    assert_ptr_equal(vt__ltab_newer_of(&b), &c);
+    assert_null(vt__ltab_newer_of(&c));
+
     vt__ltab_unlink(&t, &b); /* the middle */
+    assert_ptr_equal(vt__ltab_oldest(&t), &a);
+    assert_ptr_equal(vt__ltab_newer_of(&a), &c);
     assert_int_equal(t.count, 2);
     assert_ptr_equal(c.next, &a);
     assert_ptr_equal(a.prev, &c);
@@ -62,10 +69,16 @@ static void test_newest_first_and_unlink(void **state)
     assert_int_equal(t.count, 2);
     vt__ltab_unlink(&t, &c); /* the head */
     assert_ptr_equal(t.head, &a);
+    assert_ptr_equal(vt__ltab_oldest(&t), &a);
     assert_null(a.prev);
     assert_ptr_equal(find(&t, "ep\nb/d/a"), &a);
-    vt__ltab_unlink(&t, &a);
+    vt__ltab_link(&t, &b, "ep\nb/d/b", 8);
+    vt__ltab_unlink(&t, &a); /* the oldest */
+    assert_ptr_equal(vt__ltab_oldest(&t), &b);
+    assert_ptr_equal(t.head, &b);
+    vt__ltab_unlink(&t, &b);
     assert_null(t.head);
+    assert_null(vt__ltab_oldest(&t));
     assert_int_equal(t.count, 0);
     for (size_t i = 0; i < VT_LTAB_BUCKETS; i++)
         assert_null(t.buckets[i]);

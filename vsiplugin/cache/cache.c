@@ -32,14 +32,35 @@
 
 #include "cache/cache_int.h"
 
+/* The bucket hash of (key, index). Every read of a block hashes its
+ * object's key (endpoint, bucket, key, ETag: often 100-300 bytes), and a
+ * TIFF open reads its header in dozens of small pieces: byte-at-a-time
+ * FNV-1a was the plugin's largest own cost per open (perf, 300 opens on one
+ * thread: 0.65% of the process). Eight bytes a step, each folded in with a
+ * multiply and a shift, then the length and the index mixed in (the
+ * murmur3 finalizer). Only this process's table uses it. */
 static uint64_t hash_key(const char *key, uint64_t index)
 {
-    uint64_t h = 1469598103934665603ULL;  /* FNV-1a, then mix the index */
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-        h = (h ^ *p) * 1099511628211ULL;
-    h ^= index + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    const uint64_t m = 0x9e3779b97f4a7c15ULL;
+    size_t n = strlen(key), i = 0;
+    uint64_t h = 0xcbf29ce484222325ULL ^ n, w;
+
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, key + i, 8);
+        h = (h ^ w) * m;
+        h ^= h >> 29;
+    }
+    if (i < n) {
+        w = 0;
+        memcpy(&w, key + i, n - i);
+        h = (h ^ w) * m;
+        h ^= h >> 29;
+    }
+    h ^= index * 0xff51afd7ed558ccdULL + m;
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
     return h ^ (h >> 33);
 }
 

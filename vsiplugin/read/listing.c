@@ -1,8 +1,8 @@
 /* listing.c: stem-scoped listings (see listing.h).
  *
- * A small table (at most MAX_LISTINGS, oldest unreferenced dropped first) of
- * immutable listings keyed by endpoint + "bucket/dir/stem", newest first and
- * indexed by that key (listing_table.c). `mu` guards the table, refcounts
+ * A small table (at most MAX_LISTINGS, the oldest linked that nobody holds
+ * dropped first) of immutable listings keyed by endpoint +
+ * "bucket/dir/stem", newest first and indexed by that key (listing_table.c). `mu` guards the table, refcounts
  * and loading flags; it is a leaf lock (registered with forksafe), never held
  * across the LIST. */
 #include "read/listing.h"
@@ -47,6 +47,8 @@ struct vt_listing {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static vt_ltab table;
+static size_t lists_linked; /* mu: linked listings that are LISTs of ours
+                               (neither sidecars_of nor names_only) */
 
 #define LISTING_OF(n) ((vt_listing *)((char *)(n) - offsetof(vt_listing, node)))
 
@@ -57,10 +59,16 @@ static size_t key_len_of(const vt_listing *l)
     return (size_t)(strchr(l->id, '\n') - l->id) + 1 + strlen(l->path);
 }
 
+static int is_list(const vt_listing *l)
+{
+    return !l->sidecars_of && !l->names_only;
+}
+
 /* mu held: l becomes the table's newest listing. */
 static void link_listing(vt_listing *l)
 {
     vt__ltab_link(&table, &l->node, l->id, key_len_of(l));
+    lists_linked += is_list(l);
 }
 
 /* mu held: the newest listing of this id (whose key is id[0..kl)). */
@@ -97,14 +105,20 @@ static void listing_free(vt_listing *l)
 /* mu held. */
 static void unlink_listing(vt_listing *l)
 {
+    if (l->node.linked)
+        lists_linked -= is_list(l);
     vt__ltab_unlink(&table, &l->node);
 }
 
-/* mu held: unlink l; returns it when nobody holds it (to free unlocked). */
-static vt_listing *drop(vt_listing *l)
+/* mu held: unlink l; when nobody holds it, chain it on *dead (to free
+ * unlocked, free_chain). */
+static void drop(vt_listing *l, vt_listing **dead)
 {
     unlink_listing(l);
-    return l->refs == 0 ? l : NULL;
+    if (l->refs == 0) {
+        l->next = *dead;
+        *dead = l;
+    }
 }
 
 static long ttl(const char *path)
@@ -172,20 +186,18 @@ static vt_err fetch(vt_listing *l, char *errbuf, size_t errlen)
     return err;
 }
 
+/* mu held: drops the oldest linked listings nobody holds or loads until
+ * the table has room for one more; the walk starts at the oldest, so it
+ * costs one step per listing dropped (and one per listing held). */
 static void trim_locked(vt_listing **dead)
 {
-    while (table.count >= MAX_LISTINGS) {
-        vt_listing *l, *oldest = NULL;
-        for (vt_ltab_node *n = table.head; n; n = n->next) {
-            l = LISTING_OF(n);
-            if (l->refs == 0 && !l->loader && (!oldest || l->at < oldest->at))
-                oldest = l;
-        }
-        if (!oldest)
-            return;
-        unlink_listing(oldest);
-        oldest->next = *dead;
-        *dead = oldest;
+    vt_ltab_node *n = vt__ltab_oldest(&table);
+
+    while (table.count >= MAX_LISTINGS && n) {
+        vt_listing *l = LISTING_OF(n);
+        n = vt__ltab_newer_of(n);
+        if (l->refs == 0 && !l->loader)
+            drop(l, dead);
     }
 }
 
@@ -232,11 +244,7 @@ static vt_err listing_get_at(const vt_backend *be, const char *path, char *sp,
     for (;;) {
         l = find_id(id, strlen(ep) + 1 + strlen(sp));
         if (l && l->loader && l->loader != getpid()) {
-            l = drop(l); /* its loader was in the parent of this fork */
-            if (l) {
-                l->next = dead;
-                dead = l;
-            }
+            drop(l, &dead); /* its loader was in the parent of this fork */
             l = NULL;
             break;
         }
@@ -245,11 +253,7 @@ static vt_err listing_get_at(const vt_backend *be, const char *path, char *sp,
             continue;
         }
         if (l && time(NULL) - l->at >= t) {
-            vt_listing *d = drop(l);
-            if (d) {
-                d->next = dead;
-                dead = d;
-            }
+            drop(l, &dead);
             l = NULL;
         }
         break;
@@ -475,7 +479,8 @@ int vt__listing_dir_held(const vt_backend *be, const char *path)
     epl = strlen(ep);
     dl = (size_t)(base + 1 - path);
     pthread_mutex_lock(&mu);
-    for (vt_ltab_node *n = table.head; n && !held; n = n->next) {
+    for (vt_ltab_node *n = lists_linked ? table.head : NULL; n && !held;
+         n = n->next) {
         l = LISTING_OF(n);
         held = !l->loader && !l->sidecars_of && !l->names_only &&
                now - l->at < t && l->dir_len == dl &&
@@ -499,13 +504,8 @@ static void insert_made(vt_listing *l)
     for (n = vt__ltab_chain(&table, h); n; n = next) { /* replace older ones */
         next = vt__ltab_next_of(n);
         o = LISTING_OF(n);
-        if (!o->loader && strcmp(o->id, l->id) == 0) {
-            vt_listing *d = drop(o);
-            if (d) {
-                d->next = dead;
-                dead = d;
-            }
-        }
+        if (!o->loader && strcmp(o->id, l->id) == 0)
+            drop(o, &dead);
     }
     trim_locked(&dead);
     link_listing(l);
@@ -665,13 +665,8 @@ static void forget_where(int (*match)(const vt_listing *, const char *),
     for (n = table.head; n; n = next) {
         next = n->next;
         l = LISTING_OF(n);
-        if (!l->loader && match(l, arg)) {
-            vt_listing *d = drop(l);
-            if (d) {
-                d->next = dead;
-                dead = d;
-            }
-        }
+        if (!l->loader && match(l, arg))
+            drop(l, &dead);
     }
     pthread_mutex_unlock(&mu);
     free_chain(dead);

@@ -37,6 +37,8 @@ void vt__ltab_link(vt_ltab *t, vt_ltab_node *n, const char *key,
     n->next = t->head;
     if (t->head)
         t->head->prev = n;
+    else
+        t->tail = n;
     t->head = n;
     b = &t->buckets[n->hash & MASK];
     n->hnext = *b;
@@ -57,6 +59,8 @@ void vt__ltab_unlink(vt_ltab *t, vt_ltab_node *n)
         t->head = n->next;
     if (n->next)
         n->next->prev = n->prev;
+    else
+        t->tail = n->prev;
     for (pp = &t->buckets[n->hash & MASK]; *pp; pp = &(*pp)->hnext)
         if (*pp == n) {
             *pp = n->hnext;
@@ -66,6 +70,10 @@ void vt__ltab_unlink(vt_ltab *t, vt_ltab_node *n)
     n->linked = 0;
     t->count--;
 }
+
+vt_ltab_node *vt__ltab_oldest(const vt_ltab *t) { return t->tail; }
+
+vt_ltab_node *vt__ltab_newer_of(const vt_ltab_node *n) { return n->prev; }
 
 vt_ltab_node *vt__ltab_chain(const vt_ltab *t, uint64_t hash)
 {

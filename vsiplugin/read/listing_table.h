@@ -30,7 +30,7 @@ typedef struct vt_ltab_node {
 } vt_ltab_node;
 
 typedef struct vt_ltab {
-    vt_ltab_node *head;
+    vt_ltab_node *head, *tail;        /* the newest and the oldest node */
     size_t count;
     uint64_t seq;
     vt_ltab_node *buckets[VT_LTAB_BUCKETS];
@@ -48,6 +48,11 @@ void vt__ltab_link(vt_ltab *t, vt_ltab_node *n, const char *key,
 /* Unlinks n from the table and its chain; a node not linked is left as
  * it is. */
 void vt__ltab_unlink(vt_ltab *t, vt_ltab_node *n);
+
+/* The oldest node, and the node linked just after n (walk from the
+ * oldest to the newest: NULL past the newest). */
+vt_ltab_node *vt__ltab_oldest(const vt_ltab *t);
+vt_ltab_node *vt__ltab_newer_of(const vt_ltab_node *n);
 
 /* The newest node whose key hashes to hash (walk on with vt__ltab_next_of;
  * a chain may hold other keys: vt__ltab_is tells). */
