@@ -60,7 +60,9 @@ import stalls  # noqa: E402
 FULL = {
     "fixture": "s2", "window": [4096, 4096, 512], "watchdog_s": 900,
     "rtts_ms": [20, 100], "protocols": ["h1", "h2", "h1tls"],
-    "cold_reps": 4,
+    # 1 and 2: 8 runs a cell (with 4, two disturbed runs in one cell, a 200 ms TCP
+    # retransmission and a slow import, moved its median by a quarter: run of 3d935be)
+    "cold_reps": 8,
     # 3: 12 windows a thread at 1 and 4 threads (4 a thread made a 1-in-4 slow window
     # swing a cell by 10%); 16 threads keep the 32 windows issue 22's peak-RSS row is on
     "tile_threads": [1, 4, 16], "tile_requests": {"1": 12, "4": 48, "16": 32},
@@ -82,7 +84,7 @@ FULL = {
     # 14-16, the workloads of issue 22, on the S3-like front (HTTPS, HTTP/1.1 only)
     "users_protocol": "h1tls", "users_rtt_ms": 20,
     "many_objects": 300, "many_threads": [1, 16, 64], "many_reps": 2,
-    "mosaic_cog_px": 2048, "mosaic_threads": 4, "mosaic_reps": 3,
+    "mosaic_cog_px": 2048, "mosaic_threads": 4, "mosaic_reps": 5,
     "overview_fractions": [0.5, 0.25, 0.125], "overview_reps": 2,
     # 17, issue 20's backends: /vsigs/ and /vsiaz/ over h2+TLS, /vsicurl/ over HTTPS h1
     "reach_backends": ["gs", "curl", "az"], "reach_threads": 16, "reach_windows": 200,
