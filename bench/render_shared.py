@@ -183,13 +183,17 @@ def sec_pool5(r):
         rows.append([_label(res, run), run["requests"]["total"],
                      f(_mib(run["requests"]["bytes"]), 1), f(run["windows_per_s"], 1),
                      _pss(run["pss"]), _shm(run["pss"]), run.get("wrong_windows", "–")])
+    failed = (("\n\nA failed run: a read in one of the contender's workers failed (its error "
+              "above), as in section 4's process pools, where the likely cause is said "
+              "(connections inherited from the parent). One run per contender.")
+              if any(not x["ok"] for x in res["runs"]) else "")
     return (f"## 12. Seed 000's process pool: fork, {res['workers']} workers\n\n"
             f"bench/probes/pool.py (seed 000's handler): the parent opens the COG, then a "
             f"ProcessPoolExecutor (fork) of {res['workers']} workers reads every 512x512 window "
             f"({res['windows']}), each task opening the file; {res['rtt_ms']} ms RTT, "
             f"{res['protocol']}. PSS: the parent and its workers at the end.\n\n" +
             table(["contender", "requests", "MiB", "windows/s", "PSS",
-                   "segment: in PSS / in /dev/shm", "wrong windows"], rows))
+                   "segment: in PSS / in /dev/shm", "wrong windows"], rows) + failed)
 
 
 def sec_sidecars(r):
