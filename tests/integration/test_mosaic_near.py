@@ -13,7 +13,11 @@ server saw), beside stock GDAL running the same reads in its own process (pixels
   reads right, with one more request;
 - far: objects whose first read past the header is full-resolution data megabytes in
   teach nothing: every first GET stays VSITUNE_HEADER_SIZE;
-- VSITUNE_FIRST_READ_MAX=0: as before, every first GET VSITUNE_HEADER_SIZE.
+- VSITUNE_FIRST_READ_MAX=0: as before, every first GET VSITUNE_HEADER_SIZE;
+- a STAC catalog's layout, each COG in an item directory of its own under the same
+  asset name: a directory never seen asks what the same name taught in the bucket's
+  other directories (read/hdrsize.h, the family), so again the first item costs 2
+  GETs and every later one 1; named apart, each item's first GET stays 64 KiB.
 """
 
 import json
@@ -103,8 +107,9 @@ def _upload(lab, files, prefix):
     return [f"/vsis3/lab/{prefix}/{p.name}" for p in files]
 
 
-def _run(lab, names, mode, vsitune, extra=None):
-    """One side's run: (pixel sums, the GETs the lab saw, by key, in order)."""
+def _run(lab, names, mode, vsitune, extra=None, full_keys=False):
+    """One side's run: (pixel sums, the GETs the lab saw, by file name, or with
+    full_keys by key, in order)."""
     seq = lab.log()[-1]["seq"] if lab.log() else 0
     env = lab_client.gdal_env(lab.env("h1"), vsitune=vsitune, extra=extra)
     cp = subprocess.run([PY, "-c", CHILD, json.dumps(names), mode], env=env,
@@ -117,7 +122,8 @@ def _run(lab, names, mode, vsitune, extra=None):
     gets = {}
     for e in log:
         assert e["method"] == "GET", e
-        gets.setdefault(e["key"].rsplit("/", 1)[-1], []).append(e["range"])
+        k = e["key"] if full_keys else e["key"].rsplit("/", 1)[-1]
+        gets.setdefault(k, []).append(e["range"])
     return json.loads(cp.stdout), gets
 
 
@@ -173,3 +179,34 @@ def test_option_off(lab, cog_files):
     for p in near:
         assert gets[p.name][0] == "bytes=0-65535" and len(gets[p.name]) == 2, \
             (p.name, gets[p.name])
+
+
+def test_stac_items_learn_from_the_same_asset_name(lab, cog_files):
+    near, _ = cog_files
+    prefix = f"stac-{uuid.uuid4().hex[:8]}"
+    same, apart = [], []
+    for i, p in enumerate(near):
+        lab.put_object("lab", f"{prefix}/items/S2_{i}/B04.tif", str(p))
+        same.append(f"{prefix}/items/S2_{i}/B04.tif")
+        lab.put_object("lab", f"{prefix}/scenes/S2_{i}/S2_{i}_B04.tif", str(p))
+        apart.append(f"{prefix}/scenes/S2_{i}/S2_{i}_B04.tif")
+    bs = plugin_defaults.block_size_default()
+    for keys, learns in ((same, True), (apart, False)):
+        names = [f"/vsis3/lab/{k}" for k in keys]
+        stock, _ = _run(lab, names, "near", vsitune=False)
+        vt, gets = _run(lab, names, "near", vsitune=True, full_keys=True)
+        assert vt == stock
+        assert gets[keys[0]][0] == "bytes=0-65535" and len(gets[keys[0]]) == 2, \
+            gets[keys[0]]
+        for k, p in zip(keys[1:], near[1:]):
+            if not learns:
+                # nothing carries over between names: 64 KiB, then the overview
+                assert gets[k][0] == "bytes=0-65535" and len(gets[k]) == 2, (k, gets[k])
+                continue
+            assert len(gets[k]) == 1, (k, gets[k])
+            m = re.fullmatch(r"bytes=0-(\d+)", gets[k][0])
+            assert m, gets[k]
+            reach = int(m.group(1)) + 1
+            assert reach % bs == 0 and _overview_end(p)[0] <= reach <= 256 * KIB, \
+                (k, gets[k], _overview_end(p), bs)
+        assert sum(len(v) for v in gets.values()) == (N + 1 if learns else 2 * N)

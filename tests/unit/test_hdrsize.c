@@ -2,7 +2,8 @@
  * the option's size until a prefix has a sample, then the largest of its
  * last VT_HDRSIZE_SAMPLES needs with a margin, never above the option; an
  * unknown need brings the option's size back until it leaves the window;
- * prefixes apart; the margin's arithmetic. */
+ * prefixes apart; the margin's arithmetic; a directory never seen asks its
+ * family (the same name in the bucket's other directories). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -77,6 +78,47 @@ static void test_unknown_brings_the_option_back(void **state)
     assert_int_equal(vt__hdrsize_get(P, strlen(P), MAX), 9216);
 }
 
+#define EP "https://127.0.0.1:1\n"
+
+static void test_family_key(void **state)
+{
+    char out[256];
+    size_t n;
+    (void)state;
+    n = vt__hdrsize_family(EP "cogs/items/S2A_1/B04.tif", out, sizeof(out));
+    assert_int_equal(n, strlen(EP "cogs/") + 1 + strlen("B04.tif"));
+    assert_memory_equal(out, EP "cogs/\001B04.tif", n);
+    /* every depth of directory, one family */
+    n = vt__hdrsize_family(EP "cogs/B04.tif/x/B04.tif", out, sizeof(out));
+    assert_memory_equal(out, EP "cogs/\001B04.tif", n);
+    /* at the bucket's top: none (the directory is the bucket) */
+    assert_int_equal(vt__hdrsize_family(EP "cogs/B04.tif", out, sizeof(out)), 0);
+    assert_int_equal(vt__hdrsize_family(EP "cogs", out, sizeof(out)), 0);
+    /* no room: none */
+    assert_int_equal(vt__hdrsize_family(EP "cogs/i/B04.tif", out, 8), 0);
+}
+
+static void test_new_directory_asks_its_family(void **state)
+{
+    (void)state;
+    assert_int_equal(vt__hdrsize_for(EP "cogs/item1/B04.tif", MAX), MAX);
+    vt__hdrsize_note_for(EP "cogs/item1/B04.tif", 6556);
+    /* its directory */
+    assert_int_equal(vt__hdrsize_for(EP "cogs/item1/B03.tif", MAX), 9216);
+    /* the same name in another item's directory */
+    assert_int_equal(vt__hdrsize_for(EP "cogs/item2/B04.tif", MAX), 9216);
+    assert_int_equal(vt__hdrsize_for(EP "cogs/a/b/c/B04.tif", MAX), 9216);
+    /* another name there, another bucket, another endpoint: nothing */
+    assert_int_equal(vt__hdrsize_for(EP "cogs/item2/B03.tif", MAX), MAX);
+    assert_int_equal(vt__hdrsize_for(EP "other/item2/B04.tif", MAX), MAX);
+    assert_int_equal(vt__hdrsize_for("https://h:2\ncogs/item2/B04.tif", MAX),
+                     MAX);
+    /* a directory with samples of its own goes by them, not the family */
+    vt__hdrsize_note_for(EP "cogs/item3/B08.tif", 21522);
+    assert_int_equal(vt__hdrsize_for(EP "cogs/item3/B04.tif", MAX),
+                     vt__hdrsize_round(21522, MAX));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -84,6 +126,8 @@ int main(void)
         cmocka_unit_test_setup(test_first_open_asks_the_option, reset),
         cmocka_unit_test_setup(test_largest_of_the_window, reset),
         cmocka_unit_test_setup(test_unknown_brings_the_option_back, reset),
+        cmocka_unit_test(test_family_key),
+        cmocka_unit_test_setup(test_new_directory_asks_its_family, reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

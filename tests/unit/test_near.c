@@ -95,6 +95,31 @@ static void test_bounded_directories(void **state)
                      128 * KIB);
 }
 
+static void test_family_of_a_new_directory(void **state)
+{
+    (void)state;
+    /* a STAC catalog: each item a directory, its assets named alike */
+    vt__near_note(ID("items/i1", "ov.tif"), 65536, 100000, MAX, BS);
+    assert_int_equal(vt__near_first_read(ID("items/i2", "ov.tif"), HDR, MAX),
+                     128 * KIB);
+    assert_int_equal(vt__near_first_read(ID("elsewhere/i9", "ov.tif"), HDR,
+                                         MAX), 128 * KIB);
+    /* another name in a new directory: nothing learned */
+    assert_int_equal(vt__near_first_read(ID("items/i2", "B01.tif"), HDR, MAX),
+                     HDR);
+    /* a directory noted goes by its own notes, not its family's */
+    vt__near_note(ID("items/i3", "B01.tif"), 70000, 200000, MAX, BS);
+    assert_int_equal(vt__near_first_read(ID("items/i3", "ov.tif"), HDR, MAX),
+                     256 * KIB);
+    assert_int_equal(vt__near_first_read(ID("items/i6", "ov.tif"), HDR, MAX),
+                     128 * KIB);
+    /* a far note teaches the family too: the family's next first GET
+     * asks the largest of its last 8 (one near, one far): still 128 KiB */
+    vt__near_note(ID("items/i4", "ov.tif"), 70000, MAX + 1, MAX, BS);
+    assert_int_equal(vt__near_first_read(ID("items/i5", "ov.tif"), HDR, MAX),
+                     128 * KIB);
+}
+
 static void test_once(void **state)
 {
     int flag = 0;
@@ -113,6 +138,7 @@ int main(void)
         cmocka_unit_test(test_bounded_by_max_and_never_below_header),
         cmocka_unit_test(test_far_reads_teach_nothing_then_undo),
         cmocka_unit_test(test_bounded_directories),
+        cmocka_unit_test(test_family_of_a_new_directory),
         cmocka_unit_test(test_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -43,7 +43,8 @@ uint64_t vt__hdrsize_round(uint64_t need, uint64_t max)
     return want < max ? want : max;
 }
 
-uint64_t vt__hdrsize_get(const char *prefix, size_t plen, uint64_t max)
+/* The largest need of the prefix's samples; 0: it has none. */
+static uint64_t largest(const char *prefix, size_t plen)
 {
     uint64_t id = prefix_id(prefix, plen), most = 0;
     slot *s = &slots[id % HDRSIZE_SLOTS];
@@ -56,7 +57,61 @@ uint64_t vt__hdrsize_get(const char *prefix, size_t plen, uint64_t max)
             if (s->need[i] > most)
                 most = s->need[i];
     pthread_mutex_unlock(&mu);
+    return most;
+}
+
+uint64_t vt__hdrsize_get(const char *prefix, size_t plen, uint64_t max)
+{
+    uint64_t most = largest(prefix, plen);
     return most == 0 ? max : vt__hdrsize_round(most, max);
+}
+
+size_t vt__hdrsize_family(const char *id, char *out, size_t cap)
+{
+    const char *path = strchr(id, '\n'), *bucket_end, *last;
+    size_t head, name;
+
+    path = path ? path + 1 : id;
+    bucket_end = strchr(path, '/');
+    last = strrchr(path, '/');
+    if (!bucket_end || last == bucket_end)
+        return 0; /* at the bucket's top: the directory is the family */
+    head = (size_t)(bucket_end + 1 - id);
+    name = strlen(last + 1);
+    if (head + 1 + name > cap)
+        return 0;
+    memcpy(out, id, head);
+    out[head] = '\001';
+    memcpy(out + head + 1, last + 1, name);
+    return head + 1 + name;
+}
+
+/* The directory of a table id: up to its last '/'. */
+static size_t dir_len(const char *id)
+{
+    const char *slash = strrchr(id, '/');
+    return slash ? (size_t)(slash - id) : strlen(id);
+}
+
+uint64_t vt__hdrsize_for(const char *id, uint64_t max)
+{
+    char fam[1024];
+    uint64_t most = largest(id, dir_len(id));
+    size_t flen;
+
+    if (most == 0 && (flen = vt__hdrsize_family(id, fam, sizeof(fam))) > 0)
+        most = largest(fam, flen);
+    return most == 0 ? max : vt__hdrsize_round(most, max);
+}
+
+void vt__hdrsize_note_for(const char *id, uint64_t need)
+{
+    char fam[1024];
+    size_t flen = vt__hdrsize_family(id, fam, sizeof(fam));
+
+    vt__hdrsize_note(id, dir_len(id), need);
+    if (flen > 0)
+        vt__hdrsize_note(fam, flen, need);
 }
 
 void vt__hdrsize_note(const char *prefix, size_t plen, uint64_t need)

@@ -10,6 +10,13 @@
  * the option's size. A file needing more than was asked reads the rest
  * through the block cache: one more request, the same bytes.
  *
+ * A directory nothing was learned in yet asks what its family learned: the
+ * same file name in any directory of the same bucket (vt__hdrsize_family).
+ * A STAC catalog keeps each item in a directory of its own and names the
+ * assets of its items alike (B04.tif, visual.tif), so a mosaic over items
+ * opens every source in a directory never seen; the same-named file of the
+ * item before says what this one needs.
+ *
  * The table: HDRSIZE_SLOTS slots chosen by a hash of the prefix, each the
  * ring of the last samples; a collision only shares a learned size (never a
  * wrong answer, at worst a larger or one more GET). One leaf lock
@@ -35,6 +42,22 @@ uint64_t vt__hdrsize_get(const char *prefix, size_t plen, uint64_t max);
 /* Record what an open under prefix needed (bytes, or VT_HDRSIZE_UNKNOWN).
  * Thread-safe. */
 void vt__hdrsize_note(const char *prefix, size_t plen, uint64_t need);
+
+/* The family of the object whose table id is id (endpoint "\n" bucket/
+ * dirs/name): its name in any directory of its bucket. Writes endpoint "\n"
+ * bucket "/" "\001" name to out (not terminated); returns the length, or 0
+ * when the object lies at the bucket's top (its directory is the family) or
+ * out has no room. Pure. */
+size_t vt__hdrsize_family(const char *id, char *out, size_t cap);
+
+/* The first GET's size for the object whose table id is id: what its
+ * directory learned (vt__hdrsize_get), or when the directory has no sample,
+ * what its family learned; max when neither has one. Thread-safe. */
+uint64_t vt__hdrsize_for(const char *id, uint64_t max);
+
+/* Record what the open of the object whose table id is id needed, for its
+ * directory and its family. Thread-safe. */
+void vt__hdrsize_note_for(const char *id, uint64_t need);
 
 /* The size asked for a largest need of need, bounded by max. Pure. */
 uint64_t vt__hdrsize_round(uint64_t need, uint64_t max);

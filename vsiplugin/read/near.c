@@ -21,7 +21,13 @@
  * first-answer judge and seeds the same cache blocks, and a read past them
  * fetches what is missing, as before.
  *
- * Bounded: NEAR_DIRS directories, the least recently used replaced,
+ * A directory nothing was noted in yet asks what its family learned: the
+ * object's name in any directory of its bucket (hdrsize.h's
+ * vt__hdrsize_family; a STAC catalog keeps each item in a directory of its
+ * own, its assets named alike, so a mosaic's every source is in a directory
+ * never seen). Each note teaches the directory and the family.
+ *
+ * Bounded: NEAR_DIRS directories and families, the least recently used replaced,
  * directories known by a 64-bit hash of their name (a collision only changes
  * the bytes asked). Own lock (a forksafe leaf), never held with another,
  * never across I/O. */
@@ -31,6 +37,7 @@
 #include <string.h>
 
 #include "base/forksafe.h"
+#include "read/hdrsize.h"
 
 #define NEAR_DIRS 64
 #define NEAR_KEEP 8
@@ -52,18 +59,29 @@ static void reg_lock(void)
     vt__forksafe_register(&mu);
 }
 
-/* FNV-1a of id up to its last '/' (all of it when it has none); never 0. */
-static uint64_t dir_hash(const char *id)
+/* FNV-1a of n bytes; never 0. */
+static uint64_t hash_bytes(const char *s, size_t n)
 {
-    const char *slash = strrchr(id, '/');
-    size_t n = slash ? (size_t)(slash - id) : strlen(id), i;
     uint64_t h = 1469598103934665603ull;
+    size_t i;
 
     for (i = 0; i < n; i++) {
-        h ^= (unsigned char)id[i];
+        h ^= (unsigned char)s[i];
         h *= 1099511628211ull;
     }
     return h ? h : 1;
+}
+
+/* The hash of id's directory (id up to its last '/', all of it when it has
+ * none) and of its family (0: none, hdrsize.h). */
+static uint64_t dir_hash(const char *id, uint64_t *family)
+{
+    const char *slash = strrchr(id, '/');
+    char fam[1024];
+    size_t flen = vt__hdrsize_family(id, fam, sizeof(fam));
+
+    *family = flen ? hash_bytes(fam, flen) : 0;
+    return hash_bytes(id, slash ? (size_t)(slash - id) : strlen(id));
 }
 
 /* mu held. The directory of hash h, or NULL; with make, a slot made for it
@@ -88,16 +106,18 @@ static near_dir *find_dir(uint64_t h, int make)
 
 uint64_t vt__near_first_read(const char *id, uint64_t header, uint64_t max)
 {
-    uint64_t h, want = header;
+    uint64_t h, fh, want = header;
     near_dir *d;
     size_t i;
 
     if (!id || max <= header)
         return header;
-    h = dir_hash(id);
+    h = dir_hash(id, &fh);
     pthread_once(&reg_once, reg_lock);
     pthread_mutex_lock(&mu);
     d = find_dir(h, 0);
+    if (!d && fh) /* a directory never noted: its family's */
+        d = find_dir(fh, 0);
     if (d) {
         d->used = ++tick;
         for (i = 0; i < NEAR_KEEP; i++)
@@ -108,11 +128,23 @@ uint64_t vt__near_first_read(const char *id, uint64_t header, uint64_t max)
     return want > max ? max : want;
 }
 
+/* mu held. One note of learned into the slot of hash h. */
+static void note_into(uint64_t h, uint64_t learned)
+{
+    /* a far read of a directory never seen teaches nothing: no slot */
+    near_dir *d = find_dir(h, learned != 0);
+
+    if (d) {
+        d->ends[d->next] = learned;
+        d->next = (d->next + 1) % NEAR_KEEP;
+        d->used = ++tick;
+    }
+}
+
 void vt__near_note(const char *id, uint64_t start, uint64_t end,
                    uint64_t max, size_t bs)
 {
-    uint64_t h, learned = 0;
-    near_dir *d;
+    uint64_t h, fh, learned = 0;
 
     if (!id || bs == 0 || end <= start)
         return;
@@ -121,16 +153,12 @@ void vt__near_note(const char *id, uint64_t start, uint64_t end,
         if (learned > max)
             learned = max;
     }
-    h = dir_hash(id);
+    h = dir_hash(id, &fh);
     pthread_once(&reg_once, reg_lock);
     pthread_mutex_lock(&mu);
-    /* a far read of a directory never seen teaches nothing: no slot */
-    d = find_dir(h, learned != 0);
-    if (d) {
-        d->ends[d->next] = learned;
-        d->next = (d->next + 1) % NEAR_KEEP;
-        d->used = ++tick;
-    }
+    note_into(h, learned);
+    if (fh)
+        note_into(fh, learned);
     pthread_mutex_unlock(&mu);
 }
 

@@ -236,14 +236,6 @@ static void keep_spans(vt_object *o, const unsigned char *data, size_t len)
     o->n_spans = n;
 }
 
-/* The length of o's id up to its last '/': the prefix whose opens teach
- * the header size (endpoint and directory). */
-static size_t prefix_len(const vt_object *o)
-{
-    const char *slash = strrchr(o->id, '/');
-    return slash ? (size_t)(slash - o->id) : strlen(o->id);
-}
-
 void vt__object_note_reads(vt_object *o, size_t n, const uint64_t *off,
                            const size_t *len)
 {
@@ -266,8 +258,7 @@ void vt__object_teach(vt_object *o)
 
     if (read == 0 || __atomic_exchange_n(&o->read_noted, 1, __ATOMIC_RELAXED))
         return; /* never read yet (a stat), or taught already */
-    vt__hdrsize_note(o->id, prefix_len(o),
-                     o->learn_need > read ? o->learn_need : read);
+    vt__hdrsize_note_for(o->id, o->learn_need > read ? o->learn_need : read);
 }
 
 /* What the first len bytes of o say its header needs (hdrsize.h): a
@@ -460,7 +451,7 @@ vt_err vt__object_load_header(vt_object *o, long *http_status, char *errbuf,
     vt_first v;
 
     if (learn)
-        hsize = vt__hdrsize_get(o->id, prefix_len(o), hsize);
+        hsize = vt__hdrsize_for(o->id, hsize);
     /* further when the directory's last objects read on past it (near.h) */
     hsize = vt__near_first_read(o->id, hsize,
                                 vt__opt_size(o->path, VT_OPT_FIRST_READ_MAX));
