@@ -129,12 +129,10 @@ def _alone_text(res):
     return text
 
 
-def sec_mosaic(r):
-    res, why = _section(r, "mosaic_tiles", "15. STAC mosaic tiles")
-    if res is None:
-        return why
+def _mosaic_tables(cells):
+    """A layout's cells as the per-contender table and vsitune over tuned stock."""
     rows, ratios = [], []
-    for cell in res["cells"]:
+    for cell in cells:
         for k in KINDS:
             v = cell["contenders"][k]
             rows.append([_who(cell, k), f(v["tiles_per_s"], 1), f(v["requests_per_tile"], 2),
@@ -143,7 +141,17 @@ def sec_mosaic(r):
         q = cell["vsitune_vs_tuned"]
         ratios.append([cell["version"] or cell["gdal"], x(q["tiles_per_s"]),
                        x(q["requests_per_tile"]), x(q["bytes_per_tile"])])
-    return (
+    return (table(["contender", "tiles/s", "requests/tile", "LIST", "bytes/tile", "conn.",
+                   "peak RSS MB", "failed / stalls"], rows) +
+            "\n\nvsitune over stock GDAL with TiTiler's environment, same GDAL, same run:\n\n" +
+            table(["GDAL", "tiles/s", "requests per tile", "bytes per tile"], ratios))
+
+
+def sec_mosaic(r):
+    res, why = _section(r, "mosaic_tiles", "15. STAC mosaic tiles")
+    if res is None:
+        return why
+    text = (
         "## 15. STAC mosaic tiles\n\n"
         f"A VRT over a 5x5 grid of adjacent web-mercator COGs ({res['cog_px']}x{res['cog_px']} "
         f"each, {f(res['cog_bytes'])} bytes in all, shifted by half a COG from the XYZ grid as "
@@ -151,11 +159,18 @@ def sec_mosaic(r):
         f"256x256 XYZ tiles per run: {res['tiles_4_cogs']} at zoom {res['zoom']} needing 4 COGs "
         f"each and {res['tiles_9_cogs']} at zoom {res['zoom'] - 1} needing 9 "
         f"(bench/probes/mosaic.py), {res['threads']} threads; {_where(res)}. Every run's tiles "
-        "are compared with the same tiles of the local COGs.\n\n" +
-        table(["contender", "tiles/s", "requests/tile", "LIST", "bytes/tile", "conn.",
-               "peak RSS MB", "failed / stalls"], rows) +
-        "\n\nvsitune over stock GDAL with TiTiler's environment, same GDAL, same run:\n\n" +
-        table(["GDAL", "tiles/s", "requests per tile", "bytes per tile"], ratios))
+        "are compared with the same tiles of the local COGs.\n\n"
+        "**All COGs in one directory** (`mosaic/m_<row>_<col>.tif`):\n\n" +
+        _mosaic_tables(res["cells"]))
+    if res.get("stac_cells"):
+        text += (
+            "\n\n**Each COG in an item directory of its own, under one asset name**, as a STAC "
+            f"catalog keeps them (`mosaic-stac/m_<row>_<col>/{res['asset']}`; the same bytes, "
+            "runs alternated with the table above). Nothing learned about one directory applies "
+            "to the next source's; vsitune asks what the same file name taught in the bucket's "
+            "other directories (docs/architecture.md, \"Further when the data is near\"):\n\n" +
+            _mosaic_tables(res["stac_cells"]))
+    return text
 
 
 def sec_overview(r):
@@ -211,14 +226,17 @@ def _acc_many(s, rows):
 
 
 def _acc_mosaic(s, rows):
-    for cell in (s.get("mosaic_tiles") or {}).get("cells", []):
-        q = cell["vsitune_vs_tuned"]
-        gv = cell["version"] or cell["gdal"]
-        rows.append([f"mosaic tiles, {gv}: tiles/s / tuned stock's", "≥ 1.3×",
-                     x(q["tiles_per_s"]), _met(q["tiles_per_s"], lo=1.3)])
-        rows.append([f"mosaic tiles, {gv}: requests per tile / tuned stock's", "< 1×",
-                     x(q["requests_per_tile"]),
-                     _met(q["requests_per_tile"], hi=0.999) if q["requests_per_tile"] else "–"])
+    res = s.get("mosaic_tiles") or {}
+    for key, what in (("cells", "mosaic tiles"), ("stac_cells", "mosaic tiles, STAC layout")):
+        for cell in res.get(key, []):
+            q = cell["vsitune_vs_tuned"]
+            gv = cell["version"] or cell["gdal"]
+            rows.append([f"{what}, {gv}: tiles/s / tuned stock's", "≥ 1.3×",
+                         x(q["tiles_per_s"]), _met(q["tiles_per_s"], lo=1.3)])
+            rows.append([f"{what}, {gv}: requests per tile / tuned stock's", "< 1×",
+                         x(q["requests_per_tile"]),
+                         _met(q["requests_per_tile"], hi=0.999)
+                         if q["requests_per_tile"] else "–"])
 
 
 def _acc_cold(s, rows):
