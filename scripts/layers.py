@@ -61,6 +61,7 @@ LAYERS = {
     "common/smallfile.c": 0, "common/smallfile.h": 0,
     "vsiplugin/base/forksafe.c": 0, "vsiplugin/base/forksafe.h": 0,
     "vsiplugin/base/slots.c": 0, "vsiplugin/base/slots.h": 0,
+    "vsiplugin/base/hash.c": 0, "vsiplugin/base/hash.h": 0,
     "vsiplugin/read/policy.c": 0, "vsiplugin/read/policy.h": 0,
     "vsiplugin/read/planner.c": 0, "vsiplugin/read/planner.h": 0,
     "vsiplugin/read/tiffmap.c": 0, "vsiplugin/read/tiffmap.h": 0,

@@ -19,6 +19,7 @@
 #include <cpl_string.h>
 #include <cpl_vsi.h>
 
+#include "base/hash.h"
 #include "compat/gdal_release.h"
 
 #define PREFIX_CAP 32
@@ -191,11 +192,7 @@ static _Atomic uint64_t g_warned[VT_OPT_COUNT];
 
 static int first_warning(enum vt_opt id, const char *v)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-
-    for (; *v; v++)
-        h = (h ^ (unsigned char)*v) * 1099511628211ULL;
-    h |= 1; /* 0 is "nothing said yet" */
+    uint64_t h = vt__fnv1a(v, strlen(v)) | 1; /* 0 is "nothing said yet" */
     return atomic_exchange(&g_warned[id], h) != h;
 }
 

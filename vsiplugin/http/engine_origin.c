@@ -10,6 +10,8 @@
 
 #include <string.h>
 
+#include "base/hash.h"
+
 /* The origin part of a URL ("https://host:port") into out; 0 if it does not
  * fit (then it is simply not remembered). */
 static int origin_of(const char *url, char *out, size_t cap)
@@ -67,11 +69,7 @@ void vt__eng_origin_learn(struct vt_engine *e, const char *url, int h2)
 /* The object a URL names: a hash of it up to its query. */
 static uint64_t object_id(const char *url)
 {
-    uint64_t h = 1469598103934665603ULL;
-
-    for (; *url && *url != '?' && *url != '#'; url++)
-        h = (h ^ (unsigned char)*url) * 1099511628211ULL;
-    return h;
+    return vt__fnv1a(url, strcspn(url, "?#"));
 }
 
 static struct vt_eng_failing *object_failing_slot(struct vt_engine *e,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/forksafe.h"
+#include "base/hash.h"
 
 #define HDRSIZE_SLOTS 256
 
@@ -22,14 +23,10 @@ static slot slots[HDRSIZE_SLOTS];
 
 static void init_once(void) { vt__forksafe_register(&mu); }
 
-/* FNV-1a of the prefix, never 0 (0 marks a free slot). */
+/* The prefix's hash, never 0 (0 marks a free slot). */
 static uint64_t prefix_id(const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ULL;
-    size_t i;
-
-    for (i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    uint64_t h = vt__fnv1a(s, n);
     return h ? h : 1;
 }
 

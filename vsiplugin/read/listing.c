@@ -19,6 +19,7 @@
 #include "base/config.h"
 #include "http/engine.h"
 #include "base/forksafe.h"
+#include "base/hash.h"
 #include "backends/backend.h"
 #include "read/listing_table.h"
 
@@ -74,7 +75,7 @@ static void link_listing(vt_listing *l)
 /* mu held: the newest listing of this id (whose key is id[0..kl)). */
 static vt_listing *find_id(const char *id, size_t kl)
 {
-    uint64_t h = vt__ltab_hash(VT_LTAB_HASH0, id, kl);
+    uint64_t h = vt__fnv1a(id, kl);
     for (vt_ltab_node *n = vt__ltab_chain(&table, h); n; n = vt__ltab_next_of(n))
         if (strcmp(LISTING_OF(n)->id, id) == 0)
             return LISTING_OF(n);
@@ -427,11 +428,11 @@ int vt__listing_lookup_n(const vt_backend *be, const char *path,
     /* A listing covering path has a key of path's directory and a prefix
      * of its basename (covers()): one probe per prefix, the newest that
      * answers wins, as a walk of the table (newest first) would find. */
-    h = vt__ltab_hash(vt__ltab_hash(VT_LTAB_HASH0, ep, epl), path, dl);
+    h = vt__fnv1a_more(vt__fnv1a(ep, epl), path, dl);
     pthread_mutex_lock(&mu);
     for (k = dl; k <= pl; k++) {
         if (k > dl)
-            h = vt__ltab_hash(h, path + k - 1, 1);
+            h = vt__fnv1a_more(h, path + k - 1, 1);
         for (vt_ltab_node *n = vt__ltab_chain(&table, h); n;
              n = vt__ltab_next_of(n)) {
             l = LISTING_OF(n);
@@ -497,7 +498,7 @@ static void insert_made(vt_listing *l)
 {
     vt_listing *o, *dead = NULL;
     vt_ltab_node *n, *next;
-    uint64_t h = vt__ltab_hash(VT_LTAB_HASH0, l->id, key_len_of(l));
+    uint64_t h = vt__fnv1a(l->id, key_len_of(l));
     l->at = time(NULL);
     vt__forksafe_register(&mu);
     pthread_mutex_lock(&mu);
@@ -595,8 +596,8 @@ static vt_listing *gdal_dir_of(const char *path, const char *ep, long t)
     vt_listing *l;
     size_t epl = strlen(ep), dl = (size_t)(strrchr(path, '/') + 1 - path);
     time_t now = time(NULL);
-    uint64_t h = vt__ltab_hash(vt__ltab_hash(VT_LTAB_HASH0, ep, epl), "\n", 1);
-    h = vt__ltab_hash(h, path, dl); /* its key: "endpoint\nbucket/dir/" */
+    uint64_t h = vt__fnv1a_more(vt__fnv1a(ep, epl), "\n", 1);
+    h = vt__fnv1a_more(h, path, dl); /* its key: "endpoint\nbucket/dir/" */
     for (vt_ltab_node *n = vt__ltab_chain(&table, h); n; n = vt__ltab_next_of(n)) {
         l = LISTING_OF(n);
         if (l->names_only && now - l->at < t && l->dir_len == dl &&

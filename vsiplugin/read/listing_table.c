@@ -12,17 +12,9 @@
 
 #include <string.h>
 
-#define MASK (VT_LTAB_BUCKETS - 1)
+#include "base/hash.h"
 
-uint64_t vt__ltab_hash(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= s[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
+#define MASK (VT_LTAB_BUCKETS - 1)
 
 void vt__ltab_link(vt_ltab *t, vt_ltab_node *n, const char *key,
                    size_t key_len)
@@ -31,7 +23,7 @@ void vt__ltab_link(vt_ltab *t, vt_ltab_node *n, const char *key,
 
     n->key = key;
     n->key_len = key_len;
-    n->hash = vt__ltab_hash(VT_LTAB_HASH0, key, key_len);
+    n->hash = vt__fnv1a(key, key_len);
     n->seq = ++t->seq;
     n->prev = NULL;
     n->next = t->head;

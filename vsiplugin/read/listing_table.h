@@ -16,9 +16,6 @@
 
 #define VT_LTAB_BUCKETS 512 /* a power of two, twice listing.c's cap */
 
-/* FNV-1a's offset basis: the hash of "" (vt__ltab_hash's start). */
-#define VT_LTAB_HASH0 0xcbf29ce484222325ULL
-
 typedef struct vt_ltab_node {
     struct vt_ltab_node *prev, *next; /* the table, newest first */
     struct vt_ltab_node *hnext;       /* the key's hash chain, newest first */
@@ -35,10 +32,6 @@ typedef struct vt_ltab {
     uint64_t seq;
     vt_ltab_node *buckets[VT_LTAB_BUCKETS];
 } vt_ltab;
-
-/* h extended by n bytes of p (FNV-1a, 64 bits): the hash of a key can be
- * built piece by piece, and of each of a name's prefixes in one pass. */
-uint64_t vt__ltab_hash(uint64_t h, const void *p, size_t n);
 
 /* Links n as the newest node, keyed by key[0..key_len) (kept, not copied:
  * the key must outlive the link). n must not be linked. */

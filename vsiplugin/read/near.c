@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "base/forksafe.h"
+#include "base/hash.h"
 #include "read/hdrsize.h"
 
 #define NEAR_DIRS 64
@@ -59,29 +60,28 @@ static void reg_lock(void)
     vt__forksafe_register(&mu);
 }
 
-/* FNV-1a of n bytes; never 0. */
+/* A name's slot hash: never 0 (a free slot). */
 static uint64_t hash_bytes(const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ull;
-    size_t i;
-
-    for (i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
+    uint64_t h = vt__fnv1a(s, n);
     return h ? h : 1;
 }
 
-/* The hash of id's directory (id up to its last '/', all of it when it has
- * none) and of its family (0: none, hdrsize.h). */
-static uint64_t dir_hash(const char *id, uint64_t *family)
+/* The hash of id's directory: id up to its last '/', all of it when it has
+ * none. */
+static uint64_t dir_hash(const char *id)
 {
     const char *slash = strrchr(id, '/');
+    return hash_bytes(id, slash ? (size_t)(slash - id) : strlen(id));
+}
+
+/* The hash of id's family (hdrsize.h); 0 when it has none. */
+static uint64_t family_hash(const char *id)
+{
     char fam[1024];
     size_t flen = vt__hdrsize_family(id, fam, sizeof(fam));
 
-    *family = flen ? hash_bytes(fam, flen) : 0;
-    return hash_bytes(id, slash ? (size_t)(slash - id) : strlen(id));
+    return flen ? hash_bytes(fam, flen) : 0;
 }
 
 /* mu held. The directory of hash h, or NULL; with make, a slot made for it
@@ -112,11 +112,11 @@ uint64_t vt__near_first_read(const char *id, uint64_t header, uint64_t max)
 
     if (!id || max <= header)
         return header;
-    h = dir_hash(id, &fh);
+    h = dir_hash(id);
     pthread_once(&reg_once, reg_lock);
     pthread_mutex_lock(&mu);
     d = find_dir(h, 0);
-    if (!d && fh) /* a directory never noted: its family's */
+    if (!d && (fh = family_hash(id)) != 0) /* a directory never noted */
         d = find_dir(fh, 0);
     if (d) {
         d->used = ++tick;
@@ -153,7 +153,8 @@ void vt__near_note(const char *id, uint64_t start, uint64_t end,
         if (learned > max)
             learned = max;
     }
-    h = dir_hash(id, &fh);
+    h = dir_hash(id);
+    fh = family_hash(id);
     pthread_once(&reg_once, reg_lock);
     pthread_mutex_lock(&mu);
     note_into(h, learned);

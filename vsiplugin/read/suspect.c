@@ -12,6 +12,7 @@
 
 #include "cache/cache.h"
 #include "base/forksafe.h"
+#include "base/hash.h"
 
 #define ONCE_SLOTS 1024
 /* Bytes of GDAL's error text read. The buffer CPLGetLastErrorMsg() returns
@@ -31,10 +32,7 @@ static unsigned once_next;
 
 static uint64_t fnv(const char *s)
 {
-    uint64_t h = 1469598103934665603ULL;
-    while (*s)
-        h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
-    return h;
+    return vt__fnv1a(s, strlen(s));
 }
 
 /* The calling thread's error text from its second byte on (what
