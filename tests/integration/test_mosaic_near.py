@@ -17,7 +17,9 @@ server saw), beside stock GDAL running the same reads in its own process (pixels
 - a STAC catalog's layout, each COG in an item directory of its own under the same
   asset name: a directory never seen asks what the same name taught in the bucket's
   other directories (read/hdrsize.h, the family), so again the first item costs 2
-  GETs and every later one 1; named apart, each item's first GET stays 64 KiB.
+  GETs and every later one 1; the same when each file is named after its item and
+  then the asset (Landsat's <item>/<item>_SR_B4.TIF); named apart, each item's first
+  GET stays 64 KiB.
 """
 
 import json
@@ -184,14 +186,18 @@ def test_option_off(lab, cog_files):
 def test_stac_items_learn_from_the_same_asset_name(lab, cog_files):
     near, _ = cog_files
     prefix = f"stac-{uuid.uuid4().hex[:8]}"
-    same, apart = [], []
+    same, after_item, apart = [], [], []
     for i, p in enumerate(near):
-        lab.put_object("lab", f"{prefix}/items/S2_{i}/B04.tif", str(p))
+        # Sentinel-2 on AWS: every item's asset named alike
         same.append(f"{prefix}/items/S2_{i}/B04.tif")
-        lab.put_object("lab", f"{prefix}/scenes/S2_{i}/S2_{i}_B04.tif", str(p))
-        apart.append(f"{prefix}/scenes/S2_{i}/S2_{i}_B04.tif")
+        # Landsat, HLS: each file named after its item, then the asset
+        after_item.append(f"{prefix}/scenes/LC08_{i}_T1/LC08_{i}_T1_SR_B4.TIF")
+        # named apart
+        apart.append(f"{prefix}/other/S2_{i}/B04_{i}.tif")
+        for k in (same[-1], after_item[-1], apart[-1]):
+            lab.put_object("lab", k, str(p))
     bs = plugin_defaults.block_size_default()
-    for keys, learns in ((same, True), (apart, False)):
+    for keys, learns in ((same, True), (after_item, True), (apart, False)):
         names = [f"/vsis3/lab/{k}" for k in keys]
         stock, _ = _run(lab, names, "near", vsitune=False)
         vt, gets = _run(lab, names, "near", vsitune=True, full_keys=True)

@@ -96,6 +96,24 @@ static void test_family_key(void **state)
     assert_int_equal(vt__hdrsize_family(EP "cogs", out, sizeof(out)), 0);
     /* no room: none */
     assert_int_equal(vt__hdrsize_family(EP "cogs/i/B04.tif", out, 8), 0);
+    /* a name led by its directory's name (Landsat, HLS): the rest */
+    n = vt__hdrsize_family(EP "usgs/c2/042/034/LC08_L2SP_042034_20200101_02_T1/"
+                              "LC08_L2SP_042034_20200101_02_T1_SR_B4.TIF",
+                           out, sizeof(out));
+    assert_int_equal(n, strlen(EP "usgs/") + 1 + strlen("_SR_B4.TIF"));
+    assert_memory_equal(out, EP "usgs/\002_SR_B4.TIF", n);
+    n = vt__hdrsize_family(EP "lp/HLS.S30.T10SEG.2021001T190111.v2.0/"
+                              "HLS.S30.T10SEG.2021001T190111.v2.0.B04.tif",
+                           out, sizeof(out));
+    assert_memory_equal(out, EP "lp/\002.B04.tif", n);
+    /* a name equal to its directory's, or not led by it: the whole name */
+    n = vt__hdrsize_family(EP "cogs/a/B04.tif/B04.tif", out, sizeof(out));
+    assert_memory_equal(out, EP "cogs/\001B04.tif", n);
+    n = vt__hdrsize_family(EP "cogs/S2_1/B04_S2_1.tif", out, sizeof(out));
+    assert_memory_equal(out, EP "cogs/\001B04_S2_1.tif", n);
+    /* an empty directory name ("//"): the whole name */
+    n = vt__hdrsize_family(EP "cogs/a//B04.tif", out, sizeof(out));
+    assert_memory_equal(out, EP "cogs/\001B04.tif", n);
 }
 
 static void test_new_directory_asks_its_family(void **state)
@@ -113,6 +131,14 @@ static void test_new_directory_asks_its_family(void **state)
     assert_int_equal(vt__hdrsize_for(EP "other/item2/B04.tif", MAX), MAX);
     assert_int_equal(vt__hdrsize_for("https://h:2\ncogs/item2/B04.tif", MAX),
                      MAX);
+    /* items naming their files after themselves: the asset's part */
+    vt__hdrsize_note_for(EP "cogs/LC08_1/LC08_1_SR_B4.TIF", 6556);
+    assert_int_equal(vt__hdrsize_for(EP "cogs/LC09_2/LC09_2_SR_B4.TIF", MAX),
+                     9216);
+    assert_int_equal(vt__hdrsize_for(EP "cogs/LC09_2/LC09_2_SR_B5.TIF", MAX),
+                     MAX);
+    /* ... and not the family of a file named as that part alone */
+    assert_int_equal(vt__hdrsize_for(EP "cogs/x/_SR_B4.TIF", MAX), MAX);
     /* a directory with samples of its own goes by them, not the family */
     vt__hdrsize_note_for(EP "cogs/item3/B08.tif", 21522);
     assert_int_equal(vt__hdrsize_for(EP "cogs/item3/B04.tif", MAX),

@@ -118,6 +118,16 @@ static void test_family_of_a_new_directory(void **state)
     vt__near_note(ID("items/i4", "ov.tif"), 70000, MAX + 1, MAX, BS);
     assert_int_equal(vt__near_first_read(ID("items/i5", "ov.tif"), HDR, MAX),
                      128 * KIB);
+    /* items naming their files after themselves (Landsat, HLS): the asset
+     * part of the name is the family */
+    vt__near_note(ID("c2/LC08_042034_T1", "LC08_042034_T1_SR_B4.TIF"), 65536,
+                  100000, MAX, BS);
+    assert_int_equal(vt__near_first_read(ID("c2/LC09_043034_T1",
+                                            "LC09_043034_T1_SR_B4.TIF"),
+                                         HDR, MAX), 128 * KIB);
+    assert_int_equal(vt__near_first_read(ID("c2/LC09_043034_T1",
+                                            "LC09_043034_T1_SR_B5.TIF"),
+                                         HDR, MAX), HDR);
 }
 
 static void test_once(void **state)

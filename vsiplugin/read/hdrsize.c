@@ -65,22 +65,32 @@ uint64_t vt__hdrsize_get(const char *prefix, size_t plen, uint64_t max)
 
 size_t vt__hdrsize_family(const char *id, char *out, size_t cap)
 {
-    const char *path = strchr(id, '\n'), *bucket_end, *last;
-    size_t head, name;
+    const char *path = strchr(id, '\n'), *bucket_end, *last, *dir, *name;
+    size_t head, nlen, dlen;
+    char mark = '\001';
 
     path = path ? path + 1 : id;
     bucket_end = strchr(path, '/');
     last = strrchr(path, '/');
     if (!bucket_end || last == bucket_end)
         return 0; /* at the bucket's top: the directory is the family */
+    name = last + 1;
+    nlen = strlen(name);
+    for (dir = last; dir[-1] != '/'; dir--)
+        ; /* the directory's own name: dir[0..dlen) */
+    dlen = (size_t)(last - dir);
+    if (dlen > 0 && nlen > dlen && memcmp(name, dir, dlen) == 0) {
+        name += dlen; /* the item's name leads its file's: the rest names the asset */
+        nlen -= dlen;
+        mark = '\002';
+    }
     head = (size_t)(bucket_end + 1 - id);
-    name = strlen(last + 1);
-    if (head + 1 + name > cap)
+    if (head + 1 + nlen > cap)
         return 0;
     memcpy(out, id, head);
-    out[head] = '\001';
-    memcpy(out + head + 1, last + 1, name);
-    return head + 1 + name;
+    out[head] = mark;
+    memcpy(out + head + 1, name, nlen);
+    return head + 1 + nlen;
 }
 
 /* The directory of a table id: up to its last '/'. */

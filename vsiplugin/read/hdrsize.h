@@ -13,9 +13,10 @@
  * A directory nothing was learned in yet asks what its family learned: the
  * same file name in any directory of the same bucket (vt__hdrsize_family).
  * A STAC catalog keeps each item in a directory of its own and names the
- * assets of its items alike (B04.tif, visual.tif), so a mosaic over items
- * opens every source in a directory never seen; the same-named file of the
- * item before says what this one needs.
+ * assets of its items alike (B04.tif, visual.tif), or each after its item
+ * (<item>/<item>_SR_B4.TIF: the family is then the part after the item's
+ * name), so a mosaic over items opens every source in a directory never
+ * seen; the same asset of the item before says what this one needs.
  *
  * The table: HDRSIZE_SLOTS slots chosen by a hash of the prefix, each the
  * ring of the last samples; a collision only shares a learned size (never a
@@ -45,9 +46,12 @@ void vt__hdrsize_note(const char *prefix, size_t plen, uint64_t need);
 
 /* The family of the object whose table id is id (endpoint "\n" bucket/
  * dirs/name): its name in any directory of its bucket. Writes endpoint "\n"
- * bucket "/" "\001" name to out (not terminated); returns the length, or 0
- * when the object lies at the bucket's top (its directory is the family) or
- * out has no room. Pure. */
+ * bucket "/" "\001" name to out (not terminated). When the name begins with
+ * its directory's name and goes on past it (Landsat's and HLS's items:
+ * LC08_..._T1/LC08_..._T1_SR_B4.TIF), the family is the rest, the asset's
+ * part of the name: endpoint "\n" bucket "/" "\002" rest. Returns the
+ * length, or 0 when the object lies at the bucket's top (its directory is
+ * the family) or out has no room. Pure. */
 size_t vt__hdrsize_family(const char *id, char *out, size_t cap);
 
 /* The first GET's size for the object whose table id is id: what its
