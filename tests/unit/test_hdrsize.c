@@ -3,15 +3,19 @@
  * last VT_HDRSIZE_SAMPLES needs with a margin, never above the option; an
  * unknown need brings the option's size back until it leaves the window;
  * prefixes apart; the margin's arithmetic; a directory never seen asks its
- * family (the same name in the bucket's other directories). */
+ * family (the same name in the bucket's other directories); prefixes whose
+ * hashes meet in the table all kept (a directory and its family are two
+ * prefixes: CI saw a family note evict its own directory's samples). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "read/hdrsize.h"
 
 #define MAX 65536u
@@ -145,6 +149,56 @@ static void test_new_directory_asks_its_family(void **state)
                      vt__hdrsize_round(21522, MAX));
 }
 
+/* n prefixes "EP lab/d<i>" whose hashes agree modulo 256 (the table's old
+ * slot count, a multiple of any set count it may use), written to out. */
+static void same_slot(char out[][64], int n)
+{
+    unsigned want = 0;
+    int found = 0;
+
+    for (unsigned i = 0; found < n && i < 1000000; i++) {
+        char s[64];
+        int len = snprintf(s, sizeof s, EP "lab/d%u", i);
+        unsigned at = (unsigned)(vt__fnv1a(s, (size_t)len) % 256);
+
+        if (found == 0)
+            want = at;
+        if (at == want)
+            memcpy(out[found++], s, (size_t)len + 1);
+    }
+    assert_int_equal(found, n);
+}
+
+static void test_prefixes_meeting_in_the_table_are_kept(void **state)
+{
+    char p[4][64];
+
+    (void)state;
+    same_slot(p, 4);
+    for (int i = 0; i < 4; i++)
+        vt__hdrsize_note(p[i], strlen(p[i]), 6556);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(vt__hdrsize_get(p[i], strlen(p[i]), MAX), 9216);
+}
+
+static void test_the_least_recent_of_a_full_set_goes(void **state)
+{
+    char p[VT_HDRSIZE_WAYS + 1][64];
+    int n = VT_HDRSIZE_WAYS;
+
+    (void)state;
+    same_slot(p, n + 1);
+    for (int i = 0; i < n; i++)
+        vt__hdrsize_note(p[i], strlen(p[i]), 6556);
+    /* p[0] asked again: now the most recent; p[1] the least */
+    assert_int_equal(vt__hdrsize_get(p[0], strlen(p[0]), MAX), 9216);
+    vt__hdrsize_note(p[n], strlen(p[n]), 6556);
+    assert_int_equal(vt__hdrsize_get(p[1], strlen(p[1]), MAX), MAX);
+    assert_int_equal(vt__hdrsize_get(p[0], strlen(p[0]), MAX), 9216);
+    for (int i = 2; i <= n; i++)
+        assert_int_equal(vt__hdrsize_get(p[i], strlen(p[i]), MAX), 9216);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -154,6 +208,8 @@ int main(void)
         cmocka_unit_test_setup(test_unknown_brings_the_option_back, reset),
         cmocka_unit_test(test_family_key),
         cmocka_unit_test_setup(test_new_directory_asks_its_family, reset),
+        cmocka_unit_test_setup(test_prefixes_meeting_in_the_table_are_kept, reset),
+        cmocka_unit_test_setup(test_the_least_recent_of_a_full_set_goes, reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

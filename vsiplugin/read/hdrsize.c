@@ -10,16 +10,19 @@
 #include "base/hash.h"
 
 #define HDRSIZE_SLOTS 256
+#define HDRSIZE_SETS (HDRSIZE_SLOTS / VT_HDRSIZE_WAYS)
 
 typedef struct slot {
     uint64_t id;                         /* the prefix's hash; 0: free */
     uint64_t need[VT_HDRSIZE_SAMPLES];   /* 0: no sample in this place */
     unsigned next;
+    unsigned long used;                  /* tick of the last note or ask */
 } slot;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static slot slots[HDRSIZE_SLOTS];
+static unsigned long tick;
 
 static void init_once(void) { vt__forksafe_register(&mu); }
 
@@ -40,16 +43,41 @@ uint64_t vt__hdrsize_round(uint64_t need, uint64_t max)
     return want < max ? want : max;
 }
 
+/* mu held. The slot of prefix id in its set, or NULL; with make, a slot
+ * made for it: a free one, else the set's least recently used. A set of
+ * ways, not one slot per hash: a directory and its family are two prefixes
+ * noted together, and one must not evict the other. */
+static slot *find(uint64_t id, int make)
+{
+    slot *set = &slots[(id % HDRSIZE_SETS) * VT_HDRSIZE_WAYS], *old = set;
+    unsigned w;
+
+    for (w = 0; w < VT_HDRSIZE_WAYS; w++) {
+        if (set[w].id == id) {
+            set[w].used = ++tick;
+            return &set[w];
+        }
+        if (set[w].used < old->used)
+            old = &set[w];
+    }
+    if (!make)
+        return NULL;
+    memset(old, 0, sizeof(*old)); /* a free slot has used 0: taken first */
+    old->id = id;
+    old->used = ++tick;
+    return old;
+}
+
 /* The largest need of the prefix's samples; 0: it has none. */
 static uint64_t largest(const char *prefix, size_t plen)
 {
     uint64_t id = prefix_id(prefix, plen), most = 0;
-    slot *s = &slots[id % HDRSIZE_SLOTS];
+    slot *s;
     unsigned i;
 
     pthread_once(&once, init_once);
     pthread_mutex_lock(&mu);
-    if (s->id == id)
+    if ((s = find(id, 0)) != NULL)
         for (i = 0; i < VT_HDRSIZE_SAMPLES; i++)
             if (s->need[i] > most)
                 most = s->need[i];
@@ -124,16 +152,13 @@ void vt__hdrsize_note_for(const char *id, uint64_t need)
 void vt__hdrsize_note(const char *prefix, size_t plen, uint64_t need)
 {
     uint64_t id = prefix_id(prefix, plen);
-    slot *s = &slots[id % HDRSIZE_SLOTS];
+    slot *s;
 
     if (need == 0)
         need = 1;
     pthread_once(&once, init_once);
     pthread_mutex_lock(&mu);
-    if (s->id != id) {
-        memset(s, 0, sizeof(*s));
-        s->id = id;
-    }
+    s = find(id, 1);
     s->need[s->next] = need;
     s->next = (s->next + 1) % VT_HDRSIZE_SAMPLES;
     pthread_mutex_unlock(&mu);
@@ -144,5 +169,6 @@ void vt__hdrsize_reset(void)
     pthread_once(&once, init_once);
     pthread_mutex_lock(&mu);
     memset(slots, 0, sizeof(slots));
+    tick = 0;
     pthread_mutex_unlock(&mu);
 }

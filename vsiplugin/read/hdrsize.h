@@ -18,10 +18,12 @@
  * name), so a mosaic over items opens every source in a directory never
  * seen; the same asset of the item before says what this one needs.
  *
- * The table: HDRSIZE_SLOTS slots chosen by a hash of the prefix, each the
- * ring of the last samples; a collision only shares a learned size (never a
- * wrong answer, at worst a larger or one more GET). One leaf lock
- * (forksafe.h), held for a few loads and stores only. */
+ * The table: HDRSIZE_SLOTS slots, each the ring of a prefix's last samples,
+ * in sets of VT_HDRSIZE_WAYS chosen by a 64-bit hash of the prefix; a full
+ * set gives its least recently used slot to a new prefix. Two prefixes of
+ * one hash would share a learned size (never a wrong answer, at worst a
+ * larger or one more GET). One leaf lock (forksafe.h), held for a few
+ * loads and stores only. */
 #ifndef VT_HDRSIZE_H
 #define VT_HDRSIZE_H
 
@@ -29,6 +31,11 @@
 #include <stdint.h>
 
 #define VT_HDRSIZE_SAMPLES 8
+
+/* Prefixes kept per set of the table: as many prefixes whose hashes fall in
+ * one set are all kept, the least recently asked or noted making room for
+ * a new one. */
+#define VT_HDRSIZE_WAYS 4
 
 /* What an open needed, as vt__hdrsize_note takes it: unknown (the option's
  * size stands). */
