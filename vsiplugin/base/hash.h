@@ -3,9 +3,10 @@
  * Bounded tables that know their entries by a hash of a name (read/hdrsize.c
  * and read/near.c: directories and families; read/suspect.c: errors said
  * once; http/engine_origin.c: failing objects; base/config.c: bad values
- * warned about; read/listing_table.c: listings by key) all use this one, so a name hashes alike everywhere. Not
- * for anything an attacker chooses to collide with: a collision there only
- * shares a learned size or a "said once". Pure. */
+ * warned about; read/listing_table.c: listings by key) all use this one, so
+ * a name hashes alike everywhere. Not for anything an attacker chooses to
+ * collide with: a collision there only shares a learned size or a "said
+ * once". Pure. */
 #ifndef VT_HASH_H
 #define VT_HASH_H
 

@@ -32,9 +32,9 @@
 
 #define VT_HDRSIZE_SAMPLES 8
 
-/* Prefixes kept per set of the table: as many prefixes whose hashes fall in
- * one set are all kept, the least recently asked or noted making room for
- * a new one. */
+/* Slots per set of the table: up to this many prefixes whose hashes fall in
+ * one set are all kept; past that, the least recently asked or noted makes
+ * room for the new one. */
 #define VT_HDRSIZE_WAYS 4
 
 /* What an open needed, as vt__hdrsize_note takes it: unknown (the option's
