@@ -29,7 +29,7 @@ const { DelayProxy } = require('./lib/delayproxy');
 const { Verifier } = require('./lib/verifier');
 const { TlsFront, makeCertificate } = require('./lib/tlsfront');
 const { createControlServer } = require('./lib/control');
-const { cacheMetadata } = require('./lib/s3store');
+const { cacheMetadata, wholeWrites } = require('./lib/s3store');
 const { FaultProxy } = require('./lib/faultproxy');
 const { presignUrl } = require('./lib/presign');
 const { GcsFamily } = require('./lib/gcs');
@@ -223,7 +223,7 @@ class Lab {
     this.s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: this.dataDir,
       vhostBuckets: false, configureBuckets: BUCKETS.map((name) => ({ name })) });
     // Koa contexts inherit app.context, so this reaches every request (lib/s3store.js).
-    this.s3.store = this.s3.context.store = cacheMetadata(this.s3.store);
+    this.s3.store = this.s3.context.store = cacheMetadata(wholeWrites(this.s3.store));
     const addr = await this.s3.run();
     // Idle keep-alive: each hop's client gives up on an idle connection before its
     // server does (verifier agent 60 s < s3rver 10 min; nghttpx backend 30 s <
