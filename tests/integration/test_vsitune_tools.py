@@ -154,7 +154,11 @@ def test_rename_is_delegated(lab, ext):
     assert writes and by_vsitune(writes) == []
     assert all(200 <= e["status"] < 300 for e in writes), writes
     assert _public_get(lab, src)[0] == 404
-    assert _public_get(lab, dst) == (200, payload)
+    st, body = _public_get(lab, dst)
+    # Status, length and equality, not the 128 KiB itself: a CI failure on GDAL
+    # 3.13 printed only the tail of the expected bytes, never what came back.
+    first_diff = next((i for i, (a, b) in enumerate(zip(body, payload)) if a != b), None)
+    assert (st, len(body), first_diff) == (200, len(payload), None), (body[:300], writes)
 
 
 def test_stat_of_sidecars_answered_by_the_stem_listing(lab, gdal, small_cog, tmp_path):
