@@ -40,12 +40,23 @@ static void test_length_decides(void **state)
     assert_true(vt__fnv1a("ab", 2) != vt__fnv1a("ba", 2));
 }
 
+static void test_id_is_the_hash_itself(void **state)
+{
+    (void)state;
+    /* not the hash with its low bit set: an even hash stays even, so two
+     * names whose hashes differ in that bit keep apart */
+    assert_true(vt__fnv1a_id("a", 1) == 0xaf63dc4c8601ec8cULL);
+    assert_true(vt__fnv1a_id("foobar", 6) == vt__fnv1a("foobar", 6));
+    assert_true(vt__fnv1a_id("", 0) == VT_FNV1A_BASIS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reference_vectors),
         cmocka_unit_test(test_in_pieces),
         cmocka_unit_test(test_length_decides),
+        cmocka_unit_test(test_id_is_the_hash_itself),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -192,7 +192,7 @@ static _Atomic uint64_t g_warned[VT_OPT_COUNT];
 
 static int first_warning(enum vt_opt id, const char *v)
 {
-    uint64_t h = vt__fnv1a(v, strlen(v)) | 1; /* 0 is "nothing said yet" */
+    uint64_t h = vt__fnv1a_id(v, strlen(v)); /* 0 is "nothing said yet" */
     return atomic_exchange(&g_warned[id], h) != h;
 }
 

@@ -15,3 +15,10 @@ uint64_t vt__fnv1a(const void *p, size_t n)
 {
     return vt__fnv1a_more(VT_FNV1A_BASIS, p, n);
 }
+
+uint64_t vt__fnv1a_id(const void *p, size_t n)
+{
+    uint64_t h = vt__fnv1a(p, n);
+
+    return h ? h : 1;
+}

@@ -24,4 +24,8 @@ uint64_t vt__fnv1a(const void *p, size_t n);
  * vt__fnv1a_more(VT_FNV1A_BASIS, p, n) == vt__fnv1a(p, n). */
 uint64_t vt__fnv1a_more(uint64_t h, const void *p, size_t n);
 
+/* vt__fnv1a(p, n), but never 0: 1 stands for it. For tables in which 0 marks
+ * a free slot or "nothing yet" (read/hdrsize.c, read/near.c, base/config.c). */
+uint64_t vt__fnv1a_id(const void *p, size_t n);
+
 #endif

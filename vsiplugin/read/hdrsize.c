@@ -26,13 +26,6 @@ static unsigned long tick;
 
 static void init_once(void) { vt__forksafe_register(&mu); }
 
-/* The prefix's hash, never 0 (0 marks a free slot). */
-static uint64_t prefix_id(const char *s, size_t n)
-{
-    uint64_t h = vt__fnv1a(s, n);
-    return h ? h : 1;
-}
-
 uint64_t vt__hdrsize_round(uint64_t need, uint64_t max)
 {
     uint64_t want;
@@ -71,7 +64,7 @@ static slot *find(uint64_t id, int make)
 /* The largest need of the prefix's samples; 0: it has none. */
 static uint64_t largest(const char *prefix, size_t plen)
 {
-    uint64_t id = prefix_id(prefix, plen), most = 0;
+    uint64_t id = vt__fnv1a_id(prefix, plen), most = 0;
     slot *s;
     unsigned i;
 
@@ -151,7 +144,7 @@ void vt__hdrsize_note_for(const char *id, uint64_t need)
 
 void vt__hdrsize_note(const char *prefix, size_t plen, uint64_t need)
 {
-    uint64_t id = prefix_id(prefix, plen);
+    uint64_t id = vt__fnv1a_id(prefix, plen);
     slot *s;
 
     if (need == 0)

@@ -60,19 +60,12 @@ static void reg_lock(void)
     vt__forksafe_register(&mu);
 }
 
-/* A name's slot hash: never 0 (a free slot). */
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-    uint64_t h = vt__fnv1a(s, n);
-    return h ? h : 1;
-}
-
 /* The hash of id's directory: id up to its last '/', all of it when it has
  * none. */
 static uint64_t dir_hash(const char *id)
 {
     const char *slash = strrchr(id, '/');
-    return hash_bytes(id, slash ? (size_t)(slash - id) : strlen(id));
+    return vt__fnv1a_id(id, slash ? (size_t)(slash - id) : strlen(id));
 }
 
 /* The hash of id's family (hdrsize.h); 0 when it has none. */
@@ -81,7 +74,7 @@ static uint64_t family_hash(const char *id)
     char fam[1024];
     size_t flen = vt__hdrsize_family(id, fam, sizeof(fam));
 
-    return flen ? hash_bytes(fam, flen) : 0;
+    return flen ? vt__fnv1a_id(fam, flen) : 0;
 }
 
 /* mu held. The directory of hash h, or NULL; with make, a slot made for it
