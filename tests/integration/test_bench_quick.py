@@ -148,6 +148,7 @@ def test_every_scenario_has_numbers(quick):
     many = s["many_opens"]
     assert many["protocol"] == "h1tls" and many["floor"]["per_get_s"] > 0
     assert many["floor"]["requests_per_get"] == 1 and many["floor"]["connections"] == 1
+    assert many["floor"]["cpu_per_get_s"] > 0  # floor_get's CPU per GET on its connection
     for cell in many["cells"]:
         for c in CONTENDERS:
             v = cell["contenders"][c]
@@ -160,6 +161,8 @@ def test_every_scenario_has_numbers(quick):
             idle = alone["idle"]  # the same after a sleep of one RTT before each open
             assert idle["idle_ms"] == many["rtt_ms"] and idle["cpu_per_open_s"] > 0, idle
             assert idle["floor_plus_open_over_floor"] > 1, idle
+            # the least CPU per open over this endpoint: GDAL's after a wait + the floor's
+            assert idle["plus_floor_cpu_s"] > idle["cpu_per_open_s"], idle
     for cell in s["mosaic_tiles"]["cells"]:
         for c in CONTENDERS:
             v = cell["contenders"][c]
