@@ -207,6 +207,32 @@ def request_summary(log):
     return out
 
 
+def in_flight(log, one_way_s):
+    """How many requests of a slice of the lab's log were in flight at once, as the
+    client had them: each from its arrival at the lab less the one-way delay to its
+    end (arrival + dur_ms) plus it (the delay proxy delays every chunk both ways).
+    {"mean": their summed spans over the time any was in flight, "most": the peak,
+    "busy_s": the time any was in flight}; None for an empty log."""
+    spans = sorted((e["time"] - one_way_s, e["time"] + (e.get("dur_ms") or 0) / 1000 + one_way_s)
+                   for e in log if e.get("time") is not None)
+    if not spans:
+        return None
+    ev = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
+    most = cur = 0
+    for _, d in ev:  # an end sorts before a start at the same instant
+        cur += d
+        most = max(most, cur)
+    busy, (s0, e0) = 0.0, spans[0]
+    for a, b in spans[1:]:
+        if a > e0:
+            busy, s0, e0 = busy + e0 - s0, a, b
+        else:
+            e0 = max(e0, b)
+    busy += e0 - s0
+    total = sum(b - a for a, b in spans)
+    return {"mean": total / busy if busy > 0 else None, "most": most, "busy_s": busy}
+
+
 # -- machine description ----------------------------------------------------------
 def _first(path, pattern):
     try:

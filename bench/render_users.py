@@ -137,6 +137,12 @@ def _alone_text(res):
     return text
 
 
+def _flight(v):
+    if v.get("in_flight_mean") is None:
+        return "–"
+    return f"{f(v['in_flight_mean'], 2)} / {f(v['in_flight_most'])}"
+
+
 def _mosaic_tables(cells):
     """A layout's cells as the per-contender table and vsitune over tuned stock."""
     rows, ratios = [], []
@@ -145,12 +151,12 @@ def _mosaic_tables(cells):
             v = cell["contenders"][k]
             rows.append([_who(cell, k), f(v["tiles_per_s"], 1), f(v["requests_per_tile"], 2),
                          f(v["lists"]), f(v["bytes_per_tile"]), f(v["connections"]),
-                         f(v["peak_rss_mb"]), _bad(v)])
+                         _flight(v), f(v["peak_rss_mb"]), _bad(v)])
         q = cell["vsitune_vs_tuned"]
         ratios.append([cell["version"] or cell["gdal"], x(q["tiles_per_s"]),
                        x(q["requests_per_tile"]), x(q["bytes_per_tile"])])
     return (table(["contender", "tiles/s", "requests/tile", "LIST", "bytes/tile", "conn.",
-                   "peak RSS MB", "failed / stalls"], rows) +
+                   "in flight: mean / most", "peak RSS MB", "failed / stalls"], rows) +
             "\n\nvsitune over stock GDAL with TiTiler's environment, same GDAL, same run:\n\n" +
             table(["GDAL", "tiles/s", "requests per tile", "bytes per tile"], ratios))
 
@@ -167,7 +173,10 @@ def sec_mosaic(r):
         f"256x256 XYZ tiles per run: {res['tiles_4_cogs']} at zoom {res['zoom']} needing 4 COGs "
         f"each and {res['tiles_9_cogs']} at zoom {res['zoom'] - 1} needing 9 "
         f"(bench/probes/mosaic.py), {res['threads']} threads; {_where(res)}. Every run's tiles "
-        "are compared with the same tiles of the local COGs.\n\n"
+        "are compared with the same tiles of the local COGs. In flight: how many of a run's "
+        "requests were in flight at once, from the lab's log (each from its arrival less the "
+        "one-way delay to its last byte plus it): their mean over the time any was, and the "
+        "most.\n\n"
         "**All COGs in one directory** (`mosaic/m_<row>_<col>.tif`):\n\n" +
         _mosaic_tables(res["cells"]))
     if res.get("stac_cells"):

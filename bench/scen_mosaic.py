@@ -79,6 +79,8 @@ def _cells(gs, runs, ntiles):
                 "lists": median([r["requests"].get("LIST", 0) for r in ok]),
                 "bytes_per_tile": median([r["requests"]["bytes"] / ntiles for r in ok]),
                 "connections": median([r["connections"] for r in ok]),
+                "in_flight_mean": median([(r.get("in_flight") or {}).get("mean") for r in ok]),
+                "in_flight_most": median([(r.get("in_flight") or {}).get("most") for r in ok]),
                 "peak_rss_mb": median([r["result"]["vmhwm_kb"] / 1024 for r in ok]),
             }
         v, tu = row["contenders"]["vsitune"], row["contenders"]["tuned"]

@@ -128,15 +128,18 @@ def measure(ctx, g, kind, endpoint, rtt, argv, binds=()):
     """One run of `argv` as contender `kind` under GDAL g against the lab's `endpoint`
     at `rtt` ms: the log reset before, the delay set, one watchdog. Returns the run
     as the user-workload scenarios record it: wall, ok, error, killed, requests
-    (bench/common.request_summary), connections accepted, and the probe's result."""
+    (bench/common.request_summary), how many were in flight at once (common.in_flight),
+    connections accepted, and the probe's result."""
     lab = ctx.lab
     lab.reset()
     env = g.env(lab, kind, endpoint, ctx.build_dir)
     lab.set_delay(rtt // 2, endpoint)
     r = common.run_child(*g.argv(argv, env, binds=[lab.dir, *binds]),
                          timeout=ctx.p["watchdog_s"])
+    log = lab.log()
     return {"wall_s": r.wall, "ok": r.ok, "error": r.error(), "killed": r.timed_out,
-            "requests": common.request_summary(lab.log()),
+            "requests": common.request_summary(log),
+            "in_flight": common.in_flight(log, rtt / 2000),
             "connections": lab.connections(endpoint)["accepted"], "result": r.result}
 
 

@@ -407,3 +407,27 @@ def test_a_page_merged_from_several_runs_says_so():
             for res in results["scenarios"].values()}
     merged = "**This page is not one benchmark run.**" in PAGE.read_text()
     assert merged == (len(runs) > 1)
+
+
+def _req(t, dur_ms):
+    return {"time": t, "dur_ms": dur_ms}
+
+
+def test_in_flight_tells_requests_one_at_a_time_from_requests_side_by_side():
+    """Scenario 15's "in flight" (bench/common.in_flight): spans widened by the one-way
+    delay each side; one after another is 1 at a time, two together 2."""
+    one_way = 0.010
+    # arrivals 50 ms apart, 10 ms at the lab: spans of 30 ms that never meet
+    serial = [_req(t, 10) for t in (100.0, 100.05, 100.10)]
+    got = common.in_flight(serial, one_way)
+    assert got["most"] == 1 and got["mean"] == pytest.approx(1.0)
+    assert got["busy_s"] == pytest.approx(0.090)
+    # two arriving together, then one alone: 2 at most, 60 ms of spans over 30 + 30 ms
+    mixed = [_req(200.0, 10), _req(200.0, 10), _req(200.5, 10)]
+    got = common.in_flight(mixed, one_way)
+    assert got["most"] == 2 and got["busy_s"] == pytest.approx(0.060)
+    assert got["mean"] == pytest.approx(0.090 / 0.060)
+    # the delay is what makes them meet: 25 ms apart at the lab, 30 ms spans overlap
+    assert common.in_flight([_req(300.0, 10), _req(300.025, 10)], one_way)["most"] == 2
+    assert common.in_flight([_req(300.0, 10), _req(300.025, 10)], 0)["most"] == 1
+    assert common.in_flight([], one_way) is None
