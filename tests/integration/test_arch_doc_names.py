@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parent.parent.parent
 # Files named in the doc that are not vsitune's, each with why.
 FOREIGN = {
     "http2.c": "curl's lib/http2.c, where the h2 stall comes from",
+    "gdalproxypool.cpp": "GDAL's gcore/gdalproxypool.cpp, the VRT sources' dataset pool",
 }
 SKIP_DIRS = {".git", "node_modules", "__pycache__"}
 SOURCE_DIRS = ("vsiplugin", "common", "tunerd", "tests/unit", "tests/tools")
