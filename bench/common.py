@@ -213,22 +213,18 @@ def in_flight(log, one_way_s):
     end (arrival + dur_ms) plus it (the delay proxy delays every chunk both ways).
     {"mean": their summed spans over the time any was in flight, "most": the peak,
     "busy_s": the time any was in flight}; None for an empty log."""
-    spans = sorted((e["time"] - one_way_s, e["time"] + (e.get("dur_ms") or 0) / 1000 + one_way_s)
-                   for e in log if e.get("time") is not None)
+    spans = [(e["time"] - one_way_s, e["time"] + (e.get("dur_ms") or 0) / 1000 + one_way_s)
+             for e in log if e.get("time") is not None]
     if not spans:
         return None
-    ev = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
     most = cur = 0
-    for _, d in ev:  # an end sorts before a start at the same instant
-        cur += d
+    busy = last = 0.0
+    # one sweep over starts (+1) and ends (-1); an end sorts before a start at the same instant
+    for t, d in sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans]):
+        if cur:
+            busy += t - last
+        cur, last = cur + d, t
         most = max(most, cur)
-    busy, (s0, e0) = 0.0, spans[0]
-    for a, b in spans[1:]:
-        if a > e0:
-            busy, s0, e0 = busy + e0 - s0, a, b
-        else:
-            e0 = max(e0, b)
-    busy += e0 - s0
     total = sum(b - a for a, b in spans)
     return {"mean": total / busy if busy > 0 else None, "most": most, "busy_s": busy}
 
