@@ -86,7 +86,7 @@ def sec_many(r):
         "says otherwise.\n\n" +
         table(["threads", "contender", "opens/s", "wall/open ms", "× floor", "CPU/open ms",
                "requests/open", "bytes/open", "conn.", "peak RSS MB", "failed / stalls"], rows) +
-        _alone_text(res) +
+        _alone_text(res) + _handler_text(res) +
         "\n\nvsitune over stock GDAL with TiTiler's environment, same GDAL, same run "
         "(opens/s: > 1 is faster; CPU, requests, RSS: < 1 is less):\n\n" +
         table(["GDAL", "threads", "opens/s", "CPU per open", "requests per open", "peak RSS"],
@@ -133,10 +133,54 @@ def _alone_text(res):
                   "connection (libcurl, OpenSSL, signing, the kernel's socket work: "
                   "floor_get's user + system time after its first GET), added to GDAL's after "
                   "a wait is the least CPU per open a single thread can spend over this "
-                  "endpoint, whatever reads for GDAL (floor_get is built and run on this "
-                  "machine's own libcurl for every GDAL; a root's libcurl may cost another "
-                  "amount)." if fl_cpu is not None else ""))
+                  "endpoint, whatever reads for GDAL " + _own_floors(res) + "."
+                  if fl_cpu is not None else ""))
     return text
+
+
+def _own_floors(res):
+    """How the floor's CPU per GET was had for each GDAL: this machine's libcurl for all
+    (runs before floor_own), or floor_get built and run inside each root."""
+    own = [(c["version"] or c["gdal"], c["floor_own"]) for c in res["cells"]
+           if c["threads"] == 1 and c.get("floor_own")]
+    if not own:
+        return ("(floor_get is built and run on this machine's own libcurl for every GDAL; a "
+                "root's libcurl may cost another amount)")
+    return ("(floor_get built and run on each GDAL's own libcurl, a root's inside the root: " +
+            "; ".join(f"{gv} {f(_ms(o['cpu_per_get_s']) * 1000)} µs, "
+                      f"{(o.get('curl') or 'libcurl').split(' ')[0]}" for gv, o in own) + ")")
+
+
+def _handler_text(res):
+    """Each contender's VSI handler alone (no dataset), 1 thread, beside the floor."""
+    rows = []
+    for cell in res["cells"]:
+        h = cell.get("handler_alone")
+        if cell["threads"] != 1 or not h:
+            continue
+        own = cell.get("floor_own") or {}
+        for k in KINDS:
+            v = h[k]
+            rows.append([cell["version"] or cell["gdal"], _who(cell, k),
+                         f(_ms(v["cpu_per_object_s"]), 2), x(v["cpu_over_floor"]),
+                         f(_ms(v["wall_per_object_s"]), 1), f(v["requests_per_object"], 2),
+                         "yes" if v["same_as_stock"] else "**no**",
+                         f"{v['failed']} of {v['runs']}"])
+        rows.append([cell["version"] or cell["gdal"], "floor (one plain libcurl GET)",
+                     f(_ms(own.get("cpu_per_get_s")), 2), "1.00×",
+                     f(_ms(own.get("per_get_s")), 1), "1", "–", f"{own.get('failed')} of "
+                     f"{own.get('runs')}"])
+    if not rows:
+        return ""
+    return ("\n\n**Each handler alone**: the same objects, one thread, through each "
+            "contender's VSI handler without a dataset (many_open.py --read-only: VSIFOpenL, "
+            f"one VSIFReadL of the header's {f(res['header_bytes'])} bytes, VSIFCloseL, from "
+            "Python), beside the floor built on the same GDAL's libcurl: what a handler itself "
+            "spends per object (the request, TLS, signing, for vsitune the hand-off to its I/O "
+            "thread), without GDAL's driver work. Same bytes: every object read the bytes it "
+            "read through stock GDAL.\n\n" +
+            table(["GDAL", "contender", "CPU/object ms", "× floor's CPU", "wall/object ms",
+                   "requests/object", "same bytes", "failed"], rows))
 
 
 def _flight(v):
@@ -226,6 +270,17 @@ def _met(v, lo=None, hi=None):
     return "yes" if (lo is None or v >= lo) and (hi is None or v <= hi) else "**no**"
 
 
+def _handler_brief(cell):
+    """'; the handler alone: ...' for an acceptance row (empty before handler_alone)."""
+    h, own = cell.get("handler_alone"), cell.get("floor_own") or {}
+    if not h:
+        return ""
+    return (f"; CPU per object of the handler alone: vsitune "
+            f"{f(_ms(h['vsitune']['cpu_per_object_s']), 2)} ms, tuned stock "
+            f"{f(_ms(h['tuned']['cpu_per_object_s']), 2)}, the floor "
+            f"{f(_ms(own.get('cpu_per_get_s')), 2)}")
+
+
 def _acc_many(s, rows):
     for cell in (s.get("many_opens") or {}).get("cells", []):
         gv, t = cell["version"] or cell["gdal"], cell["threads"]
@@ -245,7 +300,9 @@ def _acc_many(s, rows):
                      "tuned stock's",
                      "≤ 0.8×", x(q["cpu_per_open"]) +
                      (f" (the least over this endpoint: {x(least)}, GDAL after a wait + the "
-                      "floor's CPU per GET, the host's libcurl)" if least is not None else ""),
+                      "floor's CPU per GET, " + ("its own libcurl" if cell.get("floor_own") else
+                                                "the host's libcurl") + _handler_brief(cell) +
+                      ")" if least is not None else ""),
                      _met(q["cpu_per_open"], hi=0.8)])
         if t > 1:
             rows.append([f"many-object opens, {gv}, {t} threads: opens/s / tuned stock's",

@@ -17,7 +17,14 @@ first tile's data starts) per object, all over one connection, from one thread
 the same front at the same RTT, of the same objects, signed (SigV4) as every
 contender's GETs are, so the lab checks a signature for it as it does for them. The
 1-thread wall per open is compared with it. Beside it, for reference, the same GETs
-anonymous, of copies under the public bucket (no signature to check).
+anonymous, of copies under the public bucket (no signature to check). floor_get is also
+built and run inside each root, on the root's own libcurl and OpenSSL: its CPU per GET
+there, added to GDAL's own open after a wait, is that GDAL's least CPU per open.
+
+The handler alone: the same objects through each contender's VSI handler without a
+dataset (many_open.py --read-only: VSIFOpenL, one VSIFReadL of the header's bytes,
+VSIFCloseL), one thread: what a handler spends per object beside the floor's GET, and
+that every contender read the same bytes.
 
 Correctness (THE RULE): every open through vsitune reads what stock GDAL of the same
 release reads (the probe's digest of size, georeferencing, overviews, metadata).
@@ -46,6 +53,21 @@ def _upload(ctx, path, count):
             ctx.lab.put_object(bucket, f"{PREFIX}{i:04d}.tif", data)
 
 
+def build_floor_in(ctx, g):
+    """floor_get for GDAL g: this machine's (build_floor) or, for a root's, compiled
+    inside the root against its libcurl, into <its build>/bench/ (the path inside)."""
+    if g.root is None:
+        return build_floor(ctx)
+    src = str(PROBES / "floor_get.c").replace(str(common.REPO), "/vt/src")
+    r = common.run_child(*g.argv(
+        ["sh", "-c", 'mkdir -p /vt/build/bench && cc -O2 -Wall -o /vt/build/bench/floor_get '
+         f'"{src}" $(curl-config --cflags --libs) -lcrypto && echo \'{{"result": "built"}}\''],
+        {}), timeout=ctx.p["watchdog_s"])
+    if not r.ok or not r.result:
+        raise RuntimeError(f"building floor_get in {g.name} failed: {(r.error() or '')[-600:]}")
+    return "/vt/build/bench/floor_get"
+
+
 def build_floor(ctx):
     """Compile bench/probes/floor_get.c into <build>/bench/ (every run: cheap)."""
     out = Path(ctx.build_dir) / "bench" / "floor_get"
@@ -69,17 +91,20 @@ def floor_env(lab, endpoint, signed):
     return env
 
 
-def run_floor(ctx, exe, endpoint, rtt, args, signed=True):
+def run_floor(ctx, exe, endpoint, rtt, args, signed=True, g=None):
     """One floor_get run, a fresh process on a new connection through `endpoint` at `rtt`:
     args(url, ca) gives its arguments from the endpoint's URL and CA bundle (None on
     plain HTTP). Signed with the lab's credentials, or anonymous; ok only when the lab
-    logged every GET as checked (`sig: ok`) or as anonymous accordingly."""
+    logged every GET as checked (`sig: ok`) or as anonymous accordingly. With g (a
+    scen_versions.Gdal of a root), exe is a path inside that root and runs there."""
     lab = ctx.lab
     lab.reset()
     lab.set_delay(rtt // 2, endpoint)
     ca = lab.env(endpoint).get("CURL_CA_BUNDLE")
-    r = common.run_child([exe, *args(lab.endpoint_url(endpoint), ca)],
-                         floor_env(lab, endpoint, signed), timeout=ctx.p["watchdog_s"])
+    argv, env = [exe, *args(lab.endpoint_url(endpoint), ca)], floor_env(lab, endpoint, signed)
+    if g is not None and g.root is not None:
+        argv, env = g.argv(argv, env, binds=[lab.dir])
+    r = common.run_child(argv, env, timeout=ctx.p["watchdog_s"])
     log = lab.log()
     ok = r.ok and bool(r.result) and r.result.get("signed") is signed and \
         all(e.get("sig") == ("ok" if signed else "anonymous") for e in log)
@@ -88,12 +113,12 @@ def run_floor(ctx, exe, endpoint, rtt, args, signed=True):
             "connections": lab.connections(endpoint)["accepted"], "result": r.result}
 
 
-def _floor(ctx, exe, count, nbytes, endpoint, rtt, signed=True):
+def _floor(ctx, exe, count, nbytes, endpoint, rtt, signed=True, g=None):
     """Signed (or anonymous) GETs of the first nbytes of `count` objects, one connection."""
     bucket = "lab" if signed else "public"
     return run_floor(ctx, exe, endpoint, rtt,
                      lambda url, ca: [f"{url}/{bucket}/{PREFIX}", count, nbytes] +
-                     ([ca] if ca else []), signed)
+                     ([ca] if ca else []), signed, g)
 
 
 def many_opens(ctx):
@@ -108,19 +133,33 @@ def many_opens(ctx):
     if not made.ok:
         raise RuntimeError(f"making the many-object COG failed: {made.error()}")
     header = made.result["header_bytes"]
-    exe = build_floor(ctx)
+    exes = {g.name: build_floor_in(ctx, g) for g in gs}
+    exe = exes[gs[0].name]  # this machine's: the floor of every wall ratio
     prog.start("14 many-object opens", 1 + p["many_reps"] * (1 + len(gs) * len(KINDS) *
-                                                             len(p["many_threads"])))
+                                                             (1 + len(p["many_threads"]))))
     _upload(ctx, cog, n)
     prog.step(f"uploaded {n} copies of a {made.result['bytes']:,}-byte COG "
               f"(header {header:,} bytes)")
     floors, anons, runs, alone = [], [], {}, {g.name: [] for g in gs}
+    own_floors, handler = {g.name: [] for g in gs}, {}
     for rep in range(p["many_reps"]):
         fl = _floor(ctx, exe, n, header, ep, rtt)
         floors.append(fl)
         anons.append(_floor(ctx, exe, n, header, ep, rtt, signed=False))
         prog.step(f"floor: {fl['result']['per_get_s'] * 1000:.1f} ms per GET" if fl["ok"]
                   else f"floor FAILED: {fl['error']}")
+        for g in gs:  # the floor on each root's own libcurl (this machine's is `fl`)
+            own_floors[g.name].append(fl if g.root is None else
+                                      _floor(ctx, exes[g.name], n, header, ep, rtt, g=g))
+            for k in KINDS:  # each handler alone: no dataset, the header's bytes
+                run = scen_versions.measure(
+                    ctx, g, k, ep, rtt, [PYTHON, PROBES / "many_open.py",
+                                         f"/vsis3/lab/{PREFIX}", n, "--threads", 1,
+                                         "--read-only", header])
+                handler.setdefault((g.name, k), []).append(run)
+                prog.step(f"{k}@{g.name} handler alone: " +
+                          (f"{run['result']['cpu_per_open_s'] * 1000:.2f} ms CPU per object"
+                           if run["ok"] and run["result"] else (run["error"] or "")[:80]))
         for g in gs:  # GDAL's own CPU per open: the same probe, the local file,
             for idle in (0, rtt):  # back to back, then idle one RTT before each open
                 run = scen_versions.measure(
@@ -171,8 +210,12 @@ def many_opens(ctx):
                     ratio(row["contenders"][k]["wall_per_open_s"], floor["per_get_s"])
                     if t == 1 else None)
             if t == 1:
+                own = _own_floor(own_floors[g.name])
+                row["floor_own"] = own
                 row["gdal_alone"] = _alone(alone[g.name], tu["cpu_per_open_s"],
-                                           floor["per_get_s"], floor["cpu_per_get_s"])
+                                           floor["per_get_s"], own["cpu_per_get_s"])
+                row["handler_alone"] = _handler(
+                    {k: handler[(g.name, k)] for k in KINDS}, n, header, own)
             cells.append(row)
     return {"objects": n, "protocol": ep, "rtt_ms": rtt, "reps": p["many_reps"],
             "object_bytes": made.result["bytes"], "header_bytes": header,
@@ -209,6 +252,37 @@ def _alone(rs, tuned_cpu, floor_s, floor_cpu=None):
     return out
 
 
+def _own_floor(rs):
+    """One GDAL's floor (floor_get built on its own libcurl), from its runs."""
+    ok = [r for r in rs if r["ok"]]
+    return {"runs": len(rs), "failed": len(rs) - len(ok),
+            "per_get_s": median([r["result"]["per_get_s"] for r in ok]),
+            "cpu_per_get_s": median([r["result"].get("cpu_per_get_s") for r in ok]),
+            "curl": ok[0]["result"]["curl"] if ok else None}
+
+
+def _handler(by_kind, n, nbytes, own):
+    """Each contender's handler alone (many_open.py --read-only runs), 1 thread: CPU and
+    wall per object, requests per object, and whether every object read the same
+    `nbytes` bytes as through stock GDAL; CPU over the floor's CPU per GET."""
+    out = {}
+    for k, rs in by_kind.items():
+        ok = [r for r in rs if r["ok"] and r["result"] and not r["result"].get("errors")]
+        res = [r["result"] for r in ok]
+        cpu = median([x["cpu_per_open_s"] for x in res])
+        out[k] = {"runs": len(rs), "failed": len(rs) - len(ok),
+                  "cpu_per_object_s": cpu,
+                  "wall_per_object_s": median([x["wall_per_open_s"] for x in res]),
+                  "requests_per_object": median([r["requests"]["total"] / n for r in ok]),
+                  "digests": sorted({d for x in res for d in x["digests"]}) or None,
+                  "cpu_over_floor": ratio(cpu, own.get("cpu_per_get_s"))}
+    stock = set(out["stock"]["digests"] or [])
+    for k in out:
+        out[k]["same_as_stock"] = bool(stock) and set(out[k]["digests"] or []) == stock
+    out["bytes"] = nbytes
+    return out
+
+
 def _cell(rs, n):
     """One contender's cell from its runs (as scen_versions.measure returns them)."""
     marked = stalls.mark(rs)
@@ -241,4 +315,8 @@ def problems(res):
                                    for r in v["runs"]])[:300])
         elif not v["same_as_stock"]:
             out.append(f"{where}: vsitune read other than stock GDAL")
+        h = (cell.get("handler_alone") or {}).get("vsitune")
+        if h and (h["failed"] or not h["same_as_stock"]):
+            out.append(f"{where}: vsitune's handler alone " +
+                       ("failed" if h["failed"] else "read other bytes than stock GDAL's"))
     return out

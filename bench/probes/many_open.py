@@ -19,7 +19,12 @@ network would (the sleep is outside each open's latency and adds no CPU): what G
 own work costs after an idle wait on this machine. "open_wall_per_open_s" is the mean
 latency of one open, sleep excluded.
 
-usage: many_open.py PREFIX COUNT --threads N [--info] [--idle-ms MS]
+With --read-only BYTES no dataset is opened: each object is opened with VSIFOpenL, its
+first BYTES read with one VSIFReadL and closed (the digest is of those bytes). That is
+the VSI handler's own part of an open (request, TLS, signing, hand-offs), without
+GDAL's driver work, to set beside one plain libcurl GET of the same bytes.
+
+usage: many_open.py PREFIX COUNT --threads N [--info] [--idle-ms MS] [--read-only BYTES]
        many_open.py --local FILE COUNT --threads N   (the same open COUNT times: the digest)
 """
 
@@ -65,6 +70,19 @@ def header_and_metadata(gdal, path, info):
         ds = None
 
 
+def first_bytes(gdal, path, nbytes):
+    """The first nbytes of path through GDAL's VSI layer (None when it cannot be opened),
+    as a JSON-able dict: their length and SHA-256."""
+    f = gdal.VSIFOpenL(path, "rb")
+    if f is None:
+        return None
+    try:
+        data = gdal.VSIFReadL(1, nbytes, f)
+    finally:
+        gdal.VSIFCloseL(f)
+    return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
 def main():
     ap = argparse.ArgumentParser(description="many-object open probe")
     ap.add_argument("prefix")
@@ -75,9 +93,11 @@ def main():
                     help="PREFIX is one local file, opened COUNT times")
     ap.add_argument("--idle-ms", type=float, default=0.0,
                     help="sleep this long before each open (outside its latency)")
+    ap.add_argument("--read-only", type=int, default=0, metavar="BYTES",
+                    help="no dataset: VSIFOpenL, one VSIFReadL of BYTES, VSIFCloseL")
     a = ap.parse_args()
-    if a.count < 1 or a.threads < 1 or a.idle_ms < 0:
-        ap.error("count and threads must be >= 1, --idle-ms >= 0")
+    if a.count < 1 or a.threads < 1 or a.idle_ms < 0 or a.read_only < 0:
+        ap.error("count and threads must be >= 1, --idle-ms and --read-only >= 0")
 
     from osgeo import gdal
     gdal.UseExceptions()
@@ -92,7 +112,8 @@ def main():
             time.sleep(a.idle_ms / 1000)
         t = time.monotonic()
         try:
-            got = header_and_metadata(gdal, path, a.info)
+            got = (first_bytes(gdal, path, a.read_only) if a.read_only else
+                   header_and_metadata(gdal, path, a.info))
         except RuntimeError as e:
             got = {"error": str(e)[:200]}
         lat = time.monotonic() - t

@@ -163,6 +163,18 @@ def test_every_scenario_has_numbers(quick):
             assert idle["floor_plus_open_over_floor"] > 1, idle
             # the least CPU per open over this endpoint: GDAL's after a wait + the floor's
             assert idle["plus_floor_cpu_s"] > idle["cpu_per_open_s"], idle
+            # the floor on this GDAL's own libcurl (this machine's here: no root in --quick)
+            own = cell["floor_own"]
+            assert own["failed"] == 0 and own["cpu_per_get_s"] > 0, own
+            assert idle["plus_floor_cpu_s"] == idle["cpu_per_open_s"] + own["cpu_per_get_s"]
+            # each handler alone: the header's bytes without a dataset, the same bytes as stock
+            h = cell["handler_alone"]
+            assert h["bytes"] == many["header_bytes"]
+            for c in CONTENDERS:
+                assert h[c]["failed"] == 0 and h[c]["same_as_stock"], (c, h[c])
+                assert h[c]["cpu_per_object_s"] > 0 and h[c]["cpu_over_floor"] > 0, (c, h[c])
+            assert h["vsitune"]["requests_per_object"] == 1, h["vsitune"]
+    assert "**Each handler alone**" in (out / "docs" / "performance.md").read_text()
     for cell in s["mosaic_tiles"]["cells"]:
         for c in CONTENDERS:
             v = cell["contenders"][c]
