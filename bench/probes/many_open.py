@@ -71,11 +71,12 @@ def header_and_metadata(gdal, path, info):
 
 
 def first_bytes(gdal, path, nbytes):
-    """The first nbytes of path through GDAL's VSI layer (None when it cannot be opened),
-    as a JSON-able dict: their length and SHA-256."""
+    """The first nbytes of path through GDAL's VSI layer, as a JSON-able dict: their
+    length and SHA-256; an "error" when it cannot be opened (GDAL 3.6's VSIFOpenL returns
+    None there, later releases raise: either counts as a failed object)."""
     f = gdal.VSIFOpenL(path, "rb")
     if f is None:
-        return None
+        return {"error": f"VSIFOpenL failed: {gdal.VSIGetLastErrorMsg() or path}"}
     try:
         data = gdal.VSIFReadL(1, nbytes, f)
     finally:
