@@ -53,31 +53,27 @@ def _upload(ctx, path, count):
             ctx.lab.put_object(bucket, f"{PREFIX}{i:04d}.tif", data)
 
 
-def build_floor_in(ctx, g):
-    """floor_get for GDAL g: this machine's (build_floor) or, for a root's, compiled
-    inside the root against its libcurl, into <its build>/bench/ (the path inside)."""
-    if g.root is None:
-        return build_floor(ctx)
-    src = str(PROBES / "floor_get.c").replace(str(common.REPO), "/vt/src")
-    r = common.run_child(*g.argv(
-        ["sh", "-c", 'mkdir -p /vt/build/bench && cc -O2 -Wall -o /vt/build/bench/floor_get '
-         f'"{src}" $(curl-config --cflags --libs) -lcrypto && echo \'{{"result": "built"}}\''],
-        {}), timeout=ctx.p["watchdog_s"])
-    if not r.ok or not r.result:
-        raise RuntimeError(f"building floor_get in {g.name} failed: {(r.error() or '')[-600:]}")
-    return "/vt/build/bench/floor_get"
+# floor_get's one build command: sh -c FLOOR_CC sh OUT SRC, against the libcurl where it runs
+FLOOR_CC = ('mkdir -p "$(dirname "$1")" && '
+            'cc -O2 -Wall -o "$1" "$2" $(curl-config --cflags --libs) -lcrypto')
 
 
-def build_floor(ctx):
-    """Compile bench/probes/floor_get.c into <build>/bench/ (every run: cheap)."""
-    out = Path(ctx.build_dir) / "bench" / "floor_get"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    flags = subprocess.run(["curl-config", "--cflags", "--libs"], capture_output=True,
-                           text=True, check=True).stdout.split()
-    cp = subprocess.run(["cc", "-O2", "-Wall", "-o", str(out), str(PROBES / "floor_get.c"),
-                         *flags, "-lcrypto"], capture_output=True, text=True)
+def build_floor(ctx, g=None):
+    """Compile bench/probes/floor_get.c (every run: cheap) into <build>/bench/ against this
+    machine's libcurl, or, for g a root's GDAL (scen_versions.Gdal), inside that root
+    against its own libcurl into <its build>/bench/. Returns the path where it runs."""
+    src = str(PROBES / "floor_get.c")
+    if g is None or g.root is None:
+        out = str(Path(ctx.build_dir) / "bench" / "floor_get")
+        argv, env = ["sh", "-c", FLOOR_CC, "sh", out, src], dict(os.environ)
+    else:
+        out = "/vt/build/bench/floor_get"
+        argv, env = g.argv(["sh", "-c", FLOOR_CC, "sh", out, src], {})
+    cp = subprocess.run(argv, env=env, capture_output=True, text=True)
     if cp.returncode != 0:
-        raise RuntimeError(f"building bench/probes/floor_get.c failed: {cp.stderr.strip()[-600:]}")
+        raise RuntimeError(f"building bench/probes/floor_get.c" +
+                           (f" in {g.name}" if g is not None and g.root is not None else "") +
+                           f" failed: {cp.stderr.strip()[-600:]}")
     return out
 
 
@@ -133,8 +129,8 @@ def many_opens(ctx):
     if not made.ok:
         raise RuntimeError(f"making the many-object COG failed: {made.error()}")
     header = made.result["header_bytes"]
-    exes = {g.name: build_floor_in(ctx, g) for g in gs}
-    exe = exes[gs[0].name]  # this machine's: the floor of every wall ratio
+    exes = {g.name: build_floor(ctx, g) for g in gs}
+    exe = next(exes[g.name] for g in gs if g.root is None)  # the floor of every wall ratio
     prog.start("14 many-object opens", 1 + p["many_reps"] * (1 + len(gs) * len(KINDS) *
                                                              (1 + len(p["many_threads"]))))
     _upload(ctx, cog, n)
